@@ -1,0 +1,56 @@
+"""The detector registry: every detector logscope runs, in one explicit table.
+
+Codes are stable and grouped by family (ruff/pylint style):
+
+======  ==========================================================
+LS1xx   hangs and collective desynchronisation
+LS2xx   launch and rank-identity mistakes
+LS3xx   crashes and the cascades they cause
+LS4xx   network
+LS5xx   memory
+LS6xx   GPU and node hardware
+LS7xx   scheduler (time limit, preemption, cancellation)
+LS8xx   configuration and version skew between nodes
+======  ==========================================================
+
+To add a detector: write ``detectors/<name>.py`` (module docstring with the headings in
+``base.DOC_HEADINGS``), add its class here, and add golden cases under ``tests/goldens/``.
+A test fails if a module in this package is not registered.
+"""
+
+from __future__ import annotations
+
+from logscope.detectors.base import Detector, JobView
+from logscope.detectors.collective_hang import CollectiveHang
+from logscope.detectors.collective_mismatch import CollectiveMismatch
+from logscope.detectors.duplicate_rank import DuplicateRank
+from logscope.detectors.exit_cascade import ExitCascade
+from logscope.detectors.master_addr_mismatch import MasterAddrMismatch
+from logscope.detectors.node_rank_collision import NodeRankCollision
+from logscope.detectors.progress_stall import ProgressStall
+from logscope.detectors.rendezvous_port_in_use import RendezvousPortInUse
+from logscope.detectors.split_world import SplitWorld
+
+REGISTRY: tuple[type[Detector], ...] = (
+    CollectiveHang,
+    CollectiveMismatch,
+    ProgressStall,
+    NodeRankCollision,
+    DuplicateRank,
+    SplitWorld,
+    MasterAddrMismatch,
+    RendezvousPortInUse,
+    ExitCascade,
+)
+
+
+def by_code(code: str) -> type[Detector] | None:
+    """The detector class with this code or name (case-insensitive), or None."""
+    wanted = code.strip().lower()
+    for detector in REGISTRY:
+        if detector.code.lower() == wanted or detector.name == wanted:
+            return detector
+    return None
+
+
+__all__ = ["REGISTRY", "Detector", "JobView", "by_code"]

@@ -1,0 +1,186 @@
+"""What a detector is, what it sees, and the helpers every detector uses to cite evidence.
+
+A detector is a class with a stable ``code`` (``LS101``), a kebab-case ``name`` naming the failure
+(not the fix), a ``category`` from the output contract, the ``requires`` set of events without
+which it cannot fire, and a pure :meth:`Detector.detect` that reads a :class:`JobView` and returns
+findings. Detectors never print, never read files, and never mutate the timeline.
+
+Each detector's module docstring is its user documentation (``logscope explain CODE``) and must
+have the headings in :data:`DOC_HEADINGS`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+import polars as pl
+
+from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity
+
+DOC_HEADINGS = ("What it detects", "Why it matters", "Evidence", "Example", "False positives",
+                "Advice")
+MAX_EVIDENCE = 8
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What detectors read: the timeline plus facts about the job's files."""
+
+    events: pl.DataFrame
+    nodes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    file_nodes: dict[str, str | None] = field(default_factory=dict)
+
+    def of(self, *events: Event) -> pl.DataFrame:
+        """The rows of the given event kinds, in timeline order."""
+        return self.events.filter(pl.col("event").is_in([e.value for e in events]))
+
+    def has(self, *events: Event) -> bool:
+        return self.of(*events).height > 0
+
+    @property
+    def world_size(self) -> int | None:
+        """The job's world size as the logs state it (largest NCCL nranks, torchrun's world)."""
+        sizes: list[int] = []
+        init = self.of(Event.NCCL_INIT, Event.NCCL_INIT_START)
+        if init.height:
+            value = init.select(pl.col("fields").struct.field("nranks").max()).item()
+            if value is not None:
+                sizes.append(int(value))
+        rdzv = self.of(Event.RENDEZVOUS)
+        if rdzv.height:
+            value = rdzv.select(pl.col("fields").struct.field("world_size").max()).item()
+            if value is not None:
+                sizes.append(int(value))
+        return max(sizes) if sizes else None
+
+
+class Detector:
+    """Base class; subclasses set the class attributes and implement :meth:`detect`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    category: ClassVar[Category]
+    requires: ClassVar[frozenset[Event]] = frozenset()
+    # How specific this detector's verdict is when it ties with another at the same moment.
+    specificity: ClassVar[int] = 50
+
+    def detect(self, job: JobView) -> list[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def doc(cls) -> str:
+        import inspect
+        import sys
+
+        module = sys.modules[cls.__module__]
+        return inspect.cleandoc(module.__doc__ or "")
+
+    def finding(self, *, title: str, explanation: str, advice: str, rows: pl.DataFrame | list[dict[str, Any]],
+                role: Role = Role.ROOT, severity: Severity = Severity.ERROR, culprit: Culprit | None = None,
+                category: Category | None = None, ranks: list[int] | None = None,
+                hosts: list[str] | None = None, specificity: int | None = None) -> Finding:
+        """Build a Finding whose evidence, first_seen, ranks and hosts come from ``rows``."""
+        dicts = rows.to_dicts() if isinstance(rows, pl.DataFrame) else list(rows)
+        dicts.sort(key=order_key)
+        evidence = tuple(evidence_of(r) for r in dicts[:MAX_EVIDENCE])
+        first = dicts[0] if dicts else None
+        rank_set = ranks if ranks is not None else sorted({int(r["rank"]) for r in dicts if r.get("rank") is not None})
+        host_set = hosts if hosts is not None else sorted({str(r["host"]) for r in dicts if r.get("host")})
+        return Finding(
+            code=self.code,
+            name=self.name,
+            category=category or self.category,
+            severity=severity,
+            title=title,
+            explanation=explanation,
+            advice=advice,
+            role=role,
+            ranks=tuple(rank_set),
+            hosts=tuple(host_set),
+            first_seen=first.get("time") if first else None,
+            evidence=evidence,
+            culprit=culprit,
+            specificity=self.specificity if specificity is None else specificity,
+            order_key=(str(first["file"]), int(first["line"])) if first else None,
+        )
+
+
+def order_key(row: dict[str, Any]) -> tuple[datetime, str, int]:
+    """Timeline order for a row dict: time (unknown last), then file and line."""
+    when = row.get("time") or datetime.max
+    return (when, str(row.get("file") or ""), int(row.get("line") or 0))
+
+
+def evidence_of(row: dict[str, Any]) -> Evidence:
+    prefix = row.get("prefix") or ""
+    return Evidence(str(row["file"]), int(row["line"]), (prefix + str(row.get("text") or ""))[:500],
+                    row.get("time"))
+
+
+def culprit_of(row: dict[str, Any]) -> Culprit:
+    return Culprit(
+        host=row.get("host"),
+        node=row.get("node"),
+        rank=row.get("rank"),
+        local_rank=row.get("local_rank"),
+        time=row.get("time"),
+        evidence=evidence_of(row),
+    )
+
+
+def field_of(row: dict[str, Any], name: str) -> Any:
+    fields = row.get("fields") or {}
+    return fields.get(name)
+
+
+def who(row: dict[str, Any] | Culprit) -> str:
+    """A short human name for where a row comes from: ``rank 3 on node02`` / ``node02``."""
+    if isinstance(row, Culprit):
+        rank, local, host, node = row.rank, row.local_rank, row.host, row.node
+    else:
+        rank, local, host, node = row.get("rank"), row.get("local_rank"), row.get("host"), row.get("node")
+    place = node or host
+    parts = []
+    if rank is not None:
+        parts.append(f"rank {rank}")
+    elif local is not None:
+        parts.append(f"local rank {local}")
+    if place:
+        parts.append(f"on {place}" if parts else str(place))
+    return " ".join(parts) if parts else "an unidentified process"
+
+
+def when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "(time unknown)"
+
+
+def compact_ranks(ranks: list[int] | tuple[int, ...]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``0-2,5,7-8``."""
+    values = sorted(set(ranks))
+    out: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# Messages that mean "I failed because someone else did": a process killed or disconnected by a
+# peer's death, a collective that timed out waiting for it. Shared by the cascade detector and
+# others that must not blame a victim.
+VICTIM_MESSAGE = re.compile(
+    r"remote process exited|Connection reset by peer|Connection closed by (?:remote )?peer|Broken pipe"
+    r"|communicator was aborted|NCCL communicator .*abort|ProcessGroupNCCL is aborted|Watchdog caught"
+    r"|collective operation timeout|Timeout at NCCL work|timed out|Socket Timeout|SIGTERM|got signal: ?(?:15|9)"
+    r"|SignalException|Terminated|\bKilled\b|KeyboardInterrupt|ChildFailedError|unhandled system error"
+    r"|ncclRemoteError|Software caused connection abort|Connection refused|failed to recv|recvBytes"
+    r"|The client socket has|DistNetworkError|Stopping|shutting down|exit code 143|exitcode: -15",
+    re.IGNORECASE,
+)

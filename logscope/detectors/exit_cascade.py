@@ -1,0 +1,281 @@
+"""LS301 exit-cascade: the one process that failed first, and the ones killed because of it.
+
+What it detects
+    A job where one process failed (exception, segfault, OOM, GPU error, non-zero exit) and the
+    launcher then tore everything else down. It names the root failure across all nodes and lists
+    the rest as victims: processes that received SIGTERM/SIGKILL from torchrun or srun
+    (``Sending process N closing signal SIGTERM``, exit -15/-9/143), that lost their peer
+    (``remote process exited``, ``Connection reset by peer``), or whose collectives timed out
+    after the root had already died.
+
+Why it matters
+    With ``srun --kill-on-bad-exit=1`` and torchrun, one rank's exception produces hundreds of
+    error lines on every node within seconds. The last lines of every log look alike (tracebacks,
+    NCCL errors, ChildFailedError), and torchrun's "Root Cause (first observed failure)" block
+    only names the first failure *on its own node*. The true root is the earliest failure across
+    nodes that was not itself a reaction to another.
+
+Evidence
+    Python exception lines, ``terminate called ... what():``, CUDA and OOM errors, fatal
+    signals, torchrun ``failed (exitcode: N) local_rank: L`` and ChildFailedError records (their
+    ``time`` field is compared across nodes), srun ``task N: Exited with exit code`` lines; as
+    victims: closing signals, SIGTERM exits, watchdog timeouts, peer-loss errors, step
+    cancellations. Times come from the lines; untimed lines are ordered by their neighbours.
+
+Example
+    ::
+
+        [host2:3]:RuntimeError: CUDA error: an illegal memory access was encountered
+        E0801 13:23:20.000000 4411 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 3 (pid: 4514) of binary: /usr/bin/python
+        srun: error: host1: tasks 0: Terminated
+
+False positives
+    When no line carries a time and each node writes its own file, "first" across nodes falls
+    back to torchrun's ChildFailedError times (1 s resolution) or file order; two failures in the
+    same second are told apart by preferring a real error over a signal exit. A process that
+    fails with a message logscope does not know as a consequence (a custom "peer gone" error) can
+    be named as the root.
+
+Advice
+    Fix the root failure named here and ignore the victims' errors. To make the next post-mortem
+    exact: write one file per node (``#SBATCH --output=%x-%j-%N.out``), prefix lines with host and
+    rank (``torchrun --role $(hostname -s): --tee 3``), and log with timestamps.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, ClassVar
+
+from logscope.detectors.base import (
+    VICTIM_MESSAGE,
+    Detector,
+    JobView,
+    culprit_of,
+    field_of,
+    order_key,
+    when,
+    who,
+)
+from logscope.model import Category, Event, Finding, Role, Severity
+
+# Detailed failures: they say what went wrong in the failing process itself.
+DETAIL_EVENTS = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FATAL_SIGNAL, Event.NCCL_CUDA_FAILURE,
+                 Event.ERROR_FILE, Event.XID, Event.ECC_ERROR, Event.GPU_LOST, Event.CPP_EXCEPTION)
+# Summaries: a launcher reporting that a process ended badly.
+SUMMARY_EVENTS = (Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.SRUN_TASK_EXIT, Event.HOST_OOM,
+                  Event.NODE_FAILURE)
+# Reactions to someone else's failure.
+VICTIM_EVENTS = (Event.WATCHDOG_TIMEOUT, Event.WATCHDOG_STATUS, Event.TEARDOWN, Event.CLOSING_SIGNAL,
+                 Event.AGENT_SIGNAL, Event.NCCL_ABORT, Event.NCCL_SOCKET_ERROR, Event.CANCELLED,
+                 Event.STEP_ABORTED, Event.DIST_ERROR)
+
+SIGNAL_EXIT = {-15, -9, -1, 143, 137, 15, 9}
+ROOT_CATEGORY = {
+    Event.CUDA_OOM: Category.OOM,
+    Event.HOST_OOM: Category.OOM,
+    Event.XID: Category.HARDWARE,
+    Event.ECC_ERROR: Category.HARDWARE,
+    Event.GPU_LOST: Category.HARDWARE,
+    Event.NODE_FAILURE: Category.HARDWARE,
+}
+_HARDWARE_CUDA = re.compile(r"unknown error|uncorrectable ECC|ECC error|fallen off|GPU is lost|"
+                            r"illegal memory access|unspecified launch failure|hardware", re.IGNORECASE)
+_OOM = re.compile(r"out of memory", re.IGNORECASE)
+
+
+def is_victim(row: dict[str, Any]) -> bool:
+    """True when a failure row is a reaction to another process's failure."""
+    event = Event(row["event"])
+    if event in VICTIM_EVENTS:
+        return True
+    text = str(row.get("text") or "")
+    message = str(field_of(row, "message") or "")
+    error_type = str(field_of(row, "error_type") or "")
+    if event in (Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.SRUN_TASK_EXIT):
+        code = field_of(row, "exit_code")
+        if code is not None and int(code) in SIGNAL_EXIT:
+            return True
+        if event == Event.SRUN_TASK_EXIT and re.search(r"Terminated|Killed", message):
+            return True
+        signal = field_of(row, "signal")
+        return bool(signal and signal in ("SIGTERM", "SIGKILL", "SIGHUP"))
+    if event == Event.CHILD_FAILURE:
+        return False
+    if event == Event.CPP_EXCEPTION:
+        return "DistBackendError" in error_type
+    return bool(VICTIM_MESSAGE.search(message) or VICTIM_MESSAGE.search(error_type)
+                or (event == Event.EXCEPTION and VICTIM_MESSAGE.search(text)))
+
+
+def category_of(row: dict[str, Any]) -> Category:
+    event = Event(row["event"])
+    if event in ROOT_CATEGORY:
+        return ROOT_CATEGORY[event]
+    message = f"{field_of(row, 'message') or ''} {row.get('text') or ''}"
+    if _OOM.search(message):
+        return Category.OOM
+    if event in (Event.CUDA_ERROR, Event.EXCEPTION, Event.CPP_EXCEPTION) and _HARDWARE_CUDA.search(message):
+        return Category.HARDWARE
+    return Category.CRASH
+
+
+def process_key(row: dict[str, Any]) -> tuple[str, str]:
+    """Who a row is about, as precisely as the line allows: (place, process)."""
+    place = row.get("node") or row.get("host") or row.get("file") or "?"
+    if row.get("rank") is not None:
+        return str(place), f"r{row['rank']}"
+    if row.get("local_rank") is not None:
+        return str(place), f"l{row['local_rank']}"
+    if row.get("pid") is not None:
+        return str(place), f"p{row['pid']}"
+    if row.get("task") is not None:
+        return str(place), f"t{row['task']}"
+    return str(place), "?"
+
+
+class ExitCascade(Detector):
+    code = "LS301"
+    name = "exit-cascade"
+    category = Category.CRASH
+    requires: ClassVar[frozenset[Event]] = frozenset(DETAIL_EVENTS + SUMMARY_EVENTS)
+    specificity = 40
+
+    def detect(self, job: JobView) -> list[Finding]:
+        rows = job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS)
+        if rows.height == 0:
+            return []
+        records = sorted(rows.to_dicts(), key=order_key)
+        root = self._root(records)
+        if root is None:
+            return []
+        root_key = process_key(root)
+        root_order = order_key(root)
+        victims = [r for r in records if process_key(r) != root_key and order_key(r) >= root_order
+                   and (is_victim(r) or Event(r["event"]) in SUMMARY_EVENTS or Event(r["event"]) in DETAIL_EVENTS)]
+        victim_procs = {process_key(r) for r in victims}
+        victim_places = {k[0] for k in victim_procs}
+        # Everything on the root process that tells the same story (its summary lines).
+        own = [r for r in records if process_key(r) == root_key and not is_victim(r)]
+        culprit = culprit_of(root)
+        culprit = self._refine(culprit, own, records)
+        detail = self._describe(root)
+        category = category_of(root)
+        title = f"{who(culprit)} failed first: {detail}"
+        if victim_procs:
+            title += f"; {len(victim_procs)} other process(es) on {len(victim_places)} node(s) went down after it"
+        explanation = (
+            f"The earliest failure that was not a reaction to another process is {detail} from "
+            f"{who(culprit)} at {when(root.get('time'))}"
+            + (" (time inferred from neighbouring lines)" if root.get("time_inferred") else "")
+            + ". "
+            + (f"After it, {len(victim_procs)} other process(es) failed or were killed "
+               f"(SIGTERM from the launcher, lost peers, collective timeouts): they are consequences, "
+               f"not causes." if victim_procs else "No other process failed after it.")
+        )
+        evidence_rows = [root, *[r for r in own if r is not root][:2], *victims[:4]]
+        return [self.finding(
+            title=title,
+            explanation=explanation,
+            advice=("Fix the failure on the root process; the errors on the other ranks are the "
+                    "launcher cleaning up. If the root error is an exception, its traceback is above "
+                    "the evidence line in the same file."),
+            rows=evidence_rows,
+            culprit=culprit,
+            category=category,
+            severity=Severity.CRITICAL,
+            ranks=[culprit.rank] if culprit.rank is not None else [],
+            hosts=[culprit.node or culprit.host] if (culprit.node or culprit.host) else [],
+        )]
+
+    def _root(self, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The earliest non-victim failure, preferring detailed lines over launcher summaries."""
+        # A place (node) whose first failure line is a victim line reacted to something else:
+        # its later failures are consequences too.
+        first_on_place: dict[str, dict[str, Any]] = {}
+        for r in records:
+            if Event(r["event"]) in (Event.CANCELLED, Event.STEP_ABORTED, Event.SRUN_TASK_EXIT,
+                                     Event.NODE_FAILURE, Event.HOST_OOM):
+                continue  # scheduler lines are printed by srun/slurmstepd, not by the node's processes
+            first_on_place.setdefault(process_key(r)[0], r)
+        reacting = {p for p, r in first_on_place.items() if is_victim(r)}
+        detailed = [r for r in records if Event(r["event"]) in DETAIL_EVENTS and not is_victim(r)
+                    and process_key(r)[0] not in reacting and Event(r["event"]) != Event.CPP_EXCEPTION]
+        summaries = [r for r in records if Event(r["event"]) in SUMMARY_EVENTS and not is_victim(r)
+                     and (process_key(r)[0] not in reacting or Event(r["event"]) in (
+                         Event.NODE_FAILURE, Event.HOST_OOM))]
+        cpp = [r for r in records if Event(r["event"]) == Event.CPP_EXCEPTION and not is_victim(r)]
+        by_node_time = self._root_by_childfailed(records)
+        if detailed:
+            if by_node_time is not None:
+                on_node = [r for r in detailed if process_key(r)[0] == by_node_time]
+                if on_node and len({process_key(r)[0] for r in detailed}) > 1:
+                    return on_node[0]
+            return detailed[0]
+        if cpp:
+            return cpp[0]
+        if summaries:
+            return summaries[0]
+        return None
+
+    @staticmethod
+    def _root_by_childfailed(records: list[dict[str, Any]]) -> str | None:
+        """torchrun's per-node "Root Cause" records, compared across nodes by their time."""
+        best: tuple[datetime, int, str] | None = None
+        for r in records:
+            if Event(r["event"]) != Event.CHILD_FAILURE or field_of(r, "key") != "root":
+                continue
+            if r.get("time") is None or r.get("time_inferred"):
+                continue
+            code = field_of(r, "exit_code")
+            signal_rank = 1 if code is not None and int(code) in SIGNAL_EXIT else 0
+            place = process_key(r)[0]
+            candidate = (r["time"], signal_rank, place)
+            if best is None or candidate < best:
+                best = candidate
+        return best[2] if best else None
+
+    @staticmethod
+    def _refine(culprit: Any, own: list[dict[str, Any]], records: list[dict[str, Any]]) -> Any:
+        """Fill the culprit's global rank / local rank from its own summary lines."""
+        from dataclasses import replace
+
+        rank, local = culprit.rank, culprit.local_rank
+        for r in own:
+            if rank is None and r.get("rank") is not None:
+                rank = r["rank"]
+            if local is None and r.get("local_rank") is not None:
+                local = r["local_rank"]
+        if rank is None and local is not None:
+            place = culprit.node or culprit.host
+            for r in records:
+                if (Event(r["event"]) == Event.CHILD_FAILURE and r.get("local_rank") == local
+                        and (r.get("node") or r.get("host")) == place and r.get("rank") is not None):
+                    rank = r["rank"]
+                    break
+        return replace(culprit, rank=rank, local_rank=local)
+
+    @staticmethod
+    def _describe(row: dict[str, Any]) -> str:
+        event = Event(row["event"])
+        error_type = field_of(row, "error_type")
+        message = field_of(row, "message")
+        if event in (Event.EXCEPTION, Event.ERROR_FILE, Event.CUDA_OOM, Event.CUDA_ERROR):
+            head = f"{error_type}: " if error_type else ""
+            body = message or row.get("text") or ""
+            if event == Event.CUDA_ERROR and not str(body).startswith("CUDA"):
+                body = f"CUDA error: {body}"
+            return f"{head}{body}"[:200]
+        if event == Event.WORKER_FAILED:
+            return f"worker exited with code {field_of(row, 'exit_code')}"
+        if event == Event.CHILD_FAILURE:
+            return f"exit code {field_of(row, 'exit_code')} (torchrun ChildFailedError record)"
+        if event == Event.FATAL_SIGNAL:
+            return str(field_of(row, "signal") or field_of(row, "message") or row.get("text"))[:200]
+        if event == Event.CPP_EXCEPTION:
+            return f"C++ exception {error_type}"
+        return str(row.get("text") or "")[:200]
+
+
+__all__ = ["ExitCascade", "category_of", "is_victim", "process_key"]

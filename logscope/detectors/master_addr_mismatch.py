@@ -1,0 +1,74 @@
+"""LS204 master-addr-mismatch: nodes were told different rendezvous addresses.
+
+What it detects
+    torchrun launch configs (``rdzv_endpoint``) or rendezvous results (``master_addr``,
+    ``master_port``) that differ between nodes of one job.
+
+Why it matters
+    Every node must meet at the same rendezvous. ``MASTER_ADDR=$(hostname)`` evaluated per node,
+    or ``localhost``, gives each node its own endpoint: nodes wait for peers that never come
+    (rendezvous timeout) or form separate worlds (LS203).
+
+Evidence
+    The ``rdzv_endpoint`` line of torchrun's "Starting elastic_operator with launch configs"
+    block and the ``master_addr=``/``master_port=`` lines of its rendezvous result, per node.
+
+Example
+    ::
+
+        gpu-node01.out:  rdzv_endpoint    : gpu-node01:29500
+        gpu-node02.out:  rdzv_endpoint    : gpu-node02:29500
+
+False positives
+    A host written with different names (short name on one node, FQDN or an IP on another) is
+    compared as written; different spellings of one address are reported.
+
+Advice
+    Compute the address once in the batch script and pass it to every node:
+    ``MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import polars as pl
+
+from logscope.detectors.base import Detector, JobView
+from logscope.model import Category, Event, Finding, Severity
+
+
+class MasterAddrMismatch(Detector):
+    code = "LS204"
+    name = "master-addr-mismatch"
+    category = Category.LAUNCH
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.LAUNCH_CONFIG, Event.RENDEZVOUS})
+    specificity = 80
+
+    def detect(self, job: JobView) -> list[Finding]:
+        rows = job.of(Event.LAUNCH_CONFIG, Event.RENDEZVOUS).with_columns(
+            pl.concat_str(pl.col("fields").struct.field("master_addr"), pl.lit(":"),
+                          pl.col("fields").struct.field("master_port").cast(pl.String), ignore_nulls=False
+                          ).alias("endpoint"),
+            pl.coalesce("node", "host", "file").alias("place"),
+        ).filter(pl.col("endpoint").is_not_null())
+        if rows.height == 0:
+            return []
+        per_kind = rows.group_by("event").agg(pl.col("endpoint").n_unique().alias("n"),
+                                             pl.col("place").n_unique().alias("places"))
+        bad = per_kind.filter((pl.col("n") > 1) & (pl.col("places") > 1))
+        if bad.height == 0:
+            return []
+        kind = bad["event"][0]
+        subset = rows.filter(pl.col("event") == kind).unique(subset=["place", "endpoint"], keep="first",
+                                                             maintain_order=True)
+        endpoints = sorted(set(subset["endpoint"].to_list()))
+        return [self.finding(
+            title=f"Nodes used different rendezvous endpoints: {', '.join(endpoints[:4])}",
+            explanation=("torchrun on different nodes was given different master/rendezvous addresses, so the "
+                         "nodes could not all meet at one rendezvous."),
+            advice=("Set MASTER_ADDR once in the batch script, from `scontrol show hostnames "
+                    "$SLURM_JOB_NODELIST | head -n 1`, and pass the same --rdzv_endpoint to every node."),
+            rows=subset.drop("endpoint", "place").head(6),
+            severity=Severity.CRITICAL,
+        )]

@@ -1,0 +1,125 @@
+"""LS201 node-rank-collision: several nodes believe they are node 0 (``$SLURM_PROCID`` expanded too early).
+
+What it detects
+    More than one node launching with the same node rank: torchrun rendezvous results with the
+    same ``group_rank`` on different hosts, c10d "joined round ... as rank R" with the same R on
+    different hosts, or a launch command traced by ``set -x`` in which ``--node_rank`` is already a
+    number on a multi-node job (so it was expanded on the batch host, not per task).
+
+Why it matters
+    ``srun bash -c "torchrun --node_rank $SLURM_PROCID ..."`` inside double quotes is expanded by
+    the batch script's shell, where ``SLURM_PROCID`` is 0 (or unset), *before* srun starts one
+    task per node. Every node then starts as node 0: with static rendezvous
+    (``--master_addr/--master_port``) the nodes register the same global ranks, the world never
+    forms, and the job hangs at init or fails with duplicate ranks. With ``--rdzv_backend c10d``
+    the flag is ignored, which hides the mistake until someone switches backends.
+
+Evidence
+    torchrun rendezvous results (``group_rank=``), c10d rendezvous join lines, bash ``set -x``
+    traces of ``srun``/``torchrun`` command lines, and torchrun's launch configs for the backend.
+
+Example
+    ::
+
+        + srun --kill-on-bad-exit=1 bash -c 'python -u -m torch.distributed.run --nproc_per_node 8 --nnodes 2 --node_rank 0 --master_addr gpu-node01 ...'
+        [gpu-node01] group_rank=0 ... [gpu-node02] group_rank=0
+
+False positives
+    A single-node job launched with a literal ``--node_rank 0`` is fine and not flagged. Logs of
+    two separate jobs analysed together look like a collision.
+
+Advice
+    Escape the variable so each task expands it: ``--node_rank \\$SLURM_PROCID`` inside double
+    quotes, or put the launcher in single quotes. With ``--rdzv_backend c10d`` drop
+    ``--node_rank`` entirely: the rendezvous assigns ranks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import polars as pl
+
+from logscope.detectors.base import Detector, JobView, field_of
+from logscope.model import Category, Event, Finding, Role, Severity
+
+_NODE_RANK = re.compile(r"--node[_-]rank[= ](\S+)")
+_NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
+
+
+class NodeRankCollision(Detector):
+    code = "LS201"
+    name = "node-rank-collision"
+    category = Category.LAUNCH
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.RENDEZVOUS, Event.LAUNCH_COMMAND})
+    specificity = 85
+
+    def detect(self, job: JobView) -> list[Finding]:
+        backend = self._backend(job)
+        rows, how = self._rendezvous_collision(job)
+        traced = self._expanded_in_trace(job)
+        if not rows and not traced:
+            return []
+        evidence = rows + traced
+        harmless = backend == "c10d" and not rows
+        title = "Several nodes started as node 0: $SLURM_PROCID was expanded on the batch host"
+        if rows and not traced:
+            title = f"Several nodes claimed the same node rank ({how})"
+        explanation = (
+            ("The launch command already holds a literal --node_rank on a multi-node job, so the variable was "
+             "expanded once by the batch script's shell instead of once per task. ") if traced else ""
+        ) + (f"The rendezvous shows it: {how}. " if rows else "") + (
+            "With the c10d rendezvous backend torchrun ignores --node_rank, so this did not break this job, "
+            "but it will under static rendezvous." if harmless else
+            "Every node then registers the same global ranks and the world cannot form: expect an init hang, "
+            "duplicate ranks or a store timeout on all nodes.")
+        return [self.finding(
+            title=title,
+            explanation=explanation,
+            advice=("Write --node_rank \\$SLURM_PROCID (escaped) inside the double-quoted launcher, or single-quote "
+                    "it; with --rdzv_backend c10d remove --node_rank altogether."),
+            rows=evidence,
+            role=Role.CONTEXT if harmless else Role.ROOT,
+            severity=Severity.WARNING if harmless else Severity.CRITICAL,
+        )]
+
+    @staticmethod
+    def _backend(job: JobView) -> str | None:
+        config = job.of(Event.LAUNCH_CONFIG)
+        backends = config.select(pl.col("fields").struct.field("rdzv_backend").drop_nulls()).to_series().to_list()
+        return backends[0] if backends else None
+
+    @staticmethod
+    def _rendezvous_collision(job: JobView) -> tuple[list[dict[str, Any]], str]:
+        rdzv = job.of(Event.RENDEZVOUS).filter(pl.col("fields").struct.field("group_rank").is_not_null())
+        if rdzv.height == 0:
+            return [], ""
+        rdzv = rdzv.with_columns(
+            pl.col("fields").struct.field("group_rank").alias("gr"),
+            pl.coalesce("node", "host", "file").alias("place"),
+            pl.col("fields").struct.field("key").fill_null("0").alias("round"),
+        )
+        clash = rdzv.group_by("round", "gr").agg(pl.col("place").n_unique().alias("places")).filter(
+            pl.col("places") > 1).sort("gr")
+        if clash.height == 0:
+            return [], ""
+        first = clash.row(0, named=True)
+        rows = rdzv.filter((pl.col("gr") == first["gr"]) & (pl.col("round") == first["round"]))
+        places = sorted({str(p) for p in rows["place"].to_list()})
+        how = f"group_rank={first['gr']} on {len(places)} nodes ({', '.join(places[:4])}{'...' if len(places) > 4 else ''})"
+        return rows.drop("gr", "place", "round").to_dicts(), how
+
+    @staticmethod
+    def _expanded_in_trace(job: JobView) -> list[dict[str, Any]]:
+        out = []
+        for row in job.of(Event.LAUNCH_COMMAND).to_dicts():
+            message = str(field_of(row, "message") or row.get("text") or "")
+            m = _NODE_RANK.search(message)
+            if not m or not m.group(1).isdigit():
+                continue
+            nnodes = _NNODES.search(message)
+            many = (nnodes and int(nnodes.group(2) or nnodes.group(1)) > 1) or len(job.nodes) > 1
+            if many:
+                out.append(row)
+        return out

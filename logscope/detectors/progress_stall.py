@@ -1,0 +1,112 @@
+"""LS103 progress-stall: training stopped making progress while the job stayed alive.
+
+What it detects
+    A silent hang: the last training-progress line (``iteration N/M``, ``step N ... loss``) is
+    followed by a long stretch of time in which the job was demonstrably still running (periodic
+    status lines, later timestamps, or a cancellation at the time limit) but no rank advanced,
+    and no error explains it.
+
+Why it matters
+    Some hangs never time out: a deadlock in Python, a rank spinning in a kernel, a collective
+    with an infinite timeout. The job burns its allocation until the time limit and the log
+    only shows that nothing happened. The gap is the evidence.
+
+Evidence
+    Progress lines (their step and, when printed, the time per iteration) and every timed line
+    after the last one: heartbeat/status lines, ``CANCELLED AT`` times. The stall threshold is
+    ten times the time per iteration (from the progress lines or their spacing), at least 15
+    minutes; 30 minutes when the iteration time is unknown.
+
+Example
+    ::
+
+        [default7]: iteration    45000/  115311 | ... | elapsed time per iteration (s): 111.00 | ...
+        [2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 ...
+        [2022-05-01 05:56:18] PULSE: tr11-176B-ml is running for 1-09:27:40 ...
+
+False positives
+    A long phase that prints no progress (evaluation, checkpoint conversion) longer than the
+    threshold looks like a stall. Untimed progress lines take the time of the next timed line, so
+    the stall measured is a lower bound.
+
+Advice
+    Attach ``py-spy dump --pid`` to the ranks of a hung job to see where each one is. Make the
+    training loop log a heartbeat with a timestamp, and set a finite NCCL timeout so a hang
+    becomes an error with a rank attached (``TORCH_NCCL_ASYNC_ERROR_HANDLING=1``, the c10d
+    ``timeout=`` argument).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from statistics import median
+from typing import ClassVar
+
+import polars as pl
+
+from logscope.detectors.base import Detector, JobView, order_key, when
+from logscope.model import Category, Event, Finding, Severity
+
+MIN_STALL = timedelta(minutes=15)
+DEFAULT_STALL = timedelta(minutes=30)
+ITERATIONS = 10
+
+
+class ProgressStall(Detector):
+    code = "LS103"
+    name = "progress-stall"
+    category = Category.HANG
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.PROGRESS})
+    specificity = 55
+
+    def detect(self, job: JobView) -> list[Finding]:
+        progress = job.of(Event.PROGRESS).filter(pl.col("time").is_not_null())
+        if progress.height == 0:
+            return []
+        last_progress = sorted(progress.to_dicts(), key=order_key)[-1]
+        progress_time = last_progress["time"]
+        later = job.events.filter(
+            pl.col("time").is_not_null() & ~pl.col("time_inferred") & (pl.col("time") > progress_time)
+        )
+        if later.height == 0:
+            return []
+        # Anything that failed after the last step explains the silence better than a stall.
+        failures = later.filter(pl.col("severity").is_in(["error", "critical"])
+                                & (pl.col("event") != Event.CANCELLED.value))
+        if failures.height:
+            return []
+        alive = sorted(later.to_dicts(), key=order_key)[-1]
+        gap = alive["time"] - progress_time
+        threshold = self._threshold(progress)
+        if gap < threshold:
+            return []
+        minutes = int(gap.total_seconds() // 60)
+        return [self.finding(
+            title=(f"Silent hang: no training progress for {minutes // 60} h {minutes % 60} min after "
+                   f"step {last_progress['fields'].get('step')}, while the job kept running"),
+            explanation=(
+                f"The last progress line is step {last_progress['fields'].get('step')} "
+                f"(at or before {when(progress_time)}). The job was still alive at {when(alive['time'])} "
+                f"({alive['event']} line) without any rank reporting progress or an error. That is more than "
+                f"{int(threshold.total_seconds() // 60)} minutes, the stall threshold for this job's pace."
+            ),
+            advice=("Take py-spy dumps of all ranks while such a job hangs; log a timestamped heartbeat from the "
+                    "training loop; use finite collective timeouts so the hang turns into an error naming a rank."),
+            rows=[last_progress, alive],
+            severity=Severity.CRITICAL,
+            ranks=[],
+        )]
+
+    @staticmethod
+    def _threshold(progress: pl.DataFrame) -> timedelta:
+        per_iter = progress.select(pl.col("fields").struct.field("iteration_time_s").drop_nulls()).to_series().to_list()
+        if per_iter:
+            seconds = median(per_iter)
+            step_gap = progress.select(pl.col("fields").struct.field("step").diff().drop_nulls().median()).item()
+            return max(MIN_STALL, timedelta(seconds=seconds * ITERATIONS * max(1.0, float(step_gap or 1))))
+        exact = progress.filter(~pl.col("time_inferred")).sort("time")
+        if exact.height >= 3:
+            spacing = exact.select(pl.col("time").diff().drop_nulls().median()).item()
+            if spacing:
+                return max(MIN_STALL, spacing * ITERATIONS)
+        return DEFAULT_STALL

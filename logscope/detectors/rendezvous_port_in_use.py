@@ -1,0 +1,74 @@
+"""LS205 rendezvous-port-in-use: the rendezvous/store port was already taken.
+
+What it detects
+    ``errno: 98 - Address already in use`` (TCPStore / c10d rendezvous) when torchrun tries to
+    start the rendezvous server, and says whether it happened on the master node or elsewhere.
+
+Why it matters
+    On the master node it means another job (or a stale process from a previous run) holds the
+    port. On a *non-master* node it means that node also believed it was the master: the
+    classic symptom of every node launching as node 0 (LS201), or of several jobs sharing a node
+    with the same fixed ``MASTER_PORT``.
+
+Evidence
+    ``DistNetworkError``/``RuntimeError`` lines naming ``Address already in use`` and the port,
+    the node that printed them, and the rendezvous endpoint from torchrun's launch config.
+
+Example
+    ::
+
+        torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use
+
+False positives
+    None known: the message is unambiguous. Whether the node is "the master" is judged from the
+    endpoint in the launch config, when it is logged.
+
+Advice
+    Pick a free, job-specific port (``MASTER_PORT=$((10000 + SLURM_JOB_ID % 50000))``), make sure
+    only the master node hosts the store (escape ``\\$SLURM_PROCID``; use c10d rendezvous), and
+    kill stale launchers from earlier jobs.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import polars as pl
+
+from logscope.detectors.base import Detector, JobView, field_of, who
+from logscope.model import Category, Event, Finding, Severity
+from logscope.timeline import node_of_host
+
+
+class RendezvousPortInUse(Detector):
+    code = "LS205"
+    name = "rendezvous-port-in-use"
+    category = Category.LAUNCH
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.PORT_IN_USE})
+    specificity = 85
+
+    def detect(self, job: JobView) -> list[Finding]:
+        rows = job.of(Event.PORT_IN_USE)
+        if rows.height == 0:
+            return []
+        first = rows.to_dicts()[0]
+        masters = job.of(Event.LAUNCH_CONFIG, Event.RENDEZVOUS).select(
+            pl.col("fields").struct.field("master_addr").drop_nulls()).to_series().unique().to_list()
+        master_nodes = {node_of_host(str(m), list(job.nodes)) for m in masters}
+        place = first.get("node") or first.get("host")
+        port = field_of(first, "master_port")
+        off_master = bool(master_nodes) and place is not None and place not in master_nodes
+        where = f" on {place}" if place else ""
+        title = (f"Rendezvous port{f' {port}' if port else ''} already in use{where}"
+                 + (", which is not the master node: it also tried to host the rendezvous" if off_master else ""))
+        return [self.finding(
+            title=title,
+            explanation=(f"{who(first)} could not bind the rendezvous/store port. "
+                         + ("Only the master node should listen on it; a non-master node doing so believes it "
+                            "is node 0 (see LS201)." if off_master else
+                            "Another process (another job, or a leftover launcher) holds the port.")),
+            advice=("Use a job-specific MASTER_PORT, escape \\$SLURM_PROCID so only node 0 hosts the store, and "
+                    "make sure no stale torchrun from an earlier job is still running on the node."),
+            rows=rows.head(4),
+            severity=Severity.CRITICAL,
+        )]

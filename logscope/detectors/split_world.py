@@ -1,0 +1,102 @@
+"""LS203 split-world: the nodes formed separate worlds instead of one.
+
+What it detects
+    NCCL's largest communicator is smaller than the number of processes the job started: each
+    node (or group of nodes) initialised its own world, typically with the same ranks 0..k-1 on
+    every node and ``nranks`` equal to the processes of one node. Also flagged when torchrun was
+    told several nodes but each node's rendezvous came back with a world of one node.
+
+Why it matters
+    Training then runs as several independent jobs that never exchange gradients: it may even
+    "work", at a fraction of the intended batch size, with each node overwriting the others'
+    checkpoints. It comes from a rendezvous that does not span nodes: ``MASTER_ADDR=localhost``,
+    a different ``--rdzv_endpoint`` or ``--rdzv_id`` per node, or ``--nnodes 1`` on each node.
+
+Evidence
+    NCCL ``Init COMPLETE`` lines (``nranks`` and the hosts holding each rank), torchrun launch
+    configs (``min_nodes``/``max_nodes``) and rendezvous results (``group_world_size``).
+
+Example
+    ::
+
+        gpu-node01:4100:4180 [0] NCCL INFO comm 0x5621 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE
+        gpu-node02:5120:5199 [0] NCCL INFO comm 0x55f0 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE
+
+False positives
+    Jobs that deliberately run one independent replica per node (hyper-parameter sweeps inside
+    one allocation) look exactly like this.
+
+Advice
+    Point every node at the same rendezvous: ``MASTER_ADDR=$(scontrol show hostnames
+    $SLURM_JOB_NODELIST | head -n 1)``, the same ``--rdzv_endpoint`` and ``--rdzv_id
+    $SLURM_JOB_ID`` everywhere, ``--nnodes $SLURM_NNODES``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import polars as pl
+
+from logscope.detectors.base import Detector, JobView
+from logscope.model import Category, Event, Finding, Severity
+
+
+class SplitWorld(Detector):
+    code = "LS203"
+    name = "split-world"
+    category = Category.LAUNCH
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.NCCL_INIT, Event.RENDEZVOUS})
+    specificity = 75
+
+    def detect(self, job: JobView) -> list[Finding]:
+        init = job.of(Event.NCCL_INIT).with_columns(
+            pl.col("fields").struct.field("nranks").alias("n"),
+            pl.col("fields").struct.field("comm_rank").alias("crank"),
+        )
+        if init.height:
+            world = int(init["n"].max())
+            processes = init.select(pl.struct("host", "pid").n_unique()).item()
+            hosts = init["host"].drop_nulls().unique().to_list()
+            rank0_hosts = init.filter((pl.col("n") == world) & (pl.col("crank") == 0))["host"].drop_nulls().unique()
+            if processes > world and len(hosts) > 1 and rank0_hosts.len() > 1:
+                evidence = init.filter((pl.col("n") == world) & (pl.col("crank") == 0)).unique(
+                    subset=["host"], keep="first", maintain_order=True).drop("n", "crank")
+                groups = processes // world if world else 0
+                return [self.finding(
+                    title=(f"Split world: {processes} processes on {len(hosts)} hosts formed "
+                           f"{groups or 'several'} separate worlds of {world} ranks"),
+                    explanation=(f"The largest NCCL communicator has {world} ranks, but {processes} processes "
+                                 f"initialised NCCL and rank 0 of that size exists on {rank0_hosts.len()} hosts. "
+                                 "Each group trained on its own instead of as one job."),
+                    advice=self._advice(),
+                    rows=evidence,
+                    severity=Severity.CRITICAL,
+                )]
+        return self._from_rendezvous(job)
+
+    def _from_rendezvous(self, job: JobView) -> list[Finding]:
+        config = job.of(Event.LAUNCH_CONFIG).select(pl.col("fields").struct.field("nnodes").drop_nulls()).to_series()
+        rdzv = job.of(Event.RENDEZVOUS).filter(pl.col("fields").struct.field("group_world_size").is_not_null())
+        if config.len() == 0 or rdzv.height == 0:
+            return []
+        wanted = max(int(str(v).split(":")[-1]) for v in config.to_list() if str(v).split(":")[-1].isdigit()) \
+            if any(str(v).split(":")[-1].isdigit() for v in config.to_list()) else None
+        got = rdzv.select(pl.col("fields").struct.field("group_world_size").max()).item()
+        places = rdzv.select(pl.coalesce("node", "host", "file").n_unique()).item()
+        if wanted and got is not None and got < wanted and places > 1:
+            return [self.finding(
+                title=f"Split world: torchrun expected {wanted} nodes but each rendezvous formed {got}",
+                explanation=("The launch config asks for several nodes, yet the rendezvous on each node completed "
+                             f"with a group of {got}: the nodes did not meet at the same rendezvous."),
+                advice=self._advice(),
+                rows=rdzv.head(4),
+                severity=Severity.CRITICAL,
+            )]
+        return []
+
+    @staticmethod
+    def _advice() -> str:
+        return ("Give every node the same rendezvous: MASTER_ADDR from `scontrol show hostnames "
+                "$SLURM_JOB_NODELIST | head -n 1`, one --rdzv_endpoint and --rdzv_id $SLURM_JOB_ID, "
+                "--nnodes $SLURM_NNODES.")

@@ -1,0 +1,347 @@
+"""Find a job's log files and read each one into event rows, in bounded memory.
+
+Reading policy, the same for every file:
+
+* inputs are folders (walked recursively, symbolic links to folders not followed, so a link loop
+  cannot trap the walk), files, or both; a file reached twice is read once;
+* ``.gz`` and ``.zst`` are decompressed on the fly; a corrupt or truncated archive keeps what was
+  read before the damage and says where it stopped;
+* a file whose first 8 KiB look binary is skipped with a reason, as is one that cannot be opened;
+* bytes are decoded as UTF-8 with replacement characters, never rejected;
+* files are read in blocks of :data:`CHUNK_BYTES` cut at a newline, so memory does not grow with
+  the file; a "line" longer than :data:`MAX_LINE_BYTES` is cut there and counted as several;
+* nothing is ever written: files are opened read-only and their times are not changed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from logscope.errors import InputError
+from logscope.model import FIELD_SCHEMA, Event, Severity
+from logscope.parsers.filenames import DEFAULT_PATTERNS, NameInfo, describe, strip_compression
+from logscope.parsers.lines import EVENT_COLUMNS, parse_chunk
+from logscope.parsers.timestamps import FULL_DATE_BYTES
+
+CHUNK_BYTES = 32 * 1024 * 1024
+MAX_LINE_BYTES = 8 * 1024 * 1024
+SNIFF_BYTES = 8192
+# NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first and
+# the last ones matter to the detectors (where a rank started and where it stopped).
+COLL_HEAD = 2
+COLL_TAIL = 64
+PROGRESS_TAIL = 4096
+
+_FULL_DATE = re.compile(FULL_DATE_BYTES)
+
+# Met while walking a folder, these are not logs: documents, configs, code, images, checkpoints.
+# A file named on the command line is always read, whatever its name.
+NOT_LOG_SUFFIXES = frozenset(
+    ".md .rst .json .yaml .yml .toml .ini .cfg .conf .py .ipynb .sh .slurm .sbatch .csv .tsv .html .htm "
+    ".js .css .png .jpg .jpeg .gif .svg .pdf .pt .pth .ckpt .bin .safetensors .npy .npz .pkl .pickle "
+    ".parquet .arrow .h5 .tar .zip .so .o .pyc .whl .lock".split()
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    display: str  # how the file is named in output: the input path joined with the relative path
+    info: NameInfo
+    compression: str | None
+    size: int
+
+
+@dataclass
+class FileRead:
+    """What reading one file produced."""
+
+    source: SourceFile
+    events: pl.DataFrame
+    lines_read: int = 0
+    lines_recognised: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    display: str
+    reason: str
+
+
+ProgressCallback = Callable[[int], None]
+
+
+def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> tuple[
+        list[SourceFile], list[Skipped]]:
+    """List the files under ``inputs`` in a stable order; raise InputError if none exist."""
+    found: list[SourceFile] = []
+    skipped: list[Skipped] = []
+    ignored: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    for given in inputs:
+        if not given.exists() and not given.is_symlink():
+            raise InputError(f"{given}: no such file or directory")
+        if given.is_dir():
+            walk_errors: list[OSError] = []
+            for root, dirs, files in os.walk(given, onerror=walk_errors.append, followlinks=False):
+                dirs.sort()
+                for name in sorted(files):
+                    if _not_a_log(name):
+                        ignored.append(str(Path(root) / name))
+                        continue
+                    _add(Path(root) / name, given, found, skipped, seen, patterns)
+            for error in walk_errors:
+                skipped.append(Skipped(str(error.filename), f"cannot list folder ({error.strerror})"))
+        else:
+            _add(given, None, found, skipped, seen, patterns)
+    if ignored:
+        shown = ", ".join(Path(p).name for p in ignored[:4]) + (" ..." if len(ignored) > 4 else "")
+        skipped.append(Skipped(f"{len(ignored)} file(s)", f"not logs by their names ({shown})"))
+    return found, skipped
+
+
+def _not_a_log(name: str) -> bool:
+    plain, _ = strip_compression(name)
+    if plain.endswith("error.json"):
+        return False  # torchrun's per-worker error file
+    return name.startswith(".") or Path(plain).suffix.lower() in NOT_LOG_SUFFIXES
+
+
+def _add(path: Path, base: Path | None, found: list[SourceFile], skipped: list[Skipped],
+         seen: set[tuple[int, int]], patterns: tuple[str, ...]) -> None:
+    display = str(path)
+    try:
+        stat = path.stat()
+    except OSError as error:
+        skipped.append(Skipped(display, f"cannot read ({error.strerror or error})"))
+        return
+    if not path.is_file():
+        skipped.append(Skipped(display, "not a regular file"))
+        return
+    key = (stat.st_dev, stat.st_ino)
+    if key in seen:
+        return
+    seen.add(key)
+    rel = path.relative_to(base) if base is not None else Path(path.name)
+    _, compression = strip_compression(path.name)
+    found.append(SourceFile(path, display, describe(rel, patterns), compression, stat.st_size))
+
+
+def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> FileRead | Skipped:
+    """Read one file into events; return Skipped when it cannot or should not be read."""
+    if source.info.kind == "torchrun-error":
+        return _read_error_json(source)
+    try:
+        stream = _open(source)
+    except OSError as error:
+        return Skipped(source.display, f"cannot open ({error.strerror or error})")
+    result = FileRead(source, pl.DataFrame(schema=EVENT_COLUMNS))
+    with stream:
+        try:
+            head = _peek(stream)
+        except (OSError, EOFError, zlib.error, ValueError) as error:
+            return Skipped(source.display, f"cannot read ({_describe_error(error)})")
+        if not head:
+            result.warnings.append("empty file")
+            return result
+        if _looks_binary(head):
+            return Skipped(source.display, "binary data, not a text log")
+        year = _reference_year(head, source.path)
+        carry_time: datetime | None = None
+        parts: list[pl.DataFrame] = []
+        try:
+            for block in _blocks(stream, result):
+                if on_bytes is not None:
+                    on_bytes(len(block))
+                lines = _lines_frame(block, result.lines_read)
+                result.lines_read += lines.height
+                chunk = parse_chunk(lines, year, carry_time)
+                carry_time = chunk.last_time
+                result.lines_recognised += chunk.lines_recognised
+                if chunk.events.height:
+                    parts.append(chunk.events)
+                    if len(parts) >= 8:  # keep memory flat on huge files
+                        parts = [_thin(pl.concat(parts))]
+        except (OSError, EOFError, zlib.error, ValueError) as error:
+            result.warnings.append(
+                f"stopped reading after line {result.lines_read}: {_describe_error(error)}; "
+                "the lines before it were analysed"
+            )
+        if parts:
+            result.events = _finish_times(_thin(pl.concat(parts)))
+    return result
+
+
+def _open(source: SourceFile) -> io.BufferedReader | gzip.GzipFile | io.BufferedIOBase:
+    raw = source.path.open("rb")
+    if source.compression == "gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if source.compression == "zst":
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+        return io.BufferedReader(reader)  # type: ignore[arg-type]
+    return raw
+
+
+def _peek(stream: io.BufferedIOBase | gzip.GzipFile) -> bytes:
+    """The first bytes of the (decompressed) stream, pushed back for the block reader."""
+    head = stream.read(SNIFF_BYTES)
+    stream._logscope_head = head  # type: ignore[union-attr]
+    return head
+
+
+def _blocks(stream: io.BufferedIOBase | gzip.GzipFile, result: FileRead) -> Iterator[bytes]:
+    """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES."""
+    pending: bytes = getattr(stream, "_logscope_head", b"")
+    while True:
+        data = stream.read(CHUNK_BYTES)
+        if not data:
+            break
+        pending += data
+        cut = pending.rfind(b"\n")
+        if cut == -1:
+            if len(pending) > MAX_LINE_BYTES:
+                result.warnings.append(f"a line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB was split")
+                yield pending + b"\n"
+                pending = b""
+            continue
+        yield pending[: cut + 1]
+        pending = pending[cut + 1:]
+    if pending:
+        yield pending
+
+
+def _lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
+    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily."""
+    # The CSV reader is the fastest line splitter polars has; give it a separator byte that
+    # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
+    frame = pl.read_csv(
+        io.BytesIO(block.replace(b"\x1f", b" ")),
+        has_header=False,
+        separator="\x1f",
+        quote_char=None,
+        new_columns=["raw"],
+        schema_overrides={"raw": pl.String},
+        encoding="utf8-lossy",
+        infer_schema=False,
+        truncate_ragged_lines=True,
+    )
+    return frame.select(
+        (pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + first_line).alias("line"),
+        pl.col("raw"),
+    )
+
+
+def _looks_binary(head: bytes) -> bool:
+    if b"\x00" in head[:1024] and head.count(b"\x00") > len(head) // 100:
+        return True
+    text_bytes = bytes(range(32, 127)) + b"\t\n\r\f\b\x1b"
+    non_text = len(head.translate(None, text_bytes))
+    # UTF-8 multibyte text is fine; count only bytes that are not valid UTF-8 continuations.
+    try:
+        head.decode("utf-8")
+        return False
+    except UnicodeDecodeError as error:
+        if error.start >= len(head) - 4:  # a multibyte character cut by the sniff window
+            return False
+    return non_text > len(head) * 0.3
+
+
+def _reference_year(head: bytes, path: Path) -> int:
+    """The year for timestamps that carry none (glog, syslog): the file's first full date, else
+    its modification time."""
+    if m := _FULL_DATE.search(head):
+        return int(m.group(1))
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime).year
+    except (OSError, ValueError, OverflowError):
+        return 1970
+
+
+def _thin(events: pl.DataFrame) -> pl.DataFrame:
+    """Keep the first/last COLL rows per communicator and the last progress rows per process."""
+    coll = pl.col("event") == Event.NCCL_COLL.value
+    progress = pl.col("event") == Event.PROGRESS.value
+    key_coll = [pl.col("host"), pl.col("pid"), pl.col("fields").struct.field("comm")]
+    key_progress = [pl.col("host"), pl.col("pid"), pl.col("rank"), pl.col("local_rank"), pl.col("task")]
+    pos_c = pl.int_range(pl.len()).over(key_coll)
+    n_c = pl.len().over(key_coll).cast(pl.Int64)  # UInt32 would wrap below zero
+    pos_p = pl.int_range(pl.len()).over(key_progress)
+    n_p = pl.len().over(key_progress).cast(pl.Int64)
+    keep_coll = events.filter(coll).filter((pos_c < COLL_HEAD) | (pos_c >= n_c - COLL_TAIL))
+    keep_progress = events.filter(progress).filter((pos_p < COLL_HEAD) | (pos_p >= n_p - PROGRESS_TAIL))
+    channel = pl.col("event") == Event.NCCL_CHANNEL.value
+    # Channel lines repeat per channel; one per (process, peer, transport) says all there is.
+    channel_key = ["host", "pid", "_transport", "_from", "_to"]
+    keep_channel = (
+        events.filter(channel)
+        .with_columns(
+            pl.col("fields").struct.field("transport").alias("_transport"),
+            pl.col("fields").struct.field("comm_rank").alias("_from"),
+            pl.col("fields").struct.field("value").alias("_to"),
+        )
+        .unique(subset=channel_key, keep="first", maintain_order=True)
+        .drop("_transport", "_from", "_to")
+    )
+    rest = events.filter(~coll & ~progress & ~channel)
+    return pl.concat([rest, keep_coll, keep_progress, keep_channel]).sort("line", maintain_order=True)
+
+
+def _finish_times(events: pl.DataFrame) -> pl.DataFrame:
+    """Untimed events before the file's first timestamp take that first timestamp (inferred)."""
+    return events.with_columns(pl.col("time").backward_fill())
+
+
+def _read_error_json(source: SourceFile) -> FileRead | Skipped:
+    """torchrun's error.json: one event with the child's exception and its timestamp."""
+    try:
+        with _open(source) as stream:
+            data = json.loads(stream.read(MAX_LINE_BYTES).decode("utf-8", "replace"))
+    except (OSError, EOFError, zlib.error, ValueError) as error:
+        return Skipped(source.display, f"not a torchrun error file ({_describe_error(error)})")
+    message_block = data.get("message") if isinstance(data, dict) else None
+    if isinstance(message_block, str):
+        message_block = {"message": message_block}
+    if not isinstance(message_block, dict):
+        return Skipped(source.display, "not a torchrun error file (no 'message')")
+    message = str(message_block.get("message", "")).strip()
+    extra = message_block.get("extraInfo") or {}
+    stamp = extra.get("timestamp") if isinstance(extra, dict) else None
+    when: datetime | None = None
+    try:
+        if stamp is not None:
+            when = datetime.fromtimestamp(int(stamp), tz=timezone.utc).replace(tzinfo=None)
+    except (ValueError, OverflowError, OSError):
+        when = None
+    first = message.splitlines()[0] if message else "(empty message)"
+    error_type, _, rest = first.partition(": ")
+    fields = {name: None for name in FIELD_SCHEMA}
+    fields.update(error_type=error_type if rest else None, message=rest or first)
+    row = {
+        "line": 1, "host": None, "pid": None, "local_rank": source.info.local_rank, "rank": None,
+        "task": None, "time": when, "time_inferred": when is None, "source": "torchrun",
+        "event": Event.ERROR_FILE.value, "severity": Severity.ERROR.value, "fields": fields,
+        "prefix": None, "text": first[:4096],
+    }
+    events = pl.DataFrame([row], schema=EVENT_COLUMNS)
+    return FileRead(source, events, lines_read=1, lines_recognised=1)
+
+
+def _describe_error(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    if isinstance(error, EOFError):
+        return "compressed data ends early (truncated archive)"
+    return text.splitlines()[0][:200]

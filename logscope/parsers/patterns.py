@@ -1,0 +1,258 @@
+"""Every line pattern logscope recognises, in one reviewable table.
+
+Each :class:`LinePattern` names the event it produces, the literal ``trigger`` that must occur in
+a line before its regex is tried, and a Rust-syntax regex (polars runs it) whose named groups
+become fields. Group names are :data:`logscope.model.FIELD_SCHEMA` keys, or the identity groups
+``host``, ``pid``, ``dev`` (CUDA device of an NCCL line), ``rank`` (global), ``pg_rank`` (rank in
+the process group the line names), ``local_rank``. ``op_count_hex`` is decoded from hex into
+``op_count``. A name ending in ``__2`` (``__3``...) is an alternative spelling of the same field.
+
+Patterns are tried in table order and the first match wins, so specific forms come before
+general ones (``CUDA out of memory`` before ``CUDA error``, the watchdog's "thread terminated"
+teardown before the timeout it quotes). Sources are cited next to each group; the lines themselves
+are in ``shared/formats.md`` and ``docs/log-sources.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logscope.model import Event, Severity
+
+I, W, E, C = Severity.INFO, Severity.WARNING, Severity.ERROR, Severity.CRITICAL
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    """One recognisable line shape."""
+
+    event: Event
+    source: str
+    severity: Severity
+    trigger: str  # literal substring required before the regex runs
+    regex: str
+
+
+# An NCCL debug line: optional "[timestamp] ", then "host:pid:tid [cudaDev] [file.cc:NN ]NCCL ".
+_NCCL = (
+    r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+ "
+    r"(?:\[(?P<dev>\d+)\] )?(?:[\w./-]+:\d+ )?NCCL "
+)
+# c10d's log prefix: "[PG 1 Rank 11]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]", "[Rank 0]".
+_PG = r"\[(?:PG (?:ID )?(?P<pg>\S+) (?:PG GUID \S+ )?)?Rank (?P<pg_rank>\d+)\]\s+"
+_EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
+
+PATTERNS: tuple[LinePattern, ...] = (
+    # ---------------------------------------------------------------- NCCL INFO (logging.rst)
+    LinePattern(Event.NCCL_COLL, "nccl", I, ": opCount ",
+                _NCCL + r"INFO (?P<op>[A-Za-z]+): opCount (?P<op_count_hex>[0-9a-fA-F]+) .*?"
+                r"comm (?P<comm>0x[0-9a-fA-F]+|\(nil\))(?: \[nranks=(?P<nranks>\d+)\])?"),
+    LinePattern(Event.NCCL_INIT, "nccl", I, "Init COMPLETE",
+                _NCCL + r"INFO (?:\[Rank \d+\] )?(?:\w+ )?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<comm_rank>\d+) "
+                r"nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+)(?: nvmlDev \d+)? busId (?P<bus_id>[0-9a-fA-Fx]+)"
+                r"(?:.*?commId (?P<comm_id>0x[0-9a-fA-F]+))?.* - Init COMPLETE"),
+    LinePattern(Event.NCCL_INIT_START, "nccl", I, "Init START",
+                _NCCL + r"INFO (?:\[Rank \d+\] )?(?:\w+ )?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<comm_rank>\d+) "
+                r"nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+)(?: nvmlDev \d+)? busId (?P<bus_id>[0-9a-fA-Fx]+)"
+                r"(?:.*?commId (?P<comm_id>0x[0-9a-fA-F]+))?.* - Init START"),
+    LinePattern(Event.NCCL_ABORT, "nccl", W, " COMPLETE",
+                _NCCL + r"INFO comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<comm_rank>\d+) nranks (?P<nranks>\d+) "
+                r"cudaDev (?P<cuda_dev>\d+) busId (?P<bus_id>[0-9a-fA-Fx]+) - (?P<op>Abort|Destroy) COMPLETE"),
+    LinePattern(Event.NCCL_COMM_INFO, "nccl", I, " nNodes ",
+                _NCCL + r"INFO comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<comm_rank>\d+) nRanks (?P<nranks>\d+) "
+                r"nNodes (?P<nnodes>\d+) localRanks \d+ localRank (?P<local_rank>\d+)"),
+    LinePattern(Event.NCCL_NETWORK, "nccl", I, "Using network",
+                _NCCL + r"INFO Using (?:network |non-device net plugin version \d+,? ?)(?P<transport>\S+)"),
+    LinePattern(Event.NCCL_NET_DEVICE, "nccl", I, "NET/IB",
+                _NCCL + r"INFO NET/IB ?: ?(?:Using (?P<value>.*?)(?: ?; OOB (?P<peer>\S+))?|(?P<message>No device found\.?.*))$"),
+    LinePattern(Event.NCCL_NET_DEVICE, "nccl", I, "NET/Socket",
+                _NCCL + r"INFO NET/Socket ?: ?Using (?P<value>.*)$"),
+    LinePattern(Event.NCCL_NET_DEVICE, "nccl", I, "libibverbs",
+                _NCCL + r"INFO (?P<message>Failed to open libibverbs.*)$"),
+    LinePattern(Event.NCCL_PLUGIN, "nccl", I, "NET/Plugin",
+                _NCCL + r"INFO NET/Plugin ?: ?(?P<message>.*)$"),
+    LinePattern(Event.NCCL_PLUGIN, "nccl", I, "plugin",
+                _NCCL + r"INFO (?P<message>(?:Loaded|Successfully loaded) (?:net|coll|tuner|profiler)? ?plugin.*)$"),
+    LinePattern(Event.NCCL_ENV, "nccl", I, "set by environment to",
+                _NCCL + r"INFO (?P<key>[A-Z][A-Z0-9_]*) set by environment to (?P<value>.*?)\.?$"),
+    LinePattern(Event.NCCL_CHANNEL, "nccl", I, " via ",
+                _NCCL + r"INFO Channel (?P<key>\d+)(?:/\d+)? : (?P<comm_rank>\d+)\[[^\]]*\] -> (?P<value>\d+)\[[^\]]*\]"
+                r"(?: \[(?:send|receive)\])? via (?P<transport>[\w/]+)"),
+    LinePattern(Event.NCCL_DRIVER, "nccl", I, "cudaDriverVersion",
+                _NCCL + r"INFO cudaDriverVersion (?P<version>\d+)"),
+    LinePattern(Event.NCCL_VERSION, "nccl", I, "NCCL version",
+                r"^(?:" + _NCCL[1:] + r"INFO )?NCCL version (?P<version>[\w.+-]+)\s*$"),
+    LinePattern(Event.NCCL_RAS, "nccl", W, "ranks have launched up to operation",
+                r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op_count>\d+)"),
+    # ---------------------------------------------------------------- NCCL WARN
+    LinePattern(Event.NCCL_DUPLICATE_GPU, "nccl", C, "Duplicate GPU detected",
+                r"Duplicate GPU detected : rank (?P<comm_rank>\d+) and rank (?P<value>\d+) both on CUDA device "
+                r"(?P<bus_id>[0-9a-fA-Fx]+)"),
+    LinePattern(Event.NCCL_NET_ERROR, "nccl", E, "Got completion from peer",
+                r"NET/IB ?: ?Got completion from peer (?P<peer>[^\s<,]+)(?:<\d+>)? with (?:error (?P<value>\d+)"
+                r"|status=(?P<reason>[^\s(,]+))"),
+    LinePattern(Event.NCCL_NET_ERROR, "nccl", E, "async fatal event",
+                r"NET/IB ?: ?(?P<peer>\S+?):\d+ async fatal event: (?P<reason>.*)$"),
+    LinePattern(Event.NCCL_VERSION_MISMATCH, "nccl", E, "version mismatch with remote peer",
+                r"NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<version>[^,]+), remote (?P<value>[^)]+)\)"),
+    LinePattern(Event.NCCL_SOCKET_ERROR, "nccl", E, "failed : ",
+                r"Call to (?:recv|send) (?:from|to) (?P<peer>[^\s<]+)(?:<\d+>)? failed ?: (?P<message>.+?)\s*$"),
+    LinePattern(Event.NCCL_SOCKET_ERROR, "nccl", E, "Connection closed by remote peer",
+                r"(?P<message>Connection closed by remote peer) (?P<peer>\S+?)(?:<\d+>)?\s*$"),
+    LinePattern(Event.NCCL_CUDA_FAILURE, "nccl", E, "Cuda failure",
+                _NCCL + r"WARN .*?Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
+    LinePattern(Event.NCCL_PLUGIN, "nccl", W, "NET plugin",
+                _NCCL + r"WARN (?P<message>Failed to initialize any NET plugin.*)$"),
+    LinePattern(Event.NCCL_WARN, "nccl", W, "NCCL WARN", _NCCL + r"WARN (?P<message>.*)$"),
+    # ---------------------------------------------------------------- c10d ProcessGroupNCCL
+    LinePattern(Event.TEARDOWN, "c10d", E, "watchdog thread terminated",
+                r"(?:" + _PG + r")?Process group watchdog thread terminated with exception: (?P<message>.*)$"),
+    LinePattern(Event.WATCHDOG_TIMEOUT, "c10d", E, "Watchdog caught collective operation timeout",
+                r"(?:" + _PG + r")?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
+                r"OpType=(?P<op>\w+)(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?"),
+    LinePattern(Event.WATCHDOG_STATUS, "c10d", E, "last enqueued",
+                _PG + r"(?:Exception \(either an error or timeout\) detected by watchdog at work|Timeout at NCCL work):"
+                r" (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
+                r"last completed NCCL work: (?P<last_completed>-?\d+)"),
+    LinePattern(Event.WATCHDOG_STATUS, "c10d", E, "failure detected by watchdog",
+                _PG + r"failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: "
+                r"last enqueued work: (?P<last_enqueued>-?\d+), last completed work: (?P<last_completed>-?\d+)"),
+    LinePattern(Event.TEARDOWN, "c10d", W, "taking the entire process down",
+                r"(?:" + _PG + r")?(?P<message>To avoid data inconsistency, we are taking the entire process down)"),
+    LinePattern(Event.DESYNC_REPORT, "c10d", E, "didn't join collective",
+                r"\[(?P<rank>\d+)\] finished collective #(?P<seq>\d+), but didn't join collective #(?P<value>\d+)"),
+    LinePattern(Event.DESYNC_REPORT, "c10d", E, "are the lagging ranks",
+                r"ranks \[(?P<value>[\d, ]*)\] are the lagging ranks"),
+    LinePattern(Event.DESYNC_REPORT, "c10d", E, "Timeout at collective:",
+                r"\[(?P<rank>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)"),
+    LinePattern(Event.DESYNC_REPORT, "c10d", E, "missing ranks:",
+                r"^\s*missing ranks: \{(?P<value>[\d, ]*)\}"),
+    LinePattern(Event.PORT_IN_USE, "c10d", E, "ddress already in use",
+                r"(?:bind to \[?(?P<peer>[^\]\s]*)\]?:(?P<master_port>\d+).*?)?(?P<message>(?:errno: 98 - )?[Aa]ddress already in use)"),
+    LinePattern(Event.STORE_ERROR, "c10d", E, "store based barrier",
+                r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), for key: "
+                r"(?P<key>\S+) \(world_size=(?P<world_size>\d+), worker_count=(?P<count>\d+), "
+                r"timeout=(?P<value>[^)]+)\)"),
+    LinePattern(Event.STORE_ERROR, "c10d", E, "socket",
+                r"(?P<message>The client socket has (?:timed out|failed to connect) after.*?"
+                r"|The client socket cannot be initialized to connect to \[?(?P<peer>[^\]\s]+?)\]?:(?P<master_port>\d+).*"
+                r"|The server socket has failed to listen.*)$"),
+    LinePattern(Event.STORE_ERROR, "torchrun", E, "Rendezvous",
+                r"(?P<error_type>(?:[\w.]+\.)?Rendezvous(?:Connection|Timeout|Closed|State)Error): ?(?P<message>.*)$"),
+    LinePattern(Event.STORE_ERROR, "c10d", E, "DistStoreError",
+                r"(?P<error_type>(?:[\w.]+\.)?DistStoreError): ?(?P<message>.*)$"),
+    # ---------------------------------------------------------------- torch.distributed.elastic
+    LinePattern(Event.WORKER_FAILED, "torchrun", E, "failed (exitcode:",
+                r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<target_pid>\d+)\)"
+                r"(?: of binary: (?P<value>\S+))?"),
+    LinePattern(Event.CLOSING_SIGNAL, "torchrun", W, "closing signal",
+                r"Sending process (?P<target_pid>\d+) closing signal (?P<signal>SIG\w+|\d+)"),
+    LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "death signal",
+                r"Received (?P<signal>SIG\w+|\d+) death signal, shutting down workers"),
+    LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "Main process received",
+                r"^Main process received (?P<signal>SIG\w+|\d+), exiting"),
+    LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "Killing subprocess",
+                r"^Killing subprocess (?P<target_pid>\d+)\s*$"),
+    LinePattern(Event.LAUNCH_CONFIG, "torchrun", I, "Starting elastic_operator",
+                r"(?P<message>Starting elastic_operator with launch configs):?\s*$"),
+    LinePattern(Event.LAUNCH_CONFIG, "torchrun", I, " : ",
+                r"^  (?P<key>entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint"
+                r"|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg|event_log_handler)\s*: (?P<value>.*?)\s*$"),
+    LinePattern(Event.RENDEZVOUS, "torchrun", I, "Rendezvous complete",
+                r"(?P<message>Rendezvous complete for workers)\. Result:"),
+    LinePattern(Event.RENDEZVOUS, "torchrun", I, "=",
+                r"^  (?P<key>restart_count|master_addr|master_port|group_rank|group_world_size|local_ranks"
+                r"|role_ranks|global_ranks|role_world_sizes|global_world_sizes)=(?P<value>.*?)\s*$"),
+    LinePattern(Event.RENDEZVOUS, "torchrun", I, "has joined round",
+                r"The node '(?P<value>[^']*)' has joined round (?P<seq>\d+) of the (?P<rdzv_backend>\S+) rendezvous "
+                r"'(?P<key>[^']*)' as rank (?P<group_rank>\d+) in a world of size (?P<group_world_size>\d+)"),
+    LinePattern(Event.CHILD_FAILURE, "torchrun", E, "ChildFailedError",
+                r"(?P<message>(?:torch\.distributed\.elastic\.multiprocessing\.errors\.)?ChildFailedError):?\s*$"),
+    LinePattern(Event.CHILD_FAILURE, "torchrun", E, "Root Cause",
+                r"^(?P<key>Root Cause) \(first observed failure\):"),
+    LinePattern(Event.CHILD_FAILURE, "torchrun", E, "Failures:",
+                r"^(?P<key>Failures):\s*$"),
+    LinePattern(Event.CHILD_FAILURE, "torchrun", E, "]:",
+                r"^\[(?P<key>\d+)\]:\s*$"),
+    LinePattern(Event.CHILD_FAILURE, "torchrun", E, " : ",
+                r"^  (?P<key>time|host|rank|exitcode|error_file|traceback)\s*: (?P<value>.*?)\s*$"),
+    LinePattern(Event.CHILD_FAILURE, "torchrun", E, "error_file:",
+                r"^  (?P<key>error_file): (?P<value>.*?)\s*$"),
+    # ---------------------------------------------------------------- SLURM (srun / slurmstepd)
+    LinePattern(Event.HOST_OOM, "slurm", C, "oom",
+                r"Detected (?P<count>\d+) oom[-_]kill events?(?:\(s\))? in (?:step |StepId=)?(?P<job_id>\w+)"
+                r"(?:\.(?P<step_id>[\w]+))?"),
+    LinePattern(Event.HOST_OOM, "slurm", C, "Out Of Memory",
+                r"^srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Out Of Memory)"),
+    LinePattern(Event.NODE_FAILURE, "slurm", C, "Node failure on",
+                r"^srun: error: Node failure on (?P<host>\S+)"),
+    LinePattern(Event.SRUN_TASK_EXIT, "slurm", E, "srun: error:",
+                r"^srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Exited with exit code "
+                r"(?P<exit_code>\d+)|[A-Z][\w ]*?)\s*$"),
+    LinePattern(Event.STEP_ABORTED, "slurm", W, "Job step aborted",
+                r"^srun: Job step aborted: (?P<message>Waiting up to (?P<value>\d+) seconds for job step to finish)"),
+    LinePattern(Event.CANCELLED, "slurm", E, "CANCELLED AT",
+                r"\*\*\* (?P<key>JOB|STEP) (?:StepId=)?(?P<job_id>\d+)(?:_\d+)?(?:\.(?P<step_id>\w+))?(?: ON (?P<host>\S+))?"
+                r" CANCELLED AT (?P<event_time>\S+)(?: DUE TO (?P<reason>[A-Z][A-Z ]*?))?(?:,[^*]*)?"
+                r"(?: BY (?P<value>\S+))? \*\*\*"),
+    LinePattern(Event.REQUEUE, "slurm", W, "REQUEUE",
+                r"(?P<message>(?:JOB|job) \S+ (?:REQUEUED|requeued)|REQUEUE[DS]?\b.*|DUE TO JOB REQUEUE.*)"),
+    LinePattern(Event.SRUN_ERROR, "slurm", E, "srun: error:", r"^srun: error: (?P<message>.*)$"),
+    LinePattern(Event.SRUN_ERROR, "slurm", E, "slurmstepd", r"^slurmstepd(?:-[\w.-]+)?: error: (?P<message>.*)$"),
+    LinePattern(Event.SRUN_ERROR, "slurm", W, "srun: ",
+                r"^srun: (?P<message>(?:forcing job termination|Terminating (?:job step \S+|StepId=\S+)|got SIGCONT"
+                r"|Cancelled pending job step|launch/slurm: _step_signal: Terminating StepId=\S*|"
+                r"error: \S+: task \d+: .*))\s*$"),
+    LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "+ ",
+                r"^\++ (?P<message>(?:srun|torchrun|accelerate launch|deepspeed|(?:\S*/)?python[\d.]* (?:-u )?-m "
+                r"torch\.distributed\.(?:run|launch))\b.*)$"),
+    # ---------------------------------------------------------------- GPU / kernel / CUDA
+    LinePattern(Event.XID, "kernel", C, "Xid",
+                r"NVRM: Xid \((?P<bus_id>[^)]+)\): (?P<xid>\d+),\s*(?P<message>.*)$"),
+    LinePattern(Event.GPU_LOST, "kernel", C, "fallen off the bus",
+                r"(?P<message>(?:GPU has )?fallen off the bus.*)$"),
+    LinePattern(Event.ECC_ERROR, "cuda", C, "ECC",
+                r"(?P<message>(?:uncorrectable ECC error|[Dd]ouble [Bb]it ECC|ECC error|DBE).*)$"),
+    LinePattern(Event.CUDA_OOM, "cuda", E, "out of memory",
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?(?P<message>CUDA (?:error: )?out of memory\.?"
+                r"(?: Tried to allocate (?P<value>[\d.]+ [KMGT]i?B))?(?:.*?GPU (?P<cuda_dev>\d+) has a total capacity)?.*)$"),
+    LinePattern(Event.CUDA_ERROR, "cuda", E, "CUDA error",
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?(?:what\(\):\s+)?CUDA error: (?P<message>.*?)\s*$"),
+    LinePattern(Event.CPP_EXCEPTION, "cpp", E, "terminate called",
+                r"terminate called after throwing an instance of '(?P<error_type>[\w:.<>]+)'"),
+    LinePattern(Event.FATAL_SIGNAL, "python", C, "Fatal Python error",
+                r"Fatal Python error: (?P<signal>Segmentation fault|Aborted|Bus error|Floating point exception|.*)"),
+    LinePattern(Event.FATAL_SIGNAL, "torchrun", C, "received by PID",
+                r"Signal (?P<value>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<target_pid>\d+)"),
+    LinePattern(Event.FATAL_SIGNAL, "app", C, "Assertion",
+                r"(?P<message>.*Assertion `.*' failed\.)"),
+    LinePattern(Event.FATAL_SIGNAL, "app", C, "core dumped",
+                r"(?P<signal>Segmentation fault|Aborted|Bus error|Illegal instruction) \(core dumped\)"),
+    # ---------------------------------------------------------------- Python
+    LinePattern(Event.TRACEBACK, "python", I, "Traceback", r"^Traceback \(most recent call last\):"),
+    LinePattern(Event.EXCEPTION, "python", E, "what():", r"^\s*what\(\):\s+(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "Error", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "Exception", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "Exit", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "Failure", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "Timeout", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "KeyboardInterrupt", r"^(?P<error_type>KeyboardInterrupt)\s*$"),
+    LinePattern(Event.DUPLICATE_RANK_BANNER, "app", I, "GLOBAL_RANK",
+                r"initializing ddp: GLOBAL_RANK: (?P<rank>\d+), MEMBER: (?P<value>\d+)/(?P<world_size>\d+)"),
+    # ---------------------------------------------------------------- training progress / status
+    LinePattern(Event.PROGRESS, "app", I, "iteration",
+                r"\biteration:?\s+(?P<step>\d+)\s*/\s*(?P<step_total>\d+)\s*\|"
+                r"(?:.*?elapsed time per iteration \((?P<key>ms|s)\):\s*(?P<iteration_time_s>[\d.]+))?"
+                r"(?:.*?(?:lm |per_token_)?loss:\s*(?P<loss>[\d.]+(?:[eE][+-]?\d+)?))?"),
+    LinePattern(Event.PROGRESS, "app", I, "tep",
+                r"(?i)\b(?:global[_ ]?step|step|steps)\b\s*[=:]?\s*\[?(?P<step>\d+)(?:\s*/\s*(?P<step_total>\d+))?\]?"
+                r"[^\n]*?\bloss\b\s*[=:]?\s*(?P<loss>[\d.]+(?:[eE][+-]?\d+)?)"),
+    LinePattern(Event.PROGRESS, "app", I, "iter",
+                r"(?i)\biter(?:ation)?\b\s*[=:]?\s*\[?(?P<step>\d+)(?:\s*/\s*(?P<step_total>\d+))?\]?"
+                r"[^\n]*?\bloss\b\s*[=:]?\s*(?P<loss>[\d.]+(?:[eE][+-]?\d+)?)"),
+    LinePattern(Event.HEARTBEAT, "app", I, "PULSE:",
+                r"PULSE: (?P<message>.* is running for (?P<value>\S+) since (?P<event_time>\S+).*)$"),
+)
+
+# Events whose text names the failing process, as opposed to the process that printed the line.
+SUBJECT_IS_TARGET: frozenset[Event] = frozenset({Event.WORKER_FAILED, Event.CLOSING_SIGNAL})

@@ -1,0 +1,154 @@
+"""The terminal verdict: rich renderables built from an Analysis, no analysis done here."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from logscope.analysis import Analysis, node_summary
+from logscope.model import Category, Finding, Role, Severity
+
+CATEGORY_STYLE = {
+    Category.HEALTHY: "bold green",
+    Category.HANG: "bold magenta",
+    Category.CRASH: "bold red",
+    Category.OOM: "bold red",
+    Category.HARDWARE: "bold red",
+    Category.NETWORK: "bold yellow",
+    Category.LAUNCH: "bold yellow",
+    Category.SCHEDULER: "bold blue",
+    Category.UNKNOWN: "bold white",
+}
+SEVERITY_STYLE = {Severity.INFO: "dim", Severity.WARNING: "yellow", Severity.ERROR: "red",
+                  Severity.CRITICAL: "bold red"}
+
+
+def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
+    parts: list[RenderableType] = [headline(analysis)]
+    root = root_panel(analysis)
+    if root is not None:
+        parts.append(root)
+    if analysis.findings:
+        parts.append(findings_table(analysis.findings, verbose=verbose))
+    nodes = nodes_table(analysis)
+    if nodes is not None:
+        parts.append(nodes)
+    advice = advice_panel(analysis)
+    if advice is not None:
+        parts.append(advice)
+    parts.append(footer(analysis))
+    return Group(*parts)
+
+
+def headline(analysis: Analysis) -> Text:
+    verdict = analysis.verdict
+    style = CATEGORY_STYLE[verdict.category]
+    mark = "✓" if verdict.category == Category.HEALTHY else "✗"
+    text = Text()
+    text.append(f"{mark} {verdict.category.value.upper()}", style=style)
+    if verdict.finding:
+        text.append(f"  [{verdict.finding}]", style="dim")
+    text.append("\n")
+    text.append(verdict.summary, style="bold")
+    job = analysis.job
+    ident = ", ".join(x for x in [f"job {job.job_id}" if job.job_id else "", job.job_name or ""] if x)
+    if ident:
+        text.append(f"\n{ident}", style="dim")
+    return text
+
+
+def root_panel(analysis: Analysis) -> Panel | None:
+    culprit = analysis.verdict.root_cause
+    if culprit is None:
+        return None
+    rows = Table.grid(padding=(0, 2))
+    rows.add_column(style="bold")
+    rows.add_column()
+    for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
+                         ("local rank", culprit.local_rank),
+                         ("time", culprit.time.isoformat(sep=" ") if culprit.time else None)):
+        if value is not None and not (label == "node" and value == culprit.host):
+            rows.add_row(label, str(value))
+    if culprit.evidence is not None:
+        ev = culprit.evidence
+        rows.add_row("evidence", Text(f"{ev.file}:{ev.line}", style="cyan"))
+        rows.add_row("", Text(ev.text, style="yellow"))
+    return Panel(rows, title="root cause", title_align="left", border_style="red")
+
+
+def findings_table(findings: list[Finding], *, verbose: bool = False) -> Table:
+    table = Table(title="findings", title_justify="left", show_lines=verbose, expand=False)
+    table.add_column("code", style="bold", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("role", no_wrap=True)
+    table.add_column("finding")
+    table.add_column("where", no_wrap=False)
+    for finding in findings:
+        where = ", ".join(finding.hosts[:3]) + (" ..." if len(finding.hosts) > 3 else "")
+        if finding.evidence:
+            first = finding.evidence[0]
+            where = (where + "\n" if where else "") + f"{first.file.rsplit('/', 1)[-1]}:{first.line}"
+        body: RenderableType = Text(finding.title)
+        if verbose:
+            body = Group(Text(finding.title, style="bold"), Text(finding.explanation),
+                         *[Text(f"{e.file}:{e.line}  {e.text}", style="yellow") for e in finding.evidence[:4]])
+        table.add_row(
+            finding.code,
+            Text(finding.severity.value, style=SEVERITY_STYLE[finding.severity]),
+            Text(finding.role.value, style="bold" if finding.role == Role.ROOT else "dim"),
+            body,
+            where,
+        )
+    return table
+
+
+def nodes_table(analysis: Analysis, limit: int = 32) -> Table | None:
+    rows = node_summary(analysis)
+    if not rows:
+        return None
+    table = Table(title="per node", title_justify="left")
+    for col in ("node", "ranks", "last event", "last step", "errors", "role"):
+        table.add_column(col, no_wrap=True)
+    for row in rows[:limit]:
+        ranks = row["ranks"]
+        rank_text = f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 else (str(ranks[0]) if ranks else "")
+        table.add_row(
+            row["node"], rank_text, (row["last_event"] or "").replace("T", " ")[:19],
+            "" if row["last_step"] is None else str(row["last_step"]), str(row["error_lines"]),
+            Text(row["role"], style="bold red" if row["role"] == "root" else ""),
+        )
+    if len(rows) > limit:
+        table.caption = f"{len(rows) - limit} more node(s) in --format json"
+    return table
+
+
+def advice_panel(analysis: Analysis) -> Panel | None:
+    if not analysis.findings:
+        return None
+    main = analysis.findings[0]
+    text = Text(main.explanation + "\n\n")
+    text.append("What to do: ", style="bold")
+    text.append(main.advice)
+    return Panel(text, title=f"{main.code} {main.name}", title_align="left", border_style="blue")
+
+
+def footer(analysis: Analysis) -> Text:
+    job = analysis.job
+    text = Text(style="dim")
+    text.append(f"{len(job.files)} file(s), {len(job.nodes)} node(s), {job.lines_read:,} lines read "
+                f"({job.lines_recognised:,} recognised, {job.lines_unrecognised:,} not)")
+    if analysis.view.world_size:
+        text.append(f", world size {analysis.view.world_size}")
+    for skipped in job.skipped[:5]:
+        text.append(f"\nskipped {skipped.display}: {skipped.reason}")
+    if len(job.skipped) > 5:
+        text.append(f"\n... {len(job.skipped) - 5} more skipped")
+    for warning in (job.warnings + analysis.detector_errors)[:5]:
+        text.append(f"\nwarning: {warning}")
+    return text
+
+
+def print_analysis(analysis: Analysis, console: Console, *, verbose: bool = False) -> None:
+    console.print(render(analysis, verbose=verbose))

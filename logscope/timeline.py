@@ -1,0 +1,340 @@
+"""Build a job's timeline: every file read, multi-line records assembled, ranks resolved.
+
+The timeline is a polars DataFrame with :data:`logscope.model.TIMELINE_SCHEMA`, sorted by
+``time`` (nulls last), then ``file`` and ``line``. Identity is resolved in this order, each step
+only filling what is still unknown:
+
+1. ``node`` from the file name (``%N``), else from the host the line names;
+2. ``host`` from the line (NCCL ``host:pid:tid``, srun ``HOST: task``), else the file's node;
+3. ``rank`` from ``[rankN]:`` prefixes and c10d's ``[Rank N]``, then from NCCL's Init lines,
+   which tie (host, pid) to a rank in the largest communicator that process joined (its world);
+4. multi-line records (torchrun's ChildFailedError entries, launch configs, rendezvous results)
+   become one event each, carrying the fields of their lines.
+
+A host with an interface suffix (``node1-ib0``, ``node1.ib``) is mapped to the SLURM node whose
+name it starts with, so a node's NCCL lines and its SLURM file agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from logscope.errors import InputError
+from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_file
+from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event, empty_timeline
+from logscope.parsers.filenames import DEFAULT_PATTERNS
+from logscope.parsers.timestamps import parse_event_time
+
+
+@dataclass
+class Job:
+    """A job's timeline and what is known about its files."""
+
+    timeline: pl.DataFrame
+    files: list[SourceFile]
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    lines_read: int = 0
+    lines_recognised: int = 0
+    job_id: str | None = None
+    job_name: str | None = None
+    nodes: list[str] = field(default_factory=list)
+
+    @property
+    def lines_unrecognised(self) -> int:
+        return self.lines_read - self.lines_recognised
+
+
+ProgressHook = Callable[[SourceFile, int], None]
+
+
+def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS,
+             on_progress: ProgressHook | None = None) -> Job:
+    """Discover and read ``inputs`` and build the job's timeline.
+
+    Raises :class:`InputError` when nothing readable is found.
+    """
+    files, skipped = discover(inputs, patterns)
+    reads: list[FileRead] = []
+    for source in files:
+        def hook(n: int, source: SourceFile = source) -> None:
+            if on_progress is not None:
+                on_progress(source, n)
+
+        outcome = read_file(source, hook)
+        if isinstance(outcome, Skipped):
+            skipped.append(outcome)
+        else:
+            reads.append(outcome)
+    if not reads:
+        if skipped:
+            reasons = "; ".join(f"{s.display}: {s.reason}" for s in skipped[:3])
+            more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
+            raise InputError(f"no readable log file: {reasons}{more}")
+        raise InputError(f"no files found in {', '.join(str(p) for p in inputs)}")
+    return build_job(reads, skipped)
+
+
+def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Job:
+    """Assemble the timeline from files already read."""
+    warnings = [f"{r.source.display}: {w}" for r in reads for w in r.warnings]
+    frames = []
+    for read in reads:
+        if read.events.height == 0:
+            continue
+        frames.append(read.events.with_columns(
+            pl.lit(read.source.display).alias("file"),
+            pl.lit(read.source.info.node).alias("node"),
+            pl.lit(read.source.info.host).alias("_file_host"),
+            pl.lit(read.source.info.pid, dtype=pl.Int64).alias("_file_pid"),
+            pl.lit(read.source.info.local_rank, dtype=pl.Int64).alias("_file_local_rank"),
+        ))
+    job_ids = sorted({r.source.info.job_id for r in reads if r.source.info.job_id})
+    names = sorted({r.source.info.job_name for r in reads if r.source.info.job_name})
+    file_nodes = sorted({r.source.info.node for r in reads if r.source.info.node and r.source.info.kind == "slurm"})
+    job = Job(
+        timeline=empty_timeline(),
+        files=[r.source for r in reads],
+        skipped=list(skipped or []),
+        warnings=warnings,
+        lines_read=sum(r.lines_read for r in reads),
+        lines_recognised=sum(r.lines_recognised for r in reads),
+        job_id=",".join(job_ids) if job_ids else None,
+        job_name=",".join(names) if names else None,
+    )
+    if not frames:
+        job.nodes = file_nodes
+        return job
+    events = pl.concat(frames, how="vertical")
+    events = events.with_columns(
+        pl.coalesce("host", "_file_host").alias("host"),
+        pl.coalesce("pid", "_file_pid").alias("pid"),
+        pl.coalesce("local_rank", "_file_local_rank").alias("local_rank"),
+    ).drop("_file_host", "_file_pid", "_file_local_rank")
+    events = assemble_records(events)
+    events = _resolve_nodes(events, file_nodes)
+    events = _resolve_ranks(events)
+    job.timeline = events.select(list(TIMELINE_SCHEMA)).sort(
+        ["time", "file", "line"], nulls_last=True, maintain_order=True
+    )
+    job.nodes = sorted(set(job.timeline["node"].drop_nulls().to_list()) | set(file_nodes))
+    return job
+
+
+def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> pl.DataFrame:
+    """Fill ``node`` from the host, matching interface-suffixed hosts to their node."""
+    hosts = [h for h in events["host"].drop_nulls().unique().to_list() if h]
+    mapping: dict[str, str] = {}
+    known = sorted(file_nodes, key=len, reverse=True)
+    for host in hosts:
+        mapping[host] = node_of_host(host, known)
+    node_from_host = pl.col("host").replace_strict(mapping, default=None, return_dtype=pl.String)
+    # A line in node A's own file that names host B (srun: error: B: task 3) is about B.
+    about_other = pl.col("event").is_in([Event.SRUN_TASK_EXIT.value, Event.NODE_FAILURE.value,
+                                         Event.HOST_OOM.value])
+    return events.with_columns(
+        pl.when(about_other & node_from_host.is_not_null()).then(node_from_host)
+        .otherwise(pl.coalesce("node", node_from_host)).alias("node")
+    ).with_columns(
+        # A host written with an interface suffix reads as its node, so hosts compare equal.
+        pl.when(pl.col("host").is_null()).then(pl.col("node")).otherwise(
+            pl.when(node_from_host.is_not_null() & (node_from_host != pl.col("host")))
+            .then(node_from_host).otherwise(pl.col("host"))
+        ).alias("host")
+    )
+
+
+def node_of_host(host: str, nodes: Sequence[str]) -> str:
+    """``node1-ib0`` -> ``node1`` when ``node1`` is a known node; ``n1.cluster.org`` -> ``n1``."""
+    lowered = host.lower()
+    for node in nodes:
+        n = node.lower()
+        if lowered == n or (lowered.startswith(n) and lowered[len(n)] in "-._"):
+            return node
+    short = host.split(".")[0]
+    for node in nodes:
+        if short.lower() == node.lower():
+            return node
+    return short if not short.replace("-", "").isdigit() else host
+
+
+def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
+    """Give every (host, pid) the rank NCCL reported for it in its largest communicator."""
+    init = events.filter(pl.col("event") == Event.NCCL_INIT.value).select(
+        "host", "pid", pl.col("fields").struct.field("comm_rank").alias("r"),
+        pl.col("fields").struct.field("nranks").alias("n"),
+        pl.col("fields").struct.field("cuda_dev").alias("d"),
+    )
+    if init.height:
+        world = (
+            init.sort("n", descending=True, maintain_order=True)
+            .group_by("host", "pid", maintain_order=True)
+            .agg(pl.col("r").first().alias("_world_rank"), pl.col("d").first().alias("_dev"))
+        )
+        events = events.join(world, on=["host", "pid"], how="left", maintain_order="left")
+        events = events.with_columns(
+            pl.coalesce("rank", "_world_rank").alias("rank"),
+        ).drop("_world_rank", "_dev")
+    # rank prefixes seen on a process's other lines (e.g. [rank3]: with a Ray pid)
+    by_pid = (
+        events.filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null() & pl.col("host").is_not_null())
+        .group_by("host", "pid").agg(pl.col("rank").mode().first().alias("_pid_rank"))
+    )
+    if by_pid.height:
+        events = events.join(by_pid, on=["host", "pid"], how="left", maintain_order="left").with_columns(
+            pl.coalesce("rank", "_pid_rank").alias("rank")
+        ).drop("_pid_rank")
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
+# Multi-line records. Their lines are few, so plain Python over the filtered rows is fine here.
+
+_KV_EVENTS = (Event.CHILD_FAILURE.value, Event.LAUNCH_CONFIG.value, Event.RENDEZVOUS.value)
+
+
+def assemble_records(events: pl.DataFrame) -> pl.DataFrame:
+    """Fold the key/value lines of torchrun's multi-line records into one event per record."""
+    is_kv = pl.col("event").is_in(_KV_EVENTS)
+    records = events.filter(is_kv)
+    if records.height == 0:
+        return events
+    built: list[dict[str, object]] = []
+    # Records interleave between nodes in a shared file; keep them apart by file and prefix.
+    for _, group in records.group_by(["file", "task", "host"], maintain_order=True):
+        built.extend(_fold(group.sort("line").to_dicts()))
+    rest = events.filter(~is_kv)
+    if not built:
+        return rest
+    folded = pl.DataFrame(built, schema=events.schema)
+    return pl.concat([rest, folded], how="vertical")
+
+
+def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    current: dict[str, object] | None = None
+    values: dict[str, str] = {}
+    root_next = False
+    last_line = -10
+
+    def flush() -> None:
+        nonlocal current, values
+        if current is not None and values:
+            out.append(_record_event(current, values))
+        current, values = None, {}
+
+    for row in rows:
+        fields = row["fields"]
+        assert isinstance(fields, dict)
+        key = fields.get("key")
+        line = int(row["line"])  # type: ignore[call-overload]
+        event = row["event"]
+        gap = line - last_line > 3
+        last_line = line
+        if event == Event.CHILD_FAILURE.value:
+            if key == "Root Cause":
+                flush()
+                root_next = True
+                continue
+            if key == "Failures" or key is None:
+                flush()
+                root_next = False
+                continue
+            if isinstance(key, str) and key.isdigit():
+                flush()
+                current = dict(row)
+                values = {"index": key, "root": "1" if root_next else "0"}
+                continue
+            if current is None or gap:
+                continue
+            values[str(key)] = str(fields.get("value") or "")
+            continue
+        # launch config / rendezvous: a header line, then "  key: value" or "  key=value" lines
+        if key is None:
+            flush()
+            current = dict(row)
+            values = {}
+            continue
+        if current is None or gap or current["event"] != event:
+            continue
+        values[str(key)] = str(fields.get("value") or "")
+    flush()
+    return out
+
+
+def _record_event(header: dict[str, object], values: dict[str, str]) -> dict[str, object]:
+    """One event from a record header and its key/value lines."""
+    fields: dict[str, object] = dict.fromkeys(FIELD_SCHEMA)
+    row = dict(header)
+    event = header["event"]
+    header_fields = header["fields"]
+    assert isinstance(header_fields, dict)
+    if event == Event.CHILD_FAILURE.value:
+        rank = re.match(r"(-?\d+)(?: \(local_rank: (-?\d+)\))?", values.get("rank", ""))
+        code = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", values.get("exitcode", ""))
+        signal = re.search(r"Signal \d+ \((SIG\w+)\)", values.get("traceback", ""))
+        fields.update(
+            event_time=values.get("time"),
+            key="root" if values.get("root") == "1" else "failure",
+            exit_code=int(code.group(1)) if code else None,
+            target_pid=int(code.group(2)) if code and code.group(2) else None,
+            signal=signal.group(1) if signal else None,
+            message=values.get("traceback") or None,
+            value=values.get("error_file") or None,
+        )
+        row.update(
+            rank=int(rank.group(1)) if rank else None,
+            local_rank=int(rank.group(2)) if rank and rank.group(2) else None,
+            host=values.get("host") or header.get("host"),
+            pid=int(code.group(2)) if code and code.group(2) else None,
+        )
+        when = values.get("time")
+        if when:
+            parsed = pl.select(parse_event_time(pl.lit(when))).item()
+            if parsed is not None:
+                row.update(time=parsed, time_inferred=False)
+    elif event == Event.LAUNCH_CONFIG.value:
+        endpoint = values.get("rdzv_endpoint", "")
+        addr, _, port = endpoint.rpartition(":") if ":" in endpoint else (endpoint, "", "")
+        fields.update(
+            message="launch config",
+            rdzv_backend=values.get("rdzv_backend"),
+            master_addr=addr or None,
+            master_port=int(port) if port.isdigit() else None,
+            nnodes=f"{values.get('min_nodes', '?')}:{values.get('max_nodes', '?')}",
+            nproc_per_node=_int(values.get("nproc_per_node")),
+            value=values.get("entrypoint"),
+            key=values.get("run_id"),
+        )
+    else:  # rendezvous result
+        fields.update(
+            message="rendezvous result",
+            master_addr=values.get("master_addr"),
+            master_port=_int(values.get("master_port")),
+            group_rank=_int(values.get("group_rank")),
+            group_world_size=_int(values.get("group_world_size")),
+            world_size=_first_int(values.get("global_world_sizes")),
+            value=values.get("global_ranks"),
+            key=values.get("restart_count"),
+        )
+    row["fields"] = fields
+    return row
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.strip().lstrip("-").isdigit() else None
+
+
+def _first_int(text: str | None) -> int | None:
+    if not text:
+        return None
+    m = re.search(r"\d+", text)
+    return int(m.group(0)) if m else None
+
+
+__all__ = ["Job", "build_job", "load_job", "node_of_host"]
