@@ -13,6 +13,7 @@ Exit codes (the same for every command):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -84,12 +85,13 @@ def analyze(
 
     fmt = _format(output_format)
     patterns = _patterns(pattern)
+    chart_dir = _output_dir(charts, paths) if charts is not None else None
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
-    if charts is not None:
+    if chart_dir is not None:
         from logscope.report.charts import save_charts
 
-        save_charts(result, _output_dir(charts, paths))
+        save_charts(result, chart_dir)
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     else:
@@ -112,12 +114,12 @@ def explain(code: Annotated[Optional[str], typer.Argument(  # noqa: UP045
             console.print(f"[bold]{detector.code}[/bold] {detector.name:<28} {detector.category.value:<10} "
                           f"{summary.split(':', 1)[-1].strip()}", highlight=False)
         return 0
-    detector = by_code(code)
-    if detector is None:
+    chosen = by_code(code)
+    if chosen is None:
         raise UsageError(f"no detector {code!r}; run 'logscope explain' to list them")
-    console.print(f"[bold]{detector.code} {detector.name}[/bold]  (category: {detector.category.value})",
+    console.print(f"[bold]{chosen.code} {chosen.name}[/bold]  (category: {chosen.category.value})",
                   highlight=False)
-    typer.echo(detector.doc().split("\n", 1)[-1].strip())
+    typer.echo(chosen.doc().split("\n", 1)[-1].strip())
     return 0
 
 
@@ -212,10 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `logscope ... | head`: the reader went away; that is not an error of ours.
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115 - stays open until exit
         return 0
     except Exception as error:
         if hasattr(error, "exit_code") and hasattr(error, "show"):

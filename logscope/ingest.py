@@ -15,7 +15,6 @@ Reading policy, the same for every file:
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -25,8 +24,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 import polars as pl
+import zstandard
 
 from logscope.errors import InputError
 from logscope.model import FIELD_SCHEMA, Event, Severity
@@ -44,14 +45,17 @@ COLL_TAIL = 64
 PROGRESS_TAIL = 4096
 
 _FULL_DATE = re.compile(FULL_DATE_BYTES)
+# What reading a damaged file can raise; each becomes a warning or a skipped file, never a crash.
+READ_ERRORS = (OSError, EOFError, zlib.error, ValueError, zstandard.ZstdError)
 
 # Met while walking a folder, these are not logs: documents, configs, code, images, checkpoints.
 # A file named on the command line is always read, whatever its name.
-NOT_LOG_SUFFIXES = frozenset(
-    ".md .rst .json .yaml .yml .toml .ini .cfg .conf .py .ipynb .sh .slurm .sbatch .csv .tsv .html .htm "
-    ".js .css .png .jpg .jpeg .gif .svg .pdf .pt .pth .ckpt .bin .safetensors .npy .npz .pkl .pickle "
-    ".parquet .arrow .h5 .tar .zip .so .o .pyc .whl .lock".split()
-)
+NOT_LOG_SUFFIXES = frozenset((
+    ".md", ".rst", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".py", ".ipynb", ".sh",
+    ".slurm", ".sbatch", ".csv", ".tsv", ".html", ".htm", ".js", ".css", ".png", ".jpg", ".jpeg", ".gif",
+    ".svg", ".pdf", ".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".npy", ".npz", ".pkl", ".pickle",
+    ".parquet", ".arrow", ".h5", ".tar", ".zip", ".so", ".o", ".pyc", ".whl", ".lock",
+))
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
     with stream:
         try:
             head = _peek(stream)
-        except (OSError, EOFError, zlib.error, ValueError) as error:
+        except READ_ERRORS as error:
             return Skipped(source.display, f"cannot read ({_describe_error(error)})")
         if not head:
             result.warnings.append("empty file")
@@ -174,7 +178,7 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
                     parts.append(chunk.events)
                     if len(parts) >= 8:  # keep memory flat on huge files
                         parts = [_thin(pl.concat(parts))]
-        except (OSError, EOFError, zlib.error, ValueError) as error:
+        except READ_ERRORS as error:
             result.warnings.append(
                 f"stopped reading after line {result.lines_read}: {_describe_error(error)}; "
                 "the lines before it were analysed"
@@ -184,26 +188,79 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
     return result
 
 
-def _open(source: SourceFile) -> io.BufferedReader | gzip.GzipFile | io.BufferedIOBase:
+def _open(source: SourceFile) -> io.BufferedReader | _InflateStream | io.BufferedIOBase:
     raw = source.path.open("rb")
     if source.compression == "gz":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return _InflateStream(raw, lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))
     if source.compression == "zst":
-        import zstandard
-
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-        return io.BufferedReader(reader)  # type: ignore[arg-type]
+        return _InflateStream(raw, lambda: zstandard.ZstdDecompressor().decompressobj())
     return raw
 
 
-def _peek(stream: io.BufferedIOBase | gzip.GzipFile) -> bytes:
+class TruncatedArchive(EOFError):
+    """The compressed stream ended before its end marker."""
+
+
+class _Decoder(Protocol):
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes) -> bytes: ...
+
+
+class _InflateStream(io.RawIOBase):
+    """Incremental gzip/zstd reader that hands out every byte decoded before a corruption, and
+    raises :class:`TruncatedArchive` when the stream ends without its end marker.
+
+    ``_InflateStream.read`` drops the data of a read that hits a truncated member, and zstandard's
+    stream reader ends silently; a log cut short by a dying node is exactly that case, and its
+    last lines are the interesting ones.
+    """
+
+    def __init__(self, raw: io.BufferedReader, make_decoder: Callable[[], _Decoder]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._make = make_decoder
+        self._decoder = make_decoder()
+        self._pending = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        want = size if size >= 0 else 1 << 62
+        while len(self._pending) < want and not self._done:
+            compressed = self._raw.read(1 << 20)
+            if not compressed:
+                self._done = True
+                break
+            self._pending += self._decoder.decompress(compressed)
+            while self._decoder.eof and self._decoder.unused_data:  # concatenated members/frames
+                rest = self._decoder.unused_data
+                self._decoder = self._make()
+                self._pending += self._decoder.decompress(rest)
+        if not self._pending and self._done and not self._decoder.eof:
+            raise TruncatedArchive("compressed data ends early")
+        out, self._pending = self._pending[:want], self._pending[want:]
+        return out
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _peek(stream: io.BufferedIOBase | _InflateStream) -> bytes:
     """The first bytes of the (decompressed) stream, pushed back for the block reader."""
     head = stream.read(SNIFF_BYTES)
     stream._logscope_head = head  # type: ignore[union-attr]
     return head
 
 
-def _blocks(stream: io.BufferedIOBase | gzip.GzipFile, result: FileRead) -> Iterator[bytes]:
+def _blocks(stream: io.BufferedIOBase | _InflateStream, result: FileRead) -> Iterator[bytes]:
     """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES."""
     pending: bytes = getattr(stream, "_logscope_head", b"")
     while True:
@@ -246,18 +303,16 @@ def _lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
 
 
 def _looks_binary(head: bytes) -> bool:
-    if b"\x00" in head[:1024] and head.count(b"\x00") > len(head) // 100:
+    """Mostly control bytes, or mostly bytes that are not UTF-8: not a text log.
+
+    A few NUL or invalid bytes are normal in logs of crashed jobs (a node died mid-write) and
+    do not make a file binary.
+    """
+    control = len(head) - len(head.translate(None, bytes(range(0, 9)) + bytes(range(14, 32)) + b"\x7f"))
+    if control > len(head) * 0.10:
         return True
-    text_bytes = bytes(range(32, 127)) + b"\t\n\r\f\b\x1b"
-    non_text = len(head.translate(None, text_bytes))
-    # UTF-8 multibyte text is fine; count only bytes that are not valid UTF-8 continuations.
-    try:
-        head.decode("utf-8")
-        return False
-    except UnicodeDecodeError as error:
-        if error.start >= len(head) - 4:  # a multibyte character cut by the sniff window
-            return False
-    return non_text > len(head) * 0.3
+    invalid = head.decode("utf-8", "replace").count("\ufffd")
+    return invalid > len(head) * 0.30
 
 
 def _reference_year(head: bytes, path: Path) -> int:
@@ -310,7 +365,7 @@ def _read_error_json(source: SourceFile) -> FileRead | Skipped:
     try:
         with _open(source) as stream:
             data = json.loads(stream.read(MAX_LINE_BYTES).decode("utf-8", "replace"))
-    except (OSError, EOFError, zlib.error, ValueError) as error:
+    except READ_ERRORS as error:
         return Skipped(source.display, f"not a torchrun error file ({_describe_error(error)})")
     message_block = data.get("message") if isinstance(data, dict) else None
     if isinstance(message_block, str):
@@ -328,7 +383,7 @@ def _read_error_json(source: SourceFile) -> FileRead | Skipped:
         when = None
     first = message.splitlines()[0] if message else "(empty message)"
     error_type, _, rest = first.partition(": ")
-    fields = {name: None for name in FIELD_SCHEMA}
+    fields: dict[str, object] = dict.fromkeys(FIELD_SCHEMA)
     fields.update(error_type=error_type if rest else None, message=rest or first)
     row = {
         "line": 1, "host": None, "pid": None, "local_rank": source.info.local_rank, "rank": None,

@@ -100,8 +100,7 @@ class CollectiveHang(Detector):
         crashed = self._crashed(job, quiet, first_timeout)
         culprit_row = last_rows[0] if last_rows else None
         culprit = self._culprit(job, quiet[0], culprit_row)
-        evidence = ([*last_rows[:3]] + sorted(timeouts.to_dicts(), key=order_key)[:3]
-                    + desync.to_dicts()[:2])
+        evidence = [*last_rows[:3], *sorted(timeouts.to_dicts(), key=order_key)[:3], *desync.to_dicts()[:2]]
         if crashed:
             return [self.finding(
                 title=(f"Ranks timed out in a collective waiting for rank(s) {compact_ranks(quiet)}, "
@@ -187,8 +186,7 @@ class CollectiveHang(Detector):
         coll = job.of(Event.NCCL_COLL).filter(pl.col("rank").is_not_null())
         if coll.height:
             last = coll.group_by("rank").agg(pl.col("fields").struct.field("op_count").max().alias("oc"))
-            top = last["oc"].max()
-            low = last["oc"].min()
+            top, low = _int_or_none(last["oc"].max()), _int_or_none(last["oc"].min())
             if top is not None and low is not None and top != low:
                 behind = sorted(int(r) for r in last.filter(pl.col("oc") == low)["rank"].to_list())
                 if len(behind) < last.height:
@@ -197,7 +195,7 @@ class CollectiveHang(Detector):
         steps = job.of(Event.PROGRESS).filter(pl.col("rank").is_not_null())
         if steps.height:
             last = steps.group_by("rank").agg(pl.col("fields").struct.field("step").max().alias("s"))
-            top, low = last["s"].max(), last["s"].min()
+            top, low = _int_or_none(last["s"].max()), _int_or_none(last["s"].min())
             if top is not None and low is not None and top != low:
                 behind = sorted(int(r) for r in last.filter(pl.col("s") == low)["rank"].to_list())
                 if len(behind) < last.height:
@@ -245,3 +243,7 @@ class CollectiveHang(Detector):
                 "ranks take, checkpoint I/O)? Next time set TORCH_NCCL_DESYNC_DEBUG=1 and enable the Flight "
                 "Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1), and py-spy dump "
                 "the quiet rank while the job hangs.")
+
+
+def _int_or_none(value: object) -> int | None:
+    return int(value) if isinstance(value, (int, float)) else None

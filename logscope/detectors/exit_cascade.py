@@ -58,7 +58,7 @@ from logscope.detectors.base import (
     when,
     who,
 )
-from logscope.model import Category, Event, Finding, Role, Severity
+from logscope.model import Category, Event, Finding, Severity
 
 # Detailed failures: they say what went wrong in the failing process itself.
 DETAIL_EVENTS = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FATAL_SIGNAL, Event.NCCL_CUDA_FAILURE,
@@ -101,8 +101,6 @@ def is_victim(row: dict[str, Any]) -> bool:
             return True
         signal = field_of(row, "signal")
         return bool(signal and signal in ("SIGTERM", "SIGKILL", "SIGHUP"))
-    if event == Event.CHILD_FAILURE:
-        return False
     if event == Event.CPP_EXCEPTION:
         return "DistBackendError" in error_type
     return bool(VICTIM_MESSAGE.search(message) or VICTIM_MESSAGE.search(error_type)

@@ -107,6 +107,6 @@ class ProgressStall(Detector):
         exact = progress.filter(~pl.col("time_inferred")).sort("time")
         if exact.height >= 3:
             spacing = exact.select(pl.col("time").diff().drop_nulls().median()).item()
-            if spacing:
+            if isinstance(spacing, timedelta) and spacing:
                 return max(MIN_STALL, spacing * ITERATIONS)
         return DEFAULT_STALL

@@ -55,7 +55,7 @@ class SplitWorld(Detector):
             pl.col("fields").struct.field("comm_rank").alias("crank"),
         )
         if init.height:
-            world = int(init["n"].max())
+            world = int(init.select(pl.col("n").max()).item() or 0)
             processes = init.select(pl.struct("host", "pid").n_unique()).item()
             hosts = init["host"].drop_nulls().unique().to_list()
             rank0_hosts = init.filter((pl.col("n") == world) & (pl.col("crank") == 0))["host"].drop_nulls().unique()

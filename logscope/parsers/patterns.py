@@ -148,7 +148,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.CLOSING_SIGNAL, "torchrun", W, "closing signal",
                 r"Sending process (?P<target_pid>\d+) closing signal (?P<signal>SIG\w+|\d+)"),
     LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "death signal",
-                r"Received (?P<signal>SIG\w+|\d+) death signal, shutting down workers"),
+                r"Received (?:Signals\.)?(?P<signal>SIG\w+|\d+) death signal, shutting down workers"),
     LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "Main process received",
                 r"^Main process received (?P<signal>SIG\w+|\d+), exiting"),
     LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "Killing subprocess",

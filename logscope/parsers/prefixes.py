@@ -36,7 +36,7 @@ ONE_PREFIX = (
     r"|\[(?P<task_b>\d{1,6})\] "  # mpirun-style label "[0] "
     r"|\((?:[A-Za-z_][\w]*) pid=(?P<ray_pid>\d+)(?:, ip=[^)]*)?\) ?"  # Ray
     r"|\[default(?P<tee_local>\d+)\]:"  # torchrun --tee, default role
-    r"|\[rank(?P<rank>\d+)\]:"  # PyTorch rank prefix
+    r"|\[rank(?P<rank>\d+)\]: ?"  # PyTorch rank prefix (torch>=2.2 adds a space before tracebacks)
     r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?):?(?P<role_local>\d+)\]:?"  # --role host: / templates
     r"|(?P<app_time>\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?) \[rank(?P<rank_b>\d+)\]:"
     r"|(?P<pdsh>" + _HOSTNAME + r"): "  # pdsh

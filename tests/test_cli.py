@@ -1,0 +1,95 @@
+"""The command line: exit codes, output formats, one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logscope.cli import main
+
+CRASH = Path(__file__).parent / "goldens" / "LS301-crash-two-nodes" / "logs"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_analyze_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "analyze", str(CRASH), "--format", "json")
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["schema"] == "logscope.analysis/1"
+    assert set(data["job"]) >= {"id", "name", "nodes", "files", "lines_read", "lines_unrecognised", "world_size"}
+    assert data["job"]["nodes"] == ["node01", "node02"]
+    verdict = data["verdict"]
+    assert verdict["category"] == "crash" and verdict["finding"] == "LS301"
+    root = verdict["root_cause"]
+    assert (root["host"], root["rank"], root["local_rank"]) == ("node02", 3, 1)
+    assert root["evidence"]["file"].endswith("train-5001-node02.out") and root["evidence"]["line"] == 8
+    finding = data["findings"][0]
+    assert set(finding) >= {"code", "name", "category", "severity", "title", "ranks", "hosts", "first_seen",
+                            "evidence", "explanation", "advice"}
+
+
+def test_analyze_text_names_the_root(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", str(CRASH))
+    assert code == 1
+    assert "CRASH" in out and "rank 3" in out and "ValueError: batch 57 has NaN labels" in out
+    assert "train-5001-node02.out:8" in out
+
+
+def test_healthy_exits_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1 loss 2.0\n")
+    code, out, _ = run(capsys, "analyze", str(tmp_path))
+    assert code == 0 and "HEALTHY" in out
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", "/definitely/not/here"),
+    ("analyze", "--format", "yaml", str(CRASH)),
+    ("analyze", str(CRASH), "--pattern", "%x-%Q.out"),
+    ("explain", "LS999"),
+])
+def test_usage_and_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], args: tuple[str, ...]) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert err.startswith("Error: ") and err.count("\n") == 1
+
+
+def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "analyze", "--nope", str(CRASH))
+    assert code == 2 and "Traceback" not in err
+
+
+def test_internal_errors_are_contained(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import logscope.analysis
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(logscope.analysis, "analyze", boom)
+    code, out, err = run(capsys, "analyze", str(CRASH))
+    assert code == 2
+    assert "internal error" in err and "simulated bug" in err and "Traceback" not in err
+
+
+def test_explain_lists_and_prints_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain")
+    assert code == 0 and "LS101" in out and "LS301" in out
+    code, out, _ = run(capsys, "explain", "exit-cascade")
+    assert code == 0 and "What it detects" in out and "Advice" in out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("logscope ")
+
+
+def test_charts_refuse_the_log_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "analyze", str(CRASH), "--charts", str(CRASH / "charts"))
+    assert code == 2 and "inside the log folder" in err

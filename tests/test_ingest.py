@@ -1,0 +1,121 @@
+"""Reading files: chunking, compression, bad bytes, line accounting, folder walking."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from logscope import ingest
+from logscope.errors import InputError
+from logscope.ingest import Skipped, discover, read_file
+from logscope.timeline import load_job
+
+LINES = [
+    "node1:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+    "some unrelated output",
+    "[default0]:ValueError: boom",
+    "",
+]
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def only(path: Path) -> ingest.FileRead:
+    files, _ = discover([path])
+    result = read_file(files[0])
+    assert not isinstance(result, Skipped), result
+    return result
+
+
+@pytest.mark.parametrize("compress", [None, "gz", "zst"])
+def test_plain_and_compressed_files_read_the_same(tmp_path: Path, compress: str | None) -> None:
+    data = ("\n".join(LINES) + "\n").encode()
+    name = "job-1-node1.out"
+    if compress == "gz":
+        data, name = gzip.compress(data), name + ".gz"
+    elif compress == "zst":
+        data, name = zstandard.ZstdCompressor().compress(data), name + ".zst"
+    result = only(write(tmp_path / name, data))
+    assert result.lines_read == 4
+    assert result.lines_recognised == 2
+    assert result.events["event"].to_list() == ["nccl_init", "exception"]
+    assert result.events["line"].to_list() == [1, 3]
+
+
+def test_line_numbers_survive_chunking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 64)
+    lines = [f"line {i}" for i in range(200)] + ["ValueError: at the end"]
+    result = only(write(tmp_path / "x-1-n1.out", "\n".join(lines)))  # no trailing newline
+    assert result.lines_read == 201
+    assert result.events.row(0, named=True)["line"] == 201
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
+    body = "\n".join(f"ValueError: number {i}" for i in range(5000)).encode()
+    blob = gzip.compress(body)
+    result = only(write(tmp_path / "t-1-n1.out.gz", blob[: len(blob) // 2]))
+    assert result.warnings and "truncated" in result.warnings[0]
+    assert 0 < result.lines_read < 5000
+    assert result.events.height == result.lines_recognised
+
+
+def test_non_utf8_and_nul_bytes_are_replaced_not_fatal(tmp_path: Path) -> None:
+    result = only(write(tmp_path / "b-1-n1.out", b"caf\xe9 ok\nValueError: \xff\xfe bad\x00 byte\n"))
+    assert result.lines_read == 2
+    assert result.events.height == 1
+    assert "\ufffd" in result.events["text"][0]
+
+
+def test_binary_and_empty_files(tmp_path: Path) -> None:
+    files, _ = discover([write(tmp_path / "blob-1-n1.out", bytes(range(256)) * 64)])
+    assert isinstance(read_file(files[0]), Skipped)
+    empty = only(write(tmp_path / "e-1-n1.out", b""))
+    assert empty.lines_read == 0 and empty.warnings == ["empty file"]
+
+
+def test_folder_walk_skips_non_logs_and_follows_no_link_loops(tmp_path: Path) -> None:
+    write(tmp_path / "job" / "train-9-n1.out", "ValueError: x\n")
+    write(tmp_path / "job" / "README.md", "CANCELLED AT 2024-01-01T00:00:00 mention in docs\n")
+    (tmp_path / "job" / "loop").symlink_to(tmp_path / "job")
+    files, skipped = discover([tmp_path / "job"])
+    assert [f.path.name for f in files] == ["train-9-n1.out"]
+    assert any("README.md" in s.reason for s in skipped)
+
+
+def test_missing_and_empty_inputs_raise_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        load_job([tmp_path / "nope"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no files found"):
+        load_job([tmp_path / "empty"])
+
+
+def test_job_facts_from_file_names(tmp_path: Path) -> None:
+    write(tmp_path / "pretrain-4242-gpu01.out", LINES[0] + "\n")
+    write(tmp_path / "pretrain-4242-gpu02.out", "hello\n")
+    job = load_job([tmp_path])
+    assert (job.job_id, job.job_name, job.nodes) == ("4242", "pretrain", ["gpu01", "gpu02"])
+    assert job.lines_read == job.lines_recognised + job.lines_unrecognised == 2
+
+
+def test_truncated_zstd_is_reported(tmp_path: Path) -> None:
+    body = "\n".join(f"ValueError: number {i} {'x' * (i % 50)}" for i in range(20000)).encode()
+    blob = zstandard.ZstdCompressor().compress(body)
+    result = only(write(tmp_path / "t-1-n1.out.zst", blob[: len(blob) // 2]))
+    assert result.warnings and "truncated" in result.warnings[0]
+    assert 0 < result.lines_read < 20000
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_garbage_archives_are_skipped_with_a_reason(tmp_path: Path, suffix: str) -> None:
+    files, _ = discover([write(tmp_path / f"c-1-n1.out{suffix}", b"this is not compressed at all" * 10)])
+    result = read_file(files[0])
+    assert isinstance(result, Skipped)
+    assert "cannot read" in result.reason

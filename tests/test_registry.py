@@ -1,0 +1,62 @@
+"""The detector registry is explicit, complete, and every detector documents itself."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import logscope.detectors as detectors_package
+from logscope.detectors import REGISTRY
+from logscope.detectors.base import DOC_HEADINGS
+from logscope.model import Category
+
+PACKAGE = Path(detectors_package.__file__).parent
+HELPERS = {"base", "__init__"}
+
+
+def test_codes_and_names_are_unique_and_well_formed() -> None:
+    codes = [d.code for d in REGISTRY]
+    names = [d.name for d in REGISTRY]
+    assert len(set(codes)) == len(codes)
+    assert len(set(names)) == len(names)
+    for detector in REGISTRY:
+        assert re.fullmatch(r"LS[1-8]\d\d", detector.code), detector.code
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", detector.name), detector.name
+        assert isinstance(detector.category, Category)
+
+
+def test_every_detector_module_is_registered() -> None:
+    registered = {d.__module__.rsplit(".", 1)[-1] for d in REGISTRY}
+    modules = {m.name for m in pkgutil.iter_modules([str(PACKAGE)])} - HELPERS
+    # modules holding shared helpers only (no Detector subclass) need not be registered
+    detector_modules = set()
+    for name in modules:
+        tree = ast.parse((PACKAGE / f"{name}.py").read_text())
+        if any(isinstance(n, ast.ClassDef) and any(getattr(b, "id", "") == "Detector" for b in n.bases)
+               for n in tree.body):
+            detector_modules.add(name)
+    assert detector_modules == registered
+
+
+@pytest.mark.parametrize("detector", REGISTRY, ids=[d.code for d in REGISTRY])
+def test_docstring_has_every_heading(detector: type) -> None:
+    doc = detector.doc()
+    first = doc.splitlines()[0]
+    assert first.startswith(f"{detector.code} {detector.name}:"), first
+    for heading in DOC_HEADINGS:
+        assert re.search(rf"^{heading}$", doc, re.MULTILINE), f"{detector.code} lacks '{heading}'"
+
+
+def test_parsers_import_nothing_above_them() -> None:
+    """logscope.parsers may use logscope.model and logscope.errors only (one-way layering)."""
+    parsers = Path(detectors_package.__file__).parent.parent / "parsers"
+    for path in parsers.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("logscope"):
+                assert node.module.startswith(("logscope.parsers", "logscope.model", "logscope.errors")), (
+                    f"{path.name} imports {node.module}")
