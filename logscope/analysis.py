@@ -115,29 +115,52 @@ def run_detectors(view: JobView, detectors: Sequence[type[Detector]]) -> tuple[l
 
 
 def _moment(finding: Finding) -> tuple[datetime, str, int]:
-    when = finding.first_seen or datetime.max
+    """Sort key: the earliest a finding's evidence can have been written, then file order."""
+    low, high = _window(finding)
     file, line = finding.order_key or ("", 0)
-    return (when, file, line)
+    return (low or high or datetime.max, file, line)
+
+
+def _window(finding: Finding) -> tuple[datetime | None, datetime | None]:
+    low, high = finding.window
+    if low is None and high is None:
+        return finding.first_seen, finding.first_seen
+    return low or high, high or low
+
+
+def _possibly_first(roots: list[Finding]) -> list[Finding]:
+    """The roots that may have happened first: no other root certainly precedes them.
+
+    A root certainly precedes another when its latest possible time is before the other's
+    earliest (beyond SAME_MOMENT). Without times, file order within one file decides.
+    """
+    timed = [f for f in roots if _window(f)[0] is not None]
+    if not timed:
+        first = min(roots, key=_moment)
+        return [f for f in roots if _same_moment(f, first)]
+    earliest_latest = min(_window(f)[1] or datetime.max for f in timed)
+    return [f for f in timed if (_window(f)[0] or datetime.max) <= earliest_latest + SAME_MOMENT]
 
 
 def _same_moment(a: Finding, b: Finding) -> bool:
-    if a.first_seen and b.first_seen:
-        return abs(a.first_seen - b.first_seen) <= SAME_MOMENT
     if a.order_key and b.order_key and a.order_key[0] == b.order_key[0]:
         return abs(a.order_key[1] - b.order_key[1]) <= SAME_MOMENT_LINES
     return a.first_seen is None and b.first_seen is None
 
 
 def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding], Verdict]:
-    """Pick the root finding and order the findings: root first, then by time."""
+    """Pick the root finding and order the findings: root first, then by time.
+
+    Among the roots that may have come first, a non-reactive one beats a reactive one (a crash
+    beats the timeouts it causes), then the most specific wins (an OOM beats the generic crash
+    it caused), then the earliest.
+    """
     roots = [f for f in findings if f.role == Role.ROOT and f.severity.rank >= Severity.ERROR.rank]
     if not roots:
         ordered = sorted(findings, key=_moment)
         return ordered, _no_root_verdict(view, ordered)
-    earliest = min(roots, key=_moment)
-    contenders = [f for f in roots if _same_moment(f, earliest)]
-    chosen = max(contenders, key=lambda f: (f.specificity, -_moment(f)[0].timestamp()
-                                            if _moment(f)[0] != datetime.max else 0))
+    contenders = _possibly_first(roots)
+    chosen = min(contenders, key=lambda f: (f.reactive, -f.specificity, _moment(f)))
     culprit = _corroborate(chosen, findings)
     rest = []
     for f in findings:

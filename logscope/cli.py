@@ -19,14 +19,18 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 
 from logscope import __version__
 from logscope.errors import LogscopeError, UsageError
+
+if TYPE_CHECKING:
+    from logscope.scan import ScanResult
 
 app = typer.Typer(
     name="logscope",
@@ -121,6 +125,202 @@ def explain(code: Annotated[Optional[str], typer.Argument(  # noqa: UP045
                   highlight=False)
     typer.echo(chosen.doc().split("\n", 1)[-1].strip())
     return 0
+
+
+@app.command()
+def report(
+    paths: Annotated[list[Path], typer.Argument(help="Job folder(s) and/or log files.", show_default=False)],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", show_default=False,
+        help="Report file: .html (one self-contained page) or .md (images go to <name>_files/ beside it).")],
+    pattern: PatternOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+) -> int:
+    """Write a post-mortem report (verdict, root cause, cascade, per-node tables, charts) to attach to a ticket.
+
+    Example: logscope report job-12345/ -o postmortem.html
+    """
+    from logscope.analysis import analyze as run_analysis
+    from logscope.report.postmortem import chart_folder, report_format, write_report
+
+    fmt = report_format(output)
+    _output_dir(output, paths)  # the file, and the _files/ folder beside it
+    patterns = _patterns(pattern)
+    with _progress(paths, patterns) as hook:
+        result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
+    written = write_report(result, output)
+    images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
+    typer.echo(f"Report written to {output}{images}")
+    return 1 if result.failed else 0
+
+
+@app.command()
+def scan(
+    roots: Annotated[list[Path], typer.Argument(help="Folders holding old job logs.", show_default=False)],
+    output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl). Default: none, "
+        "only the summary is printed.")] = None,
+    table_format: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--table-format", help="parquet, csv or jsonl (default: from the output's extension).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel worker processes (0: one per core).")] = 0,
+    since: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--since", help="Only jobs with a file modified on/after this date (YYYY-MM-DD[THH:MM]).")] = None,
+    category: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--category", help="Keep only jobs with this verdict category in the table; repeatable.")] = None,
+    shard: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--shard", help="K/N: scan only the K-th of N shards (0-based, for SLURM job arrays).")] = None,
+    cache: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--cache", help="Cache file for incremental rescans (default: OUTPUT.cache.json beside the table).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Analyse every job again.")] = False,
+    pattern: PatternOption = None,
+    print_sbatch: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--print-sbatch", metavar="N",
+        help="Print a SLURM job-array script that splits this scan into N shards, and exit.")] = None,
+    output_format: FormatOption = "text",
+) -> int:
+    """Analyse every job under the given folders and write one table of verdicts.
+
+    Example: logscope scan /shared/logs/ -o jobs.parquet --since 2026-11-01 -j 8
+    """
+    from logscope import scan as scanner
+
+    fmt = _format(output_format)
+    patterns = _patterns(pattern)
+    if print_sbatch is not None:
+        prefix = str(output.with_suffix("")) if output else "logscope-scan"
+        extra = [f"--pattern={p}" for p in pattern or []]
+        sys.stdout.write(scanner.sbatch_script(roots, print_sbatch, prefix, jobs if jobs > 0 else 4, extra))
+        return 0
+    parsed_shard = scanner.parse_shard(shard) if shard else None
+    when = _date(since) if since else None
+    if output is not None:
+        _output_dir(output, roots)
+    cache_path = None if no_cache else (cache or (output.with_name(output.name + ".cache.json") if output else None))
+    if cache_path is not None:
+        _output_dir(cache_path, roots)
+    progress, on_total, on_done = _scan_progress()
+    with progress:
+        result = scanner.scan(roots, patterns=patterns, workers=jobs, since=when, shard=parsed_shard,
+                              cache_path=cache_path, on_total=on_total, on_done=on_done)
+    table = result.table
+    if category:
+        table = table.filter(table["category"].is_in([c.lower() for c in category]))
+    if output is not None:
+        scanner.write_table(table, output, table_format)
+    summary = scanner.summarise(table)
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"summary": summary, "analysed": result.analysed, "cached": result.cached,
+                                     "unreadable": result.failed, "output": str(output) if output else None},
+                                    indent=2, default=str) + "\n")
+    else:
+        _print_scan_summary(summary, result, output)
+    return 0
+
+
+@app.command()
+def merge(
+    tables: Annotated[list[Path], typer.Argument(help="Shard tables written by scan --shard.", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The merged table (.parquet, .csv, .jsonl).")],
+) -> int:
+    """Join the tables of a sharded scan into one (a job scanned twice keeps its newest row).
+
+    Example: logscope merge scan-*.parquet -o all-jobs.parquet
+    """
+    from logscope import scan as scanner
+
+    table = scanner.merge_tables(tables)
+    scanner.write_table(table, output)
+    _print_scan_summary(scanner.summarise(table), None, output)
+    return 0
+
+
+@app.command()
+def lint(
+    scripts: Annotated[list[Path], typer.Argument(help="sbatch job scripts.", show_default=False)],
+    select: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--select", help="Only rules whose code starts with this; repeatable.")] = None,
+    output_format: FormatOption = "text",
+    explain_rule: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--explain", help="Print what a rule (LL001...) checks and why, and exit.")] = None,
+) -> int:
+    """Check sbatch scripts for launch mistakes that break multi-node torchrun jobs.
+
+    Example: logscope lint train.slurm
+    """
+    from logscope import lint as linter
+
+    fmt = _format(output_format)
+    if explain_rule:
+        text = linter.explain(explain_rule)
+        if text is None:
+            raise UsageError(f"no lint rule {explain_rule!r}")
+        typer.echo(text)
+        return 0
+    problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path),
+                                                                 {s.upper() for s in select or []})]
+    if fmt == "json":
+        sys.stdout.write(json.dumps([p.to_json() for p in problems], indent=2) + "\n")
+    else:
+        console = _console()
+        for p in problems:
+            style = "red" if p.severity == "error" else "yellow"
+            # One unwrapped line per problem, so editors and CI can jump to path:line:col.
+            console.print(f"[bold]{p.path}:{p.line}:{p.column}:[/bold] [{style}]{p.code}[/{style}] {p.message}",
+                          highlight=False, markup=True, soft_wrap=True)
+            console.print(f"    fix: {p.fix}", style="dim", highlight=False, markup=False, soft_wrap=True)
+        noun = "problem" if len(problems) == 1 else "problems"
+        console.print(f"Found {len(problems)} {noun}." if problems else "All checks passed!", highlight=False)
+    return 1 if problems else 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _date(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--since wants a date like 2026-11-01 or 2026-11-01T12:00 (got {text!r})") from None
+
+
+def _scan_progress() -> tuple[Any, Any, Any]:
+    """A rich progress bar over jobs on stderr when it is a terminal, else nothing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    if not sys.stderr.isatty():
+        return _NoProgress(), None, None
+    progress = Progress(TextColumn("scanning jobs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                        console=Console(stderr=True), transient=True)
+    task = progress.add_task("scan", total=None)
+    return (progress, lambda total: progress.update(task, total=total),
+            lambda row: progress.advance(task))
+
+
+def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, output: Path | None) -> None:
+    from rich.table import Table
+
+    console = _console()
+    counts = Table(title=f"{summary['jobs']} job(s)", title_justify="left")
+    counts.add_column("category")
+    counts.add_column("jobs", justify="right")
+    for row in summary["per_category"]:
+        counts.add_row(row["category"], str(row["len"]))
+    console.print(counts)
+    hosts = summary["top_root_hosts"]
+    if hosts:
+        table = Table(title="hosts most often at the root of a failure", title_justify="left")
+        for col in ("host", "jobs", "categories", ""):
+            table.add_column(col)
+        for row in hosts:
+            table.add_row(row["root_host"], str(row["jobs"]), ", ".join(row["categories"]),
+                          "hardware suspect" if row["suspect"] else "")
+        console.print(table)
+    if result is not None:
+        console.print(f"analysed {result.analysed}, from cache {result.cached}, "
+                      f"unreadable {result.failed}", style="dim", highlight=False)
+    if output is not None:
+        console.print(f"table written to {output}", style="dim", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------

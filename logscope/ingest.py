@@ -356,8 +356,9 @@ def _thin(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def _finish_times(events: pl.DataFrame) -> pl.DataFrame:
-    """Untimed events before the file's first timestamp take that first timestamp (inferred)."""
-    return events.with_columns(pl.col("time").backward_fill())
+    """Untimed events before the file's first timestamp take that first timestamp (inferred);
+    an untimed event at the end of a block takes the next block's first time as its latest."""
+    return events.with_columns(pl.col("time").backward_fill(), pl.col("time_latest").backward_fill())
 
 
 def _read_error_json(source: SourceFile) -> FileRead | Skipped:
@@ -387,7 +388,7 @@ def _read_error_json(source: SourceFile) -> FileRead | Skipped:
     fields.update(error_type=error_type if rest else None, message=rest or first)
     row = {
         "line": 1, "host": None, "pid": None, "local_rank": source.info.local_rank, "rank": None,
-        "task": None, "time": when, "time_inferred": when is None, "source": "torchrun",
+        "task": None, "time": when, "time_inferred": when is None, "time_latest": when, "source": "torchrun",
         "event": Event.ERROR_FILE.value, "severity": Severity.ERROR.value, "fields": fields,
         "prefix": None, "text": first[:4096],
     }

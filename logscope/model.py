@@ -104,6 +104,7 @@ class Event(str, Enum):
     CLOSING_SIGNAL = "closing_signal"  # "Sending process N closing signal SIGTERM"
     AGENT_SIGNAL = "agent_signal"  # "Received SIGTERM death signal" / "Main process received SIGTERM"
     CHILD_FAILURE = "child_failure"  # one entry of a ChildFailedError block (time, host, rank, exitcode)
+    AGENT_FINISHED = "agent_finished"  # "worker group successfully finished" / "(WorkerState.SUCCEEDED)"
     ERROR_FILE = "error_file"  # torchrun error.json
     # Python / C++ / CUDA
     EXCEPTION = "exception"  # the final "SomeError: message" line of a traceback
@@ -191,7 +192,12 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64(),  # global rank
     "task": pl.Int64(),  # srun task id from an `srun --label` prefix
     "time": pl.Datetime("us"),
-    "time_inferred": pl.Boolean(),  # True when ``time`` came from a neighbouring line
+    "time_inferred": pl.Boolean(),  # True when ``time`` came from the nearest timed line above
+    # For an inferred time: the time of the next timed line in the file, the latest the line can
+    # have been written (null when no timed line follows). Equal to ``time`` for timed lines.
+    # Failures are ordered by it: an untimed error is printed just before the timed teardown
+    # lines that follow it, while the timed line above it can be hours old.
+    "time_latest": pl.Datetime("us"),
     "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app
     "event": pl.String(),  # an Event value
     "severity": pl.String(),  # a Severity value
@@ -268,6 +274,13 @@ class Finding:
     specificity: int = 50
     # file order of the first evidence, used when times are missing
     order_key: tuple[str, int] | None = field(default=None, compare=False)
+    # When the first evidence line was written: (earliest, latest). Untimed lines lie between the
+    # timed lines above and below them; the verdict compares these windows, not points.
+    window: tuple[datetime | None, datetime | None] = field(default=(None, None), compare=False)
+    # True when this finding may itself be a reaction to another failure (a timeout with no
+    # identified culprit, a peer's connection closing): it yields to a non-reactive root whose
+    # window overlaps its own.
+    reactive: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {

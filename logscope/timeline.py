@@ -180,6 +180,7 @@ def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
         events = events.with_columns(
             pl.coalesce("rank", "_world_rank").alias("rank"),
         ).drop("_world_rank", "_dev")
+    events = _ranks_from_local(events)
     # rank prefixes seen on a process's other lines (e.g. [rank3]: with a Ray pid)
     by_pid = (
         events.filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null() & pl.col("host").is_not_null())
@@ -190,6 +191,37 @@ def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
             pl.coalesce("rank", "_pid_rank").alias("rank")
         ).drop("_pid_rank")
     return events
+
+
+def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
+    """(node, local rank) -> global rank, from torchrun's rendezvous results (``global_ranks``,
+    listed in local-rank order) and ChildFailedError records (``rank : 3 (local_rank: 1)``), for
+    lines that only carry a ``[default1]:``/``[host:1]:`` prefix."""
+    pairs: dict[tuple[str, int], int] = {}
+    rdzv = events.filter((pl.col("event") == Event.RENDEZVOUS.value)
+                         & pl.col("fields").struct.field("value").is_not_null())
+    for row in rdzv.select("node", "host", pl.col("fields").struct.field("value").alias("v")).to_dicts():
+        place = row["node"] or row["host"]
+        ranks = [int(x) for x in re.findall(r"-?\d+", row["v"] or "")]
+        if place:
+            for local, rank in enumerate(ranks):
+                pairs.setdefault((place, local), rank)
+    records = events.filter((pl.col("event") == Event.CHILD_FAILURE.value) & pl.col("rank").is_not_null()
+                            & pl.col("local_rank").is_not_null())
+    for row in records.select("node", "host", "local_rank", "rank").to_dicts():
+        place = row["node"] or row["host"]
+        if place:
+            pairs.setdefault((place, int(row["local_rank"])), int(row["rank"]))
+    if not pairs:
+        return events
+    mapping = pl.DataFrame(
+        {"_place": [p for p, _ in pairs], "local_rank": [lr for _, lr in pairs], "_mapped": list(pairs.values())},
+        schema={"_place": pl.String, "local_rank": pl.Int64, "_mapped": pl.Int64},
+    )
+    return (events.with_columns(pl.coalesce("node", "host").alias("_place"))
+            .join(mapping, on=["_place", "local_rank"], how="left", maintain_order="left")
+            .with_columns(pl.coalesce("rank", "_mapped").alias("rank"))
+            .drop("_place", "_mapped"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,6 +325,10 @@ def _record_event(header: dict[str, object], values: dict[str, str]) -> dict[str
             host=values.get("host") or header.get("host"),
             pid=int(code.group(2)) if code and code.group(2) else None,
         )
+        # The record spans several lines; its text says what they say, on its header's line.
+        row["text"] = (f"[{values.get('index', '?')}]: ChildFailedError record: time {values.get('time', '?')}, "
+                       f"host {values.get('host', '?')}, rank {values.get('rank', '?')}, "
+                       f"exitcode {values.get('exitcode', '?')}")
         when = values.get("time")
         if when:
             parsed = pl.select(parse_event_time(pl.lit(when))).item()
@@ -308,6 +344,9 @@ def _record_event(header: dict[str, object], values: dict[str, str]) -> dict[str
             master_port=int(port) if port.isdigit() else None,
             nnodes=f"{values.get('min_nodes', '?')}:{values.get('max_nodes', '?')}",
             nproc_per_node=_int(values.get("nproc_per_node")),
+            # static rendezvous passes the node rank as rdzv_configs {'rank': N}
+            node_rank=_int(m.group(1)) if (m := re.search(r"'rank':\s*'?(\d+)", values.get("rdzv_configs", "")))
+            else None,
             value=values.get("entrypoint"),
             key=values.get("run_id"),
         )

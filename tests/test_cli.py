@@ -73,7 +73,7 @@ def test_internal_errors_are_contained(capsys: pytest.CaptureFixture[str], monke
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(logscope.analysis, "analyze", boom)
-    code, out, err = run(capsys, "analyze", str(CRASH))
+    code, _, err = run(capsys, "analyze", str(CRASH))
     assert code == 2
     assert "internal error" in err and "simulated bug" in err and "Traceback" not in err
 

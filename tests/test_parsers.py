@@ -141,7 +141,8 @@ def test_slurm_lines() -> None:
     rows = parse(
         "srun: error: taurusi2031: tasks 10-11: Exited with exit code 1",
         "slurmstepd: error: *** STEP 494583.0 ON host1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
-        "slurmstepd: error: Detected 2 oom_kill events in StepId=3495064.13. Some of the step tasks have been OOM Killed.",
+        "slurmstepd: error: Detected 2 oom_kill events in StepId=3495064.13. "
+        "Some of the step tasks have been OOM Killed.",
         "srun: error: Node failure on jean-zay-iam37",
     ).to_dicts()
     assert [r["event"] for r in rows] == ["srun_task_exit", "cancelled", "host_oom", "node_failure"]

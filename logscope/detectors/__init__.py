@@ -21,15 +21,33 @@ A test fails if a module in this package is not registered.
 from __future__ import annotations
 
 from logscope.detectors.base import Detector, JobView
+from logscope.detectors.cancelled import Cancelled
 from logscope.detectors.collective_hang import CollectiveHang
 from logscope.detectors.collective_mismatch import CollectiveMismatch
+from logscope.detectors.cuda_oom import CudaOom
+from logscope.detectors.duplicate_gpu import DuplicateGpu
 from logscope.detectors.duplicate_rank import DuplicateRank
+from logscope.detectors.ecc_error import EccError
 from logscope.detectors.exit_cascade import ExitCascade
+from logscope.detectors.gpu_fault import GpuFault
+from logscope.detectors.gpu_xid import GpuXid
+from logscope.detectors.host_oom import HostOom
+from logscope.detectors.ib_error import IbError
 from logscope.detectors.master_addr_mismatch import MasterAddrMismatch
+from logscope.detectors.nccl_bootstrap_error import NcclBootstrapError
+from logscope.detectors.nnodes_mismatch import NnodesMismatch
+from logscope.detectors.node_failure import NodeFailure
 from logscope.detectors.node_rank_collision import NodeRankCollision
+from logscope.detectors.preemption import Preemption
 from logscope.detectors.progress_stall import ProgressStall
 from logscope.detectors.rendezvous_port_in_use import RendezvousPortInUse
+from logscope.detectors.rendezvous_unreachable import RendezvousUnreachable
+from logscope.detectors.requeue import Requeue
+from logscope.detectors.socket_error import SocketError
 from logscope.detectors.split_world import SplitWorld
+from logscope.detectors.time_limit import TimeLimit
+from logscope.detectors.transport_fallback import TransportFallback
+from logscope.detectors.version_skew import VersionSkew
 
 REGISTRY: tuple[type[Detector], ...] = (
     CollectiveHang,
@@ -40,6 +58,24 @@ REGISTRY: tuple[type[Detector], ...] = (
     SplitWorld,
     MasterAddrMismatch,
     RendezvousPortInUse,
+    DuplicateGpu,
+    NnodesMismatch,
+    RendezvousUnreachable,
+    NcclBootstrapError,
+    IbError,
+    SocketError,
+    CudaOom,
+    HostOom,
+    GpuXid,
+    EccError,
+    GpuFault,
+    NodeFailure,
+    TimeLimit,
+    Preemption,
+    Cancelled,
+    Requeue,
+    TransportFallback,
+    VersionSkew,
     ExitCascade,
 )
 

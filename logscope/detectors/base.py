@@ -82,10 +82,16 @@ class Detector:
     def finding(self, *, title: str, explanation: str, advice: str, rows: pl.DataFrame | list[dict[str, Any]],
                 role: Role = Role.ROOT, severity: Severity = Severity.ERROR, culprit: Culprit | None = None,
                 category: Category | None = None, ranks: list[int] | None = None,
-                hosts: list[str] | None = None, specificity: int | None = None) -> Finding:
-        """Build a Finding whose evidence, first_seen, ranks and hosts come from ``rows``."""
+                hosts: list[str] | None = None, specificity: int | None = None,
+                reactive: bool = False, ordered: bool = False) -> Finding:
+        """Build a Finding whose evidence, first_seen, ranks and hosts come from ``rows``.
+
+        The rows are put in time order unless ``ordered`` says the caller already put the line
+        that matters most first (the cascade's root, then its own reports, then the victims).
+        """
         dicts = rows.to_dicts() if isinstance(rows, pl.DataFrame) else list(rows)
-        dicts.sort(key=order_key)
+        if not ordered:
+            dicts.sort(key=order_key)
         evidence = tuple(evidence_of(r) for r in dicts[:MAX_EVIDENCE])
         first = dicts[0] if dicts else None
         rank_set = ranks if ranks is not None else sorted({int(r["rank"]) for r in dicts if r.get("rank") is not None})
@@ -101,24 +107,42 @@ class Detector:
             role=role,
             ranks=tuple(rank_set),
             hosts=tuple(host_set),
-            first_seen=first.get("time") if first else None,
+            first_seen=seen_at(first) if first else None,
             evidence=evidence,
             culprit=culprit,
             specificity=self.specificity if specificity is None else specificity,
             order_key=(str(first["file"]), int(first["line"])) if first else None,
+            window=window_of(first) if first else (None, None),
+            reactive=reactive,
         )
 
 
 def order_key(row: dict[str, Any]) -> tuple[datetime, str, int]:
-    """Timeline order for a row dict: time (unknown last), then file and line."""
-    when = row.get("time") or datetime.max
+    """Failure order for a row dict: its latest possible time (see TIMELINE_SCHEMA's
+    ``time_latest``; unknown last), then file and line."""
+    when = row.get("time_latest") or row.get("time") or datetime.max
     return (when, str(row.get("file") or ""), int(row.get("line") or 0))
+
+
+def window_of(row: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    """(earliest, latest) time a row's line can have been written."""
+    if not row.get("time_inferred"):
+        return row.get("time"), row.get("time")
+    return row.get("time"), row.get("time_latest")
+
+
+def seen_at(row: dict[str, Any]) -> datetime | None:
+    """When a row's line was written, as well as the logs tell: its own time, else the latest
+    time it can have (the next timed line), else the nearest timed line above."""
+    if not row.get("time_inferred"):
+        return row.get("time")
+    return row.get("time_latest") or row.get("time")
 
 
 def evidence_of(row: dict[str, Any]) -> Evidence:
     prefix = row.get("prefix") or ""
     return Evidence(str(row["file"]), int(row["line"]), (prefix + str(row.get("text") or ""))[:500],
-                    row.get("time"))
+                    seen_at(row))
 
 
 def culprit_of(row: dict[str, Any]) -> Culprit:
@@ -127,7 +151,7 @@ def culprit_of(row: dict[str, Any]) -> Culprit:
         node=row.get("node"),
         rank=row.get("rank"),
         local_rank=row.get("local_rank"),
-        time=row.get("time"),
+        time=seen_at(row),
         evidence=evidence_of(row),
     )
 

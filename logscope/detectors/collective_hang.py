@@ -94,6 +94,7 @@ class CollectiveHang(Detector):
                 rows=rows,
                 severity=Severity.ERROR,
                 culprit=None,
+                reactive=True,  # a timeout nobody can be blamed for may be waiting on a crash
             )]
 
         last_rows = self._last_activity(job, quiet)
@@ -144,7 +145,9 @@ class CollectiveHang(Detector):
         # The hang began when the quiet rank went silent, before anyone timed out.
         from dataclasses import replace
 
-        return [replace(finding, first_seen=stopped or finding.first_seen)]
+        if stopped is None:
+            return [finding]
+        return [replace(finding, first_seen=stopped, window=(stopped, stopped))]
 
     # -- how quiet ranks are found ------------------------------------------------------------
 
@@ -204,9 +207,14 @@ class CollectiveHang(Detector):
 
     @staticmethod
     def _last_activity(job: JobView, ranks: list[int]) -> list[dict[str, Any]]:
-        rows = job.events.filter(pl.col("rank").is_in(ranks) & ~pl.col("time_inferred"))
+        """The quiet ranks' own lines, newest first; what others wrote about them (failure
+        records, closing signals) does not count as activity."""
+        about_them = [e.value for e in (Event.CHILD_FAILURE, Event.WORKER_FAILED, Event.CLOSING_SIGNAL,
+                                        Event.SRUN_TASK_EXIT, Event.ERROR_FILE)]
+        own = job.events.filter(pl.col("rank").is_in(ranks) & ~pl.col("event").is_in(about_them))
+        rows = own.filter(~pl.col("time_inferred"))
         if rows.height == 0:
-            rows = job.events.filter(pl.col("rank").is_in(ranks))
+            rows = own
         dicts = sorted(rows.to_dicts(), key=order_key)
         return list(reversed(dicts))
 

@@ -133,6 +133,7 @@ class CollectiveMismatch(Detector):
             pl.col("fields").struct.field("op").str.to_uppercase().str.strip_chars("_").alias("op"),
             pl.col("fields").struct.field("pg").fill_null("0").alias("pg"),
         )
+        timeouts = timeouts.filter(pl.col("seq").is_not_null())  # gloo's send/recv timeouts carry no position
         if timeouts.height == 0:
             return []
         per_seq = timeouts.group_by("pg", "seq").agg(pl.col("op").n_unique().alias("ops"))
@@ -140,7 +141,7 @@ class CollectiveMismatch(Detector):
         if bad.height == 0:
             return []
         first = bad.sort("seq").row(0, named=True)
-        at = timeouts.filter((pl.col("pg") == first["pg"]) & (pl.col("seq") == first["seq"]))
+        at = timeouts.filter(pl.col("pg").eq_missing(first["pg"]) & pl.col("seq").eq_missing(first["seq"]))
         ops = at.group_by("op").agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.len().alias("n")).sort("n")
         minority = ops.row(0, named=True)
         odd = [int(r) for r in minority["ranks"]]

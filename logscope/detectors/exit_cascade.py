@@ -45,7 +45,7 @@ Advice
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from logscope.detectors.base import (
@@ -57,6 +57,7 @@ from logscope.detectors.base import (
     order_key,
     when,
     who,
+    window_of,
 )
 from logscope.model import Category, Event, Finding, Severity
 
@@ -66,10 +67,12 @@ DETAIL_EVENTS = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FATAL_
 # Summaries: a launcher reporting that a process ended badly.
 SUMMARY_EVENTS = (Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.SRUN_TASK_EXIT, Event.HOST_OOM,
                   Event.NODE_FAILURE)
-# Reactions to someone else's failure.
+# Reactions to someone else's failure. Launch failures (a rendezvous nobody answers, a port in
+# use) are here too: the launch detectors (LS2xx) name them, and a process that hit one exits
+# because of it, not because it crashed.
 VICTIM_EVENTS = (Event.WATCHDOG_TIMEOUT, Event.WATCHDOG_STATUS, Event.TEARDOWN, Event.CLOSING_SIGNAL,
                  Event.AGENT_SIGNAL, Event.NCCL_ABORT, Event.NCCL_SOCKET_ERROR, Event.CANCELLED,
-                 Event.STEP_ABORTED, Event.DIST_ERROR)
+                 Event.STEP_ABORTED, Event.DIST_ERROR, Event.STORE_ERROR, Event.PORT_IN_USE)
 
 SIGNAL_EXIT = {-15, -9, -1, 143, 137, 15, 9}
 ROOT_CATEGORY = {
@@ -85,8 +88,18 @@ _HARDWARE_CUDA = re.compile(r"unknown error|uncorrectable ECC|ECC error|fallen o
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
 
 
-def is_victim(row: dict[str, Any]) -> bool:
-    """True when a failure row is a reaction to another process's failure."""
+Signalled = dict[tuple[str, int], datetime | None]
+RECORD_RESOLUTION = timedelta(seconds=1)  # ChildFailedError times are truncated to the second
+
+
+def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
+    """True when a failure row is a reaction to another process's failure.
+
+    ``signalled`` holds the (place, pid) pairs the launcher (or SLURM) told to stop: a SIGTERM or
+    SIGKILL exit of such a process is a consequence; the same exit of a process nobody signalled
+    (the OOM killer, a kill from outside) is a failure of its own. Without it, every signal exit
+    counts as a consequence.
+    """
     event = Event(row["event"])
     if event in VICTIM_EVENTS:
         return True
@@ -94,13 +107,26 @@ def is_victim(row: dict[str, Any]) -> bool:
     message = str(field_of(row, "message") or "")
     error_type = str(field_of(row, "error_type") or "")
     if event in (Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.SRUN_TASK_EXIT):
-        code = field_of(row, "exit_code")
-        if code is not None and int(code) in SIGNAL_EXIT:
-            return True
         if event == Event.SRUN_TASK_EXIT and re.search(r"Terminated|Killed", message):
             return True
-        signal = field_of(row, "signal")
-        return bool(signal and signal in ("SIGTERM", "SIGKILL", "SIGHUP"))
+        code = field_of(row, "exit_code")
+        by_signal = code is not None and int(code) in SIGNAL_EXIT
+        if signalled is None:
+            return by_signal or field_of(row, "signal") in ("SIGTERM", "SIGKILL", "SIGHUP")
+        place = process_key(row)[0]
+        latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
+
+        def told(key: tuple[str, int]) -> bool:
+            return key in signalled and (signalled[key] is None or signalled[key] <= latest)  # type: ignore[operator]
+
+        if told((place, -1)):  # the whole node was told to stop: any exit after that follows from it
+            return True
+        if not by_signal:
+            return False
+        pid = row.get("pid") or field_of(row, "target_pid")
+        # A signal exit nobody asked for (OOM killer, kill from outside) is a failure of its own;
+        # srun's task lines carry no pid to check, so they stay consequences.
+        return event == Event.SRUN_TASK_EXIT or pid is None or told((place, int(pid)))
     if event == Event.CPP_EXCEPTION:
         return "DistBackendError" in error_type
     return bool(VICTIM_MESSAGE.search(message) or VICTIM_MESSAGE.search(error_type)
@@ -119,6 +145,16 @@ def category_of(row: dict[str, Any]) -> Category:
     return Category.CRASH
 
 
+def same_process(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two rows are about the same process, by the most specific identity both carry."""
+    if process_key(a)[0] != process_key(b)[0]:
+        return False
+    for key in ("rank", "local_rank", "pid"):
+        if a.get(key) is not None and b.get(key) is not None:
+            return bool(a[key] == b[key])
+    return False
+
+
 def process_key(row: dict[str, Any]) -> tuple[str, str]:
     """Who a row is about, as precisely as the line allows: (place, process)."""
     place = row.get("node") or row.get("host") or row.get("file") or "?"
@@ -133,6 +169,16 @@ def process_key(row: dict[str, Any]) -> tuple[str, str]:
     return str(place), "?"
 
 
+def root_failure(job: JobView) -> dict[str, Any] | None:
+    """The row LS301 names as the job's first real failure (None when every failure line is a
+    reaction). Other detectors use it to tell whether their evidence may be a consequence."""
+    rows = job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS)
+    if rows.height == 0:
+        return None
+    records = sorted(rows.to_dicts(), key=order_key)
+    return ExitCascade._root(records, ExitCascade._signalled(records))
+
+
 class ExitCascade(Detector):
     code = "LS301"
     name = "exit-cascade"
@@ -145,17 +191,18 @@ class ExitCascade(Detector):
         if rows.height == 0:
             return []
         records = sorted(rows.to_dicts(), key=order_key)
-        root = self._root(records)
+        signalled = self._signalled(records)
+        root = self._root(records, signalled)
         if root is None:
             return []
         root_key = process_key(root)
         root_order = order_key(root)
         victims = [r for r in records if process_key(r) != root_key and order_key(r) >= root_order
-                   and (is_victim(r) or Event(r["event"]) in SUMMARY_EVENTS or Event(r["event"]) in DETAIL_EVENTS)]
+                   and (is_victim(r, signalled) or Event(r["event"]) in SUMMARY_EVENTS or Event(r["event"]) in DETAIL_EVENTS)]
         victim_procs = {process_key(r) for r in victims}
         victim_places = {k[0] for k in victim_procs}
         # Everything on the root process that tells the same story (its summary lines).
-        own = [r for r in records if process_key(r) == root_key and not is_victim(r)]
+        own = [r for r in records if process_key(r) == root_key and not is_victim(r, signalled)]
         culprit = culprit_of(root)
         culprit = self._refine(culprit, own, records)
         detail = self._describe(root)
@@ -185,26 +232,69 @@ class ExitCascade(Detector):
             severity=Severity.CRITICAL,
             ranks=[culprit.rank] if culprit.rank is not None else [],
             hosts=[culprit.node or culprit.host] if (culprit.node or culprit.host) else [],
+            ordered=True,
         )]
 
-    def _root(self, records: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """The earliest non-victim failure, preferring detailed lines over launcher summaries."""
-        # A place (node) whose first failure line is a victim line reacted to something else:
-        # its later failures are consequences too.
-        first_on_place: dict[str, dict[str, Any]] = {}
+    @staticmethod
+    def _signalled(records: list[dict[str, Any]]) -> Signalled:
+        """When each process was told to stop: (place, pid) for a closing signal, (place, -1) when
+        the node's agent got a death signal, every place when SLURM cancelled the job for a reason
+        (time limit, preemption...). A reasonless cancellation is usually srun's own
+        --kill-on-bad-exit reacting to a failure, so it marks nobody."""
+        out: Signalled = {}
+
+        def mark(key: tuple[str, int], row: dict[str, Any]) -> None:
+            when = window_of(row)[0]
+            if key not in out or (when is not None and (out[key] is None or when < out[key])):  # type: ignore[operator]
+                out[key] = when
+
         for r in records:
-            if Event(r["event"]) in (Event.CANCELLED, Event.STEP_ABORTED, Event.SRUN_TASK_EXIT,
-                                     Event.NODE_FAILURE, Event.HOST_OOM):
-                continue  # scheduler lines are printed by srun/slurmstepd, not by the node's processes
-            first_on_place.setdefault(process_key(r)[0], r)
-        reacting = {p for p, r in first_on_place.items() if is_victim(r)}
-        detailed = [r for r in records if Event(r["event"]) in DETAIL_EVENTS and not is_victim(r)
-                    and process_key(r)[0] not in reacting and Event(r["event"]) != Event.CPP_EXCEPTION]
-        summaries = [r for r in records if Event(r["event"]) in SUMMARY_EVENTS and not is_victim(r)
-                     and (process_key(r)[0] not in reacting or Event(r["event"]) in (
-                         Event.NODE_FAILURE, Event.HOST_OOM))]
-        cpp = [r for r in records if Event(r["event"]) == Event.CPP_EXCEPTION and not is_victim(r)]
-        by_node_time = self._root_by_childfailed(records)
+            event = Event(r["event"])
+            place = process_key(r)[0]
+            if event == Event.CLOSING_SIGNAL and field_of(r, "target_pid") is not None:
+                mark((place, int(field_of(r, "target_pid"))), r)
+            elif event == Event.AGENT_SIGNAL:
+                mark((place, -1), r)
+            elif event == Event.CANCELLED and field_of(r, "reason"):
+                for other in records:
+                    mark((process_key(other)[0], -1), r)
+        return out
+
+    @classmethod
+    def _root(cls, records: list[dict[str, Any]], signalled: Signalled) -> dict[str, Any] | None:
+        """The earliest non-victim failure, preferring detailed lines over launcher summaries.
+
+        A process whose first failure line is a reaction (lost peer, timeout, SIGTERM) reacted to
+        something else: its later lines, and the launcher's reports about it, are consequences.
+        """
+        scheduler = (Event.CANCELLED, Event.STEP_ABORTED, Event.SRUN_TASK_EXIT, Event.NODE_FAILURE, Event.HOST_OOM)
+        # A process's first failure line is the one that can have been written earliest.
+        own_lines = sorted((r for r in records if Event(r["event"]) not in scheduler),
+                           key=lambda r: (window_of(r)[0] or datetime.max, order_key(r)))
+        reacting: list[dict[str, Any]] = []
+        seen: list[dict[str, Any]] = []
+        for r in own_lines:
+            if any(same_process(r, other) for other in seen):
+                continue
+            seen.append(r)
+            if is_victim(r, signalled):
+                reacting.append(r)
+
+        def reacted(row: dict[str, Any]) -> bool:
+            # The reaction may have come first as soon as its earliest time is not after the row's
+            # latest (second-resolution records included).
+            latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
+            # srun's task lines name a node, not a process: any reaction on that node counts.
+            node_level = Event(row["event"]) == Event.SRUN_TASK_EXIT
+            return any((same_process(row, first) or (node_level and process_key(row)[0] == process_key(first)[0]))
+                       and (window_of(first)[0] or datetime.min) <= latest for first in reacting)
+
+        detailed = [r for r in records if Event(r["event"]) in DETAIL_EVENTS and Event(r["event"]) != Event.CPP_EXCEPTION
+                    and not is_victim(r, signalled) and not reacted(r)]
+        summaries = [r for r in records if Event(r["event"]) in SUMMARY_EVENTS and not is_victim(r, signalled)
+                     and (not reacted(r) or Event(r["event"]) in (Event.NODE_FAILURE, Event.HOST_OOM))]
+        cpp = [r for r in records if Event(r["event"]) == Event.CPP_EXCEPTION and not is_victim(r, signalled)]
+        by_node_time = cls._root_by_childfailed(records)
         if detailed:
             if by_node_time is not None:
                 on_node = [r for r in detailed if process_key(r)[0] == by_node_time]
@@ -214,7 +304,9 @@ class ExitCascade(Detector):
         if cpp:
             return cpp[0]
         if summaries:
-            return summaries[0]
+            # The launcher's report about one process says more than srun's line about a node,
+            # which srun prints later, after it noticed.
+            return min(summaries, key=lambda r: (Event(r["event"]) == Event.SRUN_TASK_EXIT, order_key(r)))
         return None
 
     @staticmethod
@@ -276,4 +368,4 @@ class ExitCascade(Detector):
         return str(row.get("text") or "")[:200]
 
 
-__all__ = ["ExitCascade", "category_of", "is_victim", "process_key"]
+__all__ = ["ExitCascade", "category_of", "is_victim", "process_key", "root_failure", "same_process"]

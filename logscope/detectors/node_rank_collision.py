@@ -92,23 +92,30 @@ class NodeRankCollision(Detector):
 
     @staticmethod
     def _rendezvous_collision(job: JobView) -> tuple[list[dict[str, Any]], str]:
-        rdzv = job.of(Event.RENDEZVOUS).filter(pl.col("fields").struct.field("group_rank").is_not_null())
-        if rdzv.height == 0:
+        """The same node rank claimed on two nodes: in rendezvous results (``group_rank=``), c10d
+        join lines, or static-rendezvous launch configs (``rdzv_configs: {'rank': N}``)."""
+        claims = pl.concat([
+            job.of(Event.RENDEZVOUS).with_columns(
+                pl.col("fields").struct.field("group_rank").alias("claimed"),
+                pl.col("fields").struct.field("key").fill_null("0").alias("round"),
+                pl.lit("group_rank").alias("how")),
+            job.of(Event.LAUNCH_CONFIG).with_columns(
+                pl.col("fields").struct.field("node_rank").alias("claimed"),
+                pl.lit("static").alias("round"),
+                pl.lit("node rank (static rendezvous 'rank')").alias("how")),
+        ]).filter(pl.col("claimed").is_not_null()).with_columns(pl.coalesce("node", "host", "file").alias("place"))
+        if claims.height == 0:
             return [], ""
-        rdzv = rdzv.with_columns(
-            pl.col("fields").struct.field("group_rank").alias("gr"),
-            pl.coalesce("node", "host", "file").alias("place"),
-            pl.col("fields").struct.field("key").fill_null("0").alias("round"),
-        )
-        clash = rdzv.group_by("round", "gr").agg(pl.col("place").n_unique().alias("places")).filter(
-            pl.col("places") > 1).sort("gr")
+        clash = claims.group_by("round", "claimed", "how").agg(pl.col("place").n_unique().alias("places")).filter(
+            pl.col("places") > 1).sort("claimed")
         if clash.height == 0:
             return [], ""
         first = clash.row(0, named=True)
-        rows = rdzv.filter((pl.col("gr") == first["gr"]) & (pl.col("round") == first["round"]))
+        rows = claims.filter((pl.col("claimed") == first["claimed"]) & (pl.col("round") == first["round"]))
         places = sorted({str(p) for p in rows["place"].to_list()})
-        how = f"group_rank={first['gr']} on {len(places)} nodes ({', '.join(places[:4])}{'...' if len(places) > 4 else ''})"
-        return rows.drop("gr", "place", "round").to_dicts(), how
+        how = (f"{first['how']} {first['claimed']} on {len(places)} nodes "
+               f"({', '.join(places[:4])}{'...' if len(places) > 4 else ''})")
+        return rows.drop("claimed", "place", "round", "how").to_dicts(), how
 
     @staticmethod
     def _expanded_in_trace(job: JobView) -> list[dict[str, Any]]:

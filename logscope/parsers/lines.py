@@ -45,6 +45,7 @@ EVENT_COLUMNS: dict[str, pl.DataType] = {
     "task": pl.Int64(),
     "time": pl.Datetime("us"),
     "time_inferred": pl.Boolean(),
+    "time_latest": pl.Datetime("us"),
     "source": pl.String(),
     "event": pl.String(),
     "severity": pl.String(),
@@ -77,7 +78,10 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
         ).alias("lead_time")
     )
     # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour.
-    frame = frame.with_columns(pl.col("lead_time").forward_fill().alias("near_time"))
+    frame = frame.with_columns(
+        pl.col("lead_time").forward_fill().alias("near_time"),
+        pl.col("lead_time").backward_fill().alias("next_time"),
+    )
     if carry_time is not None:
         frame = frame.with_columns(pl.col("near_time").fill_null(pl.lit(carry_time, dtype=pl.Datetime("us"))))
     timed = frame["lead_time"].drop_nulls()
@@ -102,6 +106,7 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
     ).with_columns(
         pl.coalesce("exact_time", "near_time").alias("time"),
         pl.col("exact_time").is_null().alias("time_inferred"),
+        pl.coalesce("exact_time", "next_time").alias("time_latest"),
         pl.coalesce("id_host", "p_host").alias("host"),
         pl.coalesce("id_pid", "p_pid").alias("pid"),
         pl.coalesce(

@@ -38,9 +38,17 @@ _NCCL = (
     r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+ "
     r"(?:\[(?P<dev>\d+)\] )?(?:[\w./-]+:\d+ )?NCCL "
 )
+# The same prefix, optional, in front of a WARN whose text is matched anywhere in the line (the
+# WARN may also be quoted inside a Python exception): captures host/pid/dev when present.
+_NCCL_WARN_OPT = r"^(?:" + _NCCL[1:] + r"WARN )?.*?"
 # c10d's log prefix: "[PG 1 Rank 11]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]", "[Rank 0]".
 _PG = r"\[(?:PG (?:ID )?(?P<pg>\S+) (?:PG GUID \S+ )?)?Rank (?P<pg_rank>\d+)\]\s+"
 _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
+# torch>=2.1 puts its logging prefix on every line of a multi-line message (glog style since 2.4,
+# "[time] logger: [LEVEL]" before); torch 1.x prints the continuation lines bare.
+_LOGPFX = (r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ \S+\] ?"
+           r"|\[\d{4}-\d\d-\d\d [^\]]+\] [\w.]+: \[\w+\] ?)?")
+_NCCL_EXC = r"nccl(?:InvalidUsage|InvalidArgument|InternalError|SystemError|UnhandledCudaError|RemoteError|InProgress)"
 
 PATTERNS: tuple[LinePattern, ...] = (
     # ---------------------------------------------------------------- NCCL INFO (logging.rst)
@@ -69,6 +77,10 @@ PATTERNS: tuple[LinePattern, ...] = (
                 _NCCL + r"INFO NET/Socket ?: ?Using (?P<value>.*)$"),
     LinePattern(Event.NCCL_NET_DEVICE, "nccl", I, "libibverbs",
                 _NCCL + r"INFO (?P<message>Failed to open libibverbs.*)$"),
+    # "Bootstrap : Using enp10s0:10.10.7.107<0>" (old) / "Bootstrap: Using bond0:192.168.11.19<0>" (2.26):
+    # the interface and address a host bootstraps on; ties peer addresses in errors to hosts.
+    LinePattern(Event.NCCL_NET_DEVICE, "nccl", I, "Bootstrap",
+                _NCCL + r"INFO (?P<key>Bootstrap) ?: ?Using (?P<value>.*)$"),
     LinePattern(Event.NCCL_PLUGIN, "nccl", I, "NET/Plugin",
                 _NCCL + r"INFO NET/Plugin ?: ?(?P<message>.*)$"),
     LinePattern(Event.NCCL_PLUGIN, "nccl", I, "plugin",
@@ -86,21 +98,34 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op_count>\d+)"),
     # ---------------------------------------------------------------- NCCL WARN
     LinePattern(Event.NCCL_DUPLICATE_GPU, "nccl", C, "Duplicate GPU detected",
-                r"Duplicate GPU detected : rank (?P<comm_rank>\d+) and rank (?P<value>\d+) both on CUDA device "
-                r"(?P<bus_id>[0-9a-fA-Fx]+)"),
+                _NCCL_WARN_OPT + r"Duplicate GPU detected : rank (?P<comm_rank>\d+) and rank (?P<value>\d+) both on "
+                r"CUDA device (?P<bus_id>[0-9a-fA-Fx]+)"),
+    # net_ib.cc (old): "with error 4, opcode 32564, len 32564, vendor err 81 (Send)"; plugins/middle:
+    # "with status=12 opcode=0 len=0 vendor err 129 (Recv)"; p2p.cc (current): "NET/IB: ... with
+    # status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ... hca mlx5_0"; "NET/IBP:" (another plugin).
     LinePattern(Event.NCCL_NET_ERROR, "nccl", E, "Got completion from peer",
-                r"NET/IB ?: ?Got completion from peer (?P<peer>[^\s<,]+)(?:<\d+>)? with (?:error (?P<value>\d+)"
-                r"|status=(?P<reason>[^\s(,]+))"),
+                _NCCL_WARN_OPT + r"NET/IB\w* ?: ?Got completion from peer (?P<peer>[^\s<,]+)(?:<\d+>)? with "
+                r"(?:error (?P<value>\d+)|status=(?P<reason>[^\s(,]+))"),
     LinePattern(Event.NCCL_NET_ERROR, "nccl", E, "async fatal event",
-                r"NET/IB ?: ?(?P<peer>\S+?):\d+ async fatal event: (?P<reason>.*)$"),
+                _NCCL_WARN_OPT + r"NET/IB\w* ?: ?(?P<peer>\S+?):\d+ async fatal event: (?P<reason>.*)$"),
     LinePattern(Event.NCCL_VERSION_MISMATCH, "nccl", E, "version mismatch with remote peer",
-                r"NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<version>[^,]+), remote (?P<value>[^)]+)\)"),
+                _NCCL_WARN_OPT + r"NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<version>[^,]+), "
+                r"remote (?P<value>[^)]+)\)"),
+    # init.cc: "Mismatched NCCL version detected : rank %d version %d rank %d version %d" (peer, then self).
+    LinePattern(Event.NCCL_VERSION_MISMATCH, "nccl", E, "Mismatched NCCL version",
+                _NCCL_WARN_OPT + r"Mismatched NCCL version detected : rank (?P<comm_rank>\d+) version (?P<version>\d+) "
+                r"rank \d+ version (?P<value>\d+)"),
+    # socket.cc: "Call to recv from %s failed : %s"; "socketStartConnect: Connect to %s failed : %s".
     LinePattern(Event.NCCL_SOCKET_ERROR, "nccl", E, "failed : ",
-                r"Call to (?:recv|send) (?:from|to) (?P<peer>[^\s<]+)(?:<\d+>)? failed ?: (?P<message>.+?)\s*$"),
+                _NCCL_WARN_OPT + r"(?:Call to (?:recv|send) (?:from|to)|[Cc]onnect to) (?P<peer>[^\s<]+)(?:<\d+>)? "
+                r"failed ?: (?P<message>.+?)\s*$"),
     LinePattern(Event.NCCL_SOCKET_ERROR, "nccl", E, "Connection closed by remote peer",
-                r"(?P<message>Connection closed by remote peer) (?P<peer>\S+?)(?:<\d+>)?\s*$"),
+                _NCCL_WARN_OPT + r"(?P<message>Connection closed by remote peer) (?P<peer>\S+?)(?:<\d+>)?\s*$"),
     LinePattern(Event.NCCL_CUDA_FAILURE, "nccl", E, "Cuda failure",
                 _NCCL + r"WARN .*?Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
+    # The same text after "Last error:" in a PyTorch DistBackendError, without NCCL's prefix.
+    LinePattern(Event.NCCL_CUDA_FAILURE, "nccl", E, "Cuda failure",
+                r"^Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
     LinePattern(Event.NCCL_PLUGIN, "nccl", W, "NET plugin",
                 _NCCL + r"WARN (?P<message>Failed to initialize any NET plugin.*)$"),
     LinePattern(Event.NCCL_WARN, "nccl", W, "NCCL WARN", _NCCL + r"WARN (?P<message>.*)$"),
@@ -110,6 +135,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.WATCHDOG_TIMEOUT, "c10d", E, "Watchdog caught collective operation timeout",
                 r"(?:" + _PG + r")?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
                 r"OpType=(?P<op>\w+)(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?"),
+    # gloo has no watchdog: a rank waiting for a peer that never comes raises this instead.
+    LinePattern(Event.WATCHDOG_TIMEOUT, "gloo", E, "Timed out waiting",
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?.*?Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) "
+                r"operation to complete"),
     LinePattern(Event.WATCHDOG_STATUS, "c10d", E, "last enqueued",
                 _PG + r"(?:Exception \(either an error or timeout\) detected by watchdog at work|Timeout at NCCL work):"
                 r" (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
@@ -133,12 +162,25 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), for key: "
                 r"(?P<key>\S+) \(world_size=(?P<world_size>\d+), worker_count=(?P<count>\d+), "
                 r"timeout=(?P<value>[^)]+)\)"),
+    # socket.cpp: "has timed out after 600000ms while trying to connect to (172.18.21.4, 37907)",
+    # "has failed to connect to any network address of (localhost, 29400)", "has failed to connect to
+    # [::ffff:0.0.0.5]:40323 (errno: 110 ...)", "cannot be initialized to connect to localhost:29400".
     LinePattern(Event.STORE_ERROR, "c10d", E, "socket",
-                r"(?P<message>The client socket has (?:timed out|failed to connect) after.*?"
-                r"|The client socket cannot be initialized to connect to \[?(?P<peer>[^\]\s]+?)\]?:(?P<master_port>\d+).*"
+                r"(?P<message>The client socket has (?:timed out after \S+ while trying to connect to "
+                r"\((?P<peer>[^,()]+), (?P<master_port>\d+)\)|failed to connect to (?:any network address of "
+                r"\((?P<peer__2>[^,()]+), (?P<master_port__2>\d+)\)|\[(?P<peer__3>[^\]]+)\]:(?P<master_port__3>\d+)"
+                r"|(?P<peer__4>[^\s:\[]+):(?P<master_port__4>\d+))).*"
+                r"|The client socket cannot be initialized to connect to (?:\[(?P<peer__5>[^\]]+)\]|(?P<peer__6>[^\s:\[]+))"
+                r":(?P<master_port__5>\d+).*"
                 r"|The server socket has failed to listen.*)$"),
+    # TCPStore.cpp: "TCP client failed to connect/validate to host 172.18.21.4:37907 - timed out (try=1, ...)".
+    LinePattern(Event.STORE_ERROR, "c10d", E, "TCP client failed",
+                r"TCP client failed to connect/validate to host (?P<peer>[^\s:]+):(?P<master_port>\d+) - (?P<message>.*)$"),
     LinePattern(Event.STORE_ERROR, "torchrun", E, "Rendezvous",
                 r"(?P<error_type>(?:[\w.]+\.)?Rendezvous(?:Connection|Timeout|Closed|State)Error): ?(?P<message>.*)$"),
+    # dynamic_rendezvous.py raises RendezvousTimeoutError/ClosedError with no message: a bare last line.
+    LinePattern(Event.STORE_ERROR, "torchrun", E, "Rendezvous",
+                r"^(?P<error_type>(?:[\w.]+\.)?Rendezvous(?:Connection|Timeout|Closed|State)Error)\s*$"),
     LinePattern(Event.STORE_ERROR, "c10d", E, "DistStoreError",
                 r"(?P<error_type>(?:[\w.]+\.)?DistStoreError): ?(?P<message>.*)$"),
     # ---------------------------------------------------------------- torch.distributed.elastic
@@ -156,16 +198,20 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.LAUNCH_CONFIG, "torchrun", I, "Starting elastic_operator",
                 r"(?P<message>Starting elastic_operator with launch configs):?\s*$"),
     LinePattern(Event.LAUNCH_CONFIG, "torchrun", I, " : ",
-                r"^  (?P<key>entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint"
+                _LOGPFX + r"  (?P<key>entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint"
                 r"|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg|event_log_handler)\s*: (?P<value>.*?)\s*$"),
     LinePattern(Event.RENDEZVOUS, "torchrun", I, "Rendezvous complete",
                 r"(?P<message>Rendezvous complete for workers)\. Result:"),
     LinePattern(Event.RENDEZVOUS, "torchrun", I, "=",
-                r"^  (?P<key>restart_count|master_addr|master_port|group_rank|group_world_size|local_ranks"
+                _LOGPFX + r"  (?P<key>restart_count|master_addr|master_port|group_rank|group_world_size|local_ranks"
                 r"|role_ranks|global_ranks|role_world_sizes|global_world_sizes)=(?P<value>.*?)\s*$"),
     LinePattern(Event.RENDEZVOUS, "torchrun", I, "has joined round",
-                r"The node '(?P<value>[^']*)' has joined round (?P<seq>\d+) of the (?P<rdzv_backend>\S+) rendezvous "
+                r"The node '(?P<value>[^']*)' has joined round (?P<seq>\d+) of the (?:(?P<rdzv_backend>\S+) )?rendezvous "
                 r"'(?P<key>[^']*)' as rank (?P<group_rank>\d+) in a world of size (?P<group_world_size>\d+)"),
+    LinePattern(Event.AGENT_FINISHED, "torchrun", I, "finished",
+                r"(?P<message>worker group successfully finished|Local worker group finished \(WorkerState\.SUCCEEDED\))"),
+    LinePattern(Event.WORKER_FAILED, "torchrun", E, "FAILED with no error file",
+                r"local_rank (?P<local_rank>\d+) FAILED with no error file"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "ChildFailedError",
                 r"(?P<message>(?:torch\.distributed\.elastic\.multiprocessing\.errors\.)?ChildFailedError):?\s*$"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "Root Cause",
@@ -184,6 +230,15 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?:\.(?P<step_id>[\w]+))?"),
     LinePattern(Event.HOST_OOM, "slurm", C, "Out Of Memory",
                 r"^srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Out Of Memory)"),
+    # jobacct_gather: "StepId=7.batch exceeded memory limit (734003200 > 52428800), being killed".
+    LinePattern(Event.HOST_OOM, "slurm", C, "exceeded memory limit",
+                r"(?:StepId=|[Ss]tep )?(?P<job_id>\d+)\.(?P<step_id>\w+) (?P<message>exceeded memory limit "
+                r"\((?P<value>\d+ > \d+)\)), being killed"),
+    # Kernel OOM killer (dmesg/journal): "Out of memory: Killed process 123 (python) total-vm:...",
+    # "Memory cgroup out of memory: Killed process 123 (python) ...", older "Kill process 123 (python)".
+    LinePattern(Event.HOST_OOM, "kernel", C, "of memory: Kill",
+                r"(?P<message>(?:Memory cgroup out of memory|Out of memory): Kill(?:ed)? process (?P<target_pid>\d+) "
+                r"\((?P<value>[^)]+)\).*?)\s*$"),
     LinePattern(Event.NODE_FAILURE, "slurm", C, "Node failure on",
                 r"^srun: error: Node failure on (?P<host>\S+)"),
     LinePattern(Event.SRUN_TASK_EXIT, "slurm", E, "srun: error:",
@@ -196,13 +251,33 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r" CANCELLED AT (?P<event_time>\S+)(?: DUE TO (?P<reason>[A-Z][A-Z ]*?))?(?:,[^*]*)?"
                 r"(?: BY (?P<value>\S+))? \*\*\*"),
     LinePattern(Event.REQUEUE, "slurm", W, "REQUEUE",
-                r"(?P<message>(?:JOB|job) \S+ (?:REQUEUED|requeued)|REQUEUE[DS]?\b.*|DUE TO JOB REQUEUE.*)"),
+                r"(?P<message>(?:JOB|job) \S+ (?:REQUEUED|requeued)|\bREQUEUE[DS]?\b.*|DUE TO JOB REQUEUE.*)"),
+    # A batch script requeueing its own job, traced by set -x: "+ scontrol requeue 1234".
+    LinePattern(Event.REQUEUE, "slurm", W, "scontrol requeue",
+                r"^\++ (?P<message>scontrol requeue(?:hold)? (?P<job_id>\S+).*)$"),
+    # PyTorch Lightning's SLURM auto-requeue (signal_connector.py): "Handling auto-requeue signal: 10",
+    # then "requeing job 1234..." and "requeued exp 1234" (or "requeue failed...").
+    LinePattern(Event.REQUEUE, "app", W, "auto-requeue signal",
+                r"(?P<message>[Hh]andling auto-requeue signal(?:: ?(?P<signal>\d+))?)"),
+    LinePattern(Event.REQUEUE, "app", W, "requeing job",
+                r"(?P<message>requeing job (?P<job_id>[\w]+)\.*)"),
+    LinePattern(Event.REQUEUE, "app", W, "requeued exp",
+                r"(?P<message>requeued exp (?P<job_id>[\w]+))"),
+    # req.c (SIG_UME): "*** JOB 12 ON node3 UNCORRECTABLE MEMORY ERROR AT 2024-04-20T09:09:37 ***".
+    LinePattern(Event.ECC_ERROR, "slurm", C, "UNCORRECTABLE MEMORY ERROR",
+                r"\*\*\* (?P<key>JOB|STEP) (?:StepId=)?(?P<job_id>\d+)\S* ON (?P<host>\S+) (?P<message>UNCORRECTABLE MEMORY "
+                r"ERROR) AT (?P<event_time>\S+) \*\*\*"),
     LinePattern(Event.SRUN_ERROR, "slurm", E, "srun: error:", r"^srun: error: (?P<message>.*)$"),
     LinePattern(Event.SRUN_ERROR, "slurm", E, "slurmstepd", r"^slurmstepd(?:-[\w.-]+)?: error: (?P<message>.*)$"),
     LinePattern(Event.SRUN_ERROR, "slurm", W, "srun: ",
                 r"^srun: (?P<message>(?:forcing job termination|Terminating (?:job step \S+|StepId=\S+)|got SIGCONT"
                 r"|Cancelled pending job step|launch/slurm: _step_signal: Terminating StepId=\S*|"
                 r"error: \S+: task \d+: .*))\s*$"),
+    # The job's node count as the batch script shows it (an env dump or a set -x trace).
+    LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "SLURM_NNODES=",
+                r"^(?:\++ )?(?:export )?(?P<key>SLURM_NNODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
+    LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "SLURM_JOB_NUM_NODES=",
+                r"^(?:\++ )?(?:export )?(?P<key>SLURM_JOB_NUM_NODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
     LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "+ ",
                 r"^\++ (?P<message>(?:srun|torchrun|accelerate launch|deepspeed|(?:\S*/)?python[\d.]* (?:-u )?-m "
                 r"torch\.distributed\.(?:run|launch))\b.*)$"),
@@ -213,9 +288,17 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?P<message>(?:GPU has )?fallen off the bus.*)$"),
     LinePattern(Event.ECC_ERROR, "cuda", C, "ECC",
                 r"(?P<message>(?:uncorrectable ECC error|[Dd]ouble [Bb]it ECC|ECC error|DBE).*)$"),
+    # CUDACachingAllocator.cpp, every generation: "(GPU 0; 11.17 GiB total capacity; ...)" (<=2.0),
+    # "GPU 0 has a total capacty of" (2.1 typo), "GPU 0 has a total capacity of" (2.2+); the XPU/NPU/
+    # MUSA/MLU forks write their device name in place of CUDA.
     LinePattern(Event.CUDA_OOM, "cuda", E, "out of memory",
-                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?(?P<message>CUDA (?:error: )?out of memory\.?"
-                r"(?: Tried to allocate (?P<value>[\d.]+ [KMGT]i?B))?(?:.*?GPU (?P<cuda_dev>\d+) has a total capacity)?.*)$"),
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?(?P<message>(?:CUDA|XPU|NPU|MUSA|MLU|HIP) (?:error: )?out of "
+                r"memory\.?(?: Tried to allocate (?P<value>[\d.]+ (?:[KMGT]i?B|bytes)))?"
+                r"(?:.*?\(?GPU (?P<cuda_dev>\d+)(?: has a total capac|;))?.*)$"),
+    # The device-generic wording of newer builds: "Out of memory. Tried to allocate 1.95 GiB. ..."
+    LinePattern(Event.CUDA_OOM, "cuda", E, "Out of memory. Tried to allocate",
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?(?P<message>Out of memory\. Tried to allocate "
+                r"(?P<value>[\d.]+ (?:[KMGT]i?B|bytes))(?:.*?GPU (?P<cuda_dev>\d+) has a total capac)?.*)$"),
     LinePattern(Event.CUDA_ERROR, "cuda", E, "CUDA error",
                 r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?(?:what\(\):\s+)?CUDA error: (?P<message>.*?)\s*$"),
     LinePattern(Event.CPP_EXCEPTION, "cpp", E, "terminate called",
@@ -237,6 +320,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.EXCEPTION, "python", E, "Failure", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
     LinePattern(Event.EXCEPTION, "python", E, "Timeout", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
     LinePattern(Event.EXCEPTION, "python", E, "KeyboardInterrupt", r"^(?P<error_type>KeyboardInterrupt)\s*$"),
+    LinePattern(Event.EXCEPTION, "nccl", E, "nccl", r"^(?P<error_type>" + _NCCL_EXC + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.TEARDOWN, "c10d", E, "Some NCCL operations have failed or timed out",
+                r"(?:" + _PG + r")?(?P<message>Some NCCL operations have failed or timed out)"),
     LinePattern(Event.DUPLICATE_RANK_BANNER, "app", I, "GLOBAL_RANK",
                 r"initializing ddp: GLOBAL_RANK: (?P<rank>\d+), MEMBER: (?P<value>\d+)/(?P<world_size>\d+)"),
     # ---------------------------------------------------------------- training progress / status

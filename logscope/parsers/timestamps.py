@@ -26,7 +26,7 @@ _MONTHS = {m: i for i, m in enumerate(
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], start=1)}
 
 # Anchored forms, tried in order; each yields year/month/day/time/fraction groups.
-_ISO = r"^\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?"
+_ISO = r"^ ?\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?"
 _GLOG = r"^\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?"
 _US = r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>\d{4}) (?P<t>\d{2}:\d{2}:\d{2})"
 _SYSLOG = r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>\d{4})\])?"

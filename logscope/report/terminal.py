@@ -64,8 +64,8 @@ def root_panel(analysis: Analysis) -> Panel | None:
     if culprit is None:
         return None
     rows = Table.grid(padding=(0, 2))
-    rows.add_column(style="bold")
-    rows.add_column()
+    rows.add_column(style="bold", no_wrap=True)
+    rows.add_column(overflow="fold")  # a long path wraps instead of losing its line number
     for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
                          ("local rank", culprit.local_rank),
                          ("time", culprit.time.isoformat(sep=" ") if culprit.time else None)):

@@ -1,0 +1,159 @@
+"""The per-node NCCL configuration table, and which nodes differ from the rest (a helper module).
+
+:func:`node_config_table` is pure: it reads a :class:`JobView` and returns one row per node with
+what NCCL said about its setup at init. LS801 (transport-fallback) and LS802 (version-skew) use
+it to find the odd node out, and reports can show it as is.
+
+=============  =================================================================================
+column         from
+=============  =================================================================================
+node           the node (else the host) of the lines
+nccl_version   ``NCCL version 2.18.1+cuda12.1`` (bare or prefixed)
+cuda_driver    ``cudaDriverVersion 12020``
+network        ``Using network IB`` / ``Socket`` / ``IBext`` / a plugin name
+net_plugin     ``NET/Plugin`` lines: the plugin loaded, ``none`` (internal), or ``failed``
+ib_devices     ``NET/IB : Using [0]mlx5_0:1/IB ...``; ``none`` for ``NET/IB : No device found``,
+               ``no-verbs`` for ``Failed to open libibverbs``
+transports     channel transports (``P2P``, ``SHM``, ``NET/IB``, ``NET/Socket``, ...)
+nccl_env       ``NCCL_*`` variables NCCL echoed as ``set by environment to``
+=============  =================================================================================
+
+Each cell joins the distinct values seen on that node with ``,`` (sorted); it is null when the
+node's lines never said. Lines without a node or host (a combined log with no prefixes) cannot be
+placed and are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import polars as pl
+
+from logscope.detectors.base import JobView
+from logscope.model import Event
+
+CONFIG_COLUMNS = ("nccl_version", "cuda_driver", "network", "net_plugin", "ib_devices", "transports", "nccl_env")
+TABLE_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), **{c: pl.String() for c in CONFIG_COLUMNS}}
+
+_PLUGIN_LOADED = re.compile(
+    r"(?:Loaded (?:net|coll)? ?plugin|Successfully loaded external network plugin|Initialized NET plugin)"
+    r"\s+(.+?)(?:\s*\(v\d+\))?\s*$", re.IGNORECASE)
+_PLUGIN_NONE = re.compile(r"No plugin found|using internal implementation|Plugin load returned", re.IGNORECASE)
+_PLUGIN_FAILED = re.compile(r"Failed to initialize any NET plugin", re.IGNORECASE)
+_IB_DEVICE = re.compile(r"\[\d+\]([\w.-]+:\d+/\w+)")
+
+
+def _place() -> pl.Expr:
+    return pl.coalesce("node", "host").alias("node")
+
+
+def _transport(value: str) -> str:
+    parts = value.split("/")
+    if parts[0] == "NET" and len(parts) > 1:
+        return f"NET/{parts[1]}"
+    if parts[0] == "direct":  # old "via direct shared memory"
+        return "SHM"
+    return parts[0]
+
+
+def _plugin(message: str) -> str | None:
+    if _PLUGIN_FAILED.search(message):
+        return "failed"
+    m = _PLUGIN_LOADED.search(message)
+    if m:
+        return m.group(1).strip()
+    if _PLUGIN_NONE.search(message):
+        return "none"
+    return None
+
+
+def _ib(text: str) -> str | None:
+    if "No device found" in text:
+        return "none"
+    if "libibverbs" in text:
+        return "no-verbs"
+    devices = _IB_DEVICE.findall(text)
+    return " ".join(devices) if devices and "NET/IB" in text else None
+
+
+def node_config_table(view: JobView) -> pl.DataFrame:
+    """One row per node: NCCL version, driver, network, plugin, IB devices, transports, NCCL_* env."""
+    events = view.of(Event.NCCL_VERSION, Event.NCCL_DRIVER, Event.NCCL_NETWORK, Event.NCCL_PLUGIN,
+                     Event.NCCL_NET_DEVICE, Event.NCCL_CHANNEL, Event.NCCL_ENV)
+    events = events.with_columns(_place()).filter(pl.col("node").is_not_null())
+    if events.height == 0:
+        return pl.DataFrame(schema=TABLE_SCHEMA)
+    # Channel lines are by far the most numerous (ranks x channels x communicators): reduce them to
+    # one row per (node, transport) before looking at rows one by one.
+    channels = events.filter(pl.col("event") == Event.NCCL_CHANNEL.value).select(
+        "node", pl.col("fields").struct.field("transport").alias("transport")).drop_nulls().unique()
+    cells: dict[str, dict[str, set[str]]] = {}
+    for node, transport in channels.iter_rows():
+        cells.setdefault(str(node), {}).setdefault("transports", set()).add(_transport(str(transport)))
+    rest = events.filter(pl.col("event") != Event.NCCL_CHANNEL.value).select("node", "event", "fields", "text")
+    for row in rest.unique(subset=["node", "event", "text"], maintain_order=True).to_dicts():
+        node = str(row["node"])
+        fields = row["fields"] or {}
+        event = Event(row["event"])
+        column: str | None = None
+        value: str | None = None
+        if event == Event.NCCL_VERSION:
+            column, value = "nccl_version", fields.get("version")
+        elif event == Event.NCCL_DRIVER:
+            column, value = "cuda_driver", fields.get("version")
+        elif event == Event.NCCL_NETWORK:
+            column, value = "network", fields.get("transport")
+        elif event == Event.NCCL_PLUGIN:
+            column, value = "net_plugin", _plugin(str(fields.get("message") or row["text"] or ""))
+        elif event == Event.NCCL_NET_DEVICE:
+            if fields.get("key") == "Bootstrap":
+                continue
+            column, value = "ib_devices", _ib(str(row["text"] or ""))
+        elif event == Event.NCCL_ENV:
+            key = fields.get("key")
+            if key:
+                column, value = "nccl_env", f"{key}={fields.get('value')}"
+        if column and value:
+            cells.setdefault(node, {}).setdefault(column, set()).add(str(value))
+    rows = [{"node": node, **{c: ",".join(sorted(values[c])) if c in values else None for c in CONFIG_COLUMNS}}
+            for node, values in sorted(cells.items())]
+    return pl.DataFrame(rows, schema=TABLE_SCHEMA)
+
+
+def odd_nodes(table: pl.DataFrame, column: str) -> tuple[str | None, dict[str, str]]:
+    """The majority value of ``column`` and the nodes whose (known) value differs from it.
+
+    With no strict majority (two nodes, two values) every node is returned against ``None``.
+    """
+    known = table.filter(pl.col(column).is_not_null()).select("node", column)
+    if known.height < 2:
+        return None, {}
+    counts = Counter(known[column].to_list())
+    if len(counts) < 2:
+        return counts.most_common(1)[0][0], {}
+    (top, n_top), (_, n_next) = counts.most_common(2)
+    if n_top == n_next:
+        return None, {str(r["node"]): str(r[column]) for r in known.to_dicts()}
+    return str(top), {str(r["node"]): str(r[column]) for r in known.to_dicts() if r[column] != top}
+
+
+def render_table(table: pl.DataFrame, columns: Sequence[str], nodes: list[str] | None = None,
+                 limit: int = 12) -> str:
+    """A plain-text table of ``columns`` per node (the odd nodes first when ``nodes`` is given)."""
+    if table.height == 0:
+        return ""
+    order = [*(nodes or [])]
+    order += [n for n in table["node"].to_list() if n not in order]
+    by_node = {r["node"]: r for r in table.to_dicts()}
+    header = ["node", *columns]
+    body = [[str(n), *[str(by_node[n].get(c) or "-") for c in columns]] for n in order[:limit] if n in by_node]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *body]]
+    if len(order) > limit:
+        lines.append(f"... and {len(order) - limit} more node(s)")
+    return "\n".join(lines)
+
+
+__all__ = ["CONFIG_COLUMNS", "TABLE_SCHEMA", "node_config_table", "odd_nodes", "render_table"]

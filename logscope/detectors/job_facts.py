@@ -1,0 +1,200 @@
+"""Facts about a job that several detectors need (a helper module: it registers no detector).
+
+* :func:`first_failure` — the earliest failure that was not a reaction to another one, optionally
+  only those before a given line. Network errors, cancellations and timeouts use it to decide
+  whether they are the root or the consequence of an earlier crash (the same rule as LS301's
+  :func:`~logscope.detectors.exit_cascade.is_victim`).
+* :func:`happened_before` — "is this line earlier than that one", honest about what cannot be
+  compared (two untimed lines in different files).
+* :func:`address_map` / :func:`peer_host` — turn the peer an error names (``10.2.0.5<33092>``,
+  ``[::ffff:10.0.0.5]:29500``, ``node7-ib0``) into the host that owns it, using the addresses
+  NCCL prints at init (``NET/IB : Using ...; OOB eth0:10.2.0.4<0>``, ``NET/Socket : Using
+  [0]ens3:172.31.12.210<0>``, ``Bootstrap : Using enp10s0:10.10.7.107<0>``).
+* :func:`expand_hostlist` — SLURM's ``node[01-03,07]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+import polars as pl
+
+from logscope.detectors.base import JobView, order_key
+from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
+from logscope.model import Event
+from logscope.timeline import node_of_host
+
+# Lines saying a process (or a node) really failed. CANCELLED is added by callers that treat a
+# scheduler cancellation as "something happened first".
+FAILURE_EVENTS: tuple[Event, ...] = (*DETAIL_EVENTS, Event.WORKER_FAILED, Event.CHILD_FAILURE,
+                                     Event.SRUN_TASK_EXIT, Event.HOST_OOM, Event.NODE_FAILURE)
+
+_IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
+# "ens3:172.31.12.210<0>", "eth0:10.2.0.4<0>", "ib0:fe80::1%ib0<0>": an interface and its address.
+_IF_ADDRESS = re.compile(r"[\w.-]+:(" + _IPV4 + r"|[0-9a-fA-F:]*:[0-9a-fA-F]+)(?:%[\w.-]+)?<\d+>")
+
+
+def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True when row ``a`` is known to come before row ``b``.
+
+    Lines of one file are in the order they were written. Across files, ``a`` must have been
+    written before ``b``: an untimed line lies between the timed lines around it, so its latest
+    possible time is the next timed line (``time_latest``) and its earliest the one above
+    (``time``). With no timed line below it, the one above stands in (a traceback is printed
+    right after the last log line). Lines with no time at all are never ordered across files.
+    """
+    records = (Event.CHILD_FAILURE.value,)
+    if a.get("file") == b.get("file") and a.get("event") not in records and b.get("event") not in records:
+        return int(a.get("line") or 0) < int(b.get("line") or 0)
+    # A ChildFailedError record is written after the death it reports, with that death's time
+    # truncated to the second: compare it by that time, never by where it sits in the file.
+    latest_a = (a.get("time_latest") or a.get("time")) if a.get("time_inferred") else a.get("time")
+    if latest_a is not None and a.get("event") in records:
+        latest_a = latest_a + timedelta(seconds=1)
+    earliest_b = b.get("time")
+    if latest_a is None or earliest_b is None:
+        return False
+    return bool(latest_a < earliest_b)
+
+
+def first_failure(job: JobView, *, before: dict[str, Any] | None = None,
+                  events: Iterable[Event] = FAILURE_EVENTS, exclude: Iterable[Event] = ()) -> dict[str, Any] | None:
+    """The earliest non-victim failure row (before ``before`` when given), or None."""
+    skip = {e.value for e in exclude}
+    wanted = [e for e in events if e.value not in skip]
+    if not wanted:
+        return None
+    rows = sorted(job.of(*wanted).to_dicts(), key=order_key)
+    for row in rows:
+        if Event(row["event"]) != Event.CANCELLED and is_victim(row):
+            continue
+        if before is not None and not happened_before(row, before):
+            continue
+        return row
+    return None
+
+
+def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str | None] = ()) -> dict[str, Any] | None:
+    """A real failure elsewhere that may have come before ``row`` (order unknown), or None.
+
+    For findings that can be reactions (a peer's connection closing, a store nobody serves): they
+    are ``reactive`` only when such a failure exists on another node. Failures on the reporting
+    nodes themselves (srun's summary of the same task, the watchdog abort that follows) are the
+    same story, not another cause.
+    """
+    mine = {p for p in own_places if p}
+    root = root_failure(job)  # LS301's root knows which signal exits nobody asked for
+    if root is not None and not happened_before(row, root) and root is not row and not (
+            root.get("file") == row.get("file") and root.get("line") == row.get("line")):
+        return root
+    for other in sorted(job.of(*FAILURE_EVENTS).to_dicts(), key=order_key):
+        if is_victim(other) or place_of(other) in mine:
+            continue
+        if not happened_before(row, other):
+            return other
+    return None
+
+
+def failed_nodes(job: JobView) -> set[str]:
+    """Nodes SLURM reported as failed (``srun: error: Node failure on HOST``, hostlists expanded).
+
+    srun prints it only after slurmctld gives up on the node, often minutes after the node died,
+    so errors *about* such a node that come before the line are still its consequences.
+    """
+    nodes: set[str] = set()
+    for row in job.of(Event.NODE_FAILURE).to_dicts():
+        nodes.update(expand_hostlist(str(row.get("node") or row.get("host") or "")))
+    return nodes
+
+
+def address_map(job: JobView) -> dict[str, str]:
+    """Address -> host, from the interfaces NCCL reports at init on each host."""
+    rows = job.of(Event.NCCL_NET_DEVICE).filter(pl.col("host").is_not_null())
+    mapping: dict[str, str] = {}
+    for row in rows.select("host", "text").to_dicts():
+        for address in _IF_ADDRESS.findall(str(row["text"] or "")):
+            mapping.setdefault(address.lower(), str(row["host"]))
+    return mapping
+
+
+def bare_address(peer: str) -> str:
+    """``10.2.0.5<33092>`` / ``[::ffff:10.0.0.5]:29500`` / ``fe80::1%ib0`` -> the address alone."""
+    text = peer.strip().strip("'\"")
+    text = re.sub(r"<\d+>$", "", text)
+    bracket = re.match(r"^\[([^\]]+)\](?::\d+)?$", text)
+    if bracket:
+        text = bracket.group(1)
+    elif re.match(r"^" + _IPV4 + r":\d+$", text) or re.match(r"^[A-Za-z][\w.-]*:\d+$", text):
+        text = text.rsplit(":", 1)[0]
+    text = text.split("%", 1)[0]
+    if text.lower().startswith("::ffff:") and re.match(r"^" + _IPV4 + r"$", text[7:]):
+        text = text[7:]
+    return text
+
+
+def peer_host(peer: str | None, addresses: dict[str, str], nodes: Iterable[str]) -> str | None:
+    """The host a peer string names: mapped through NCCL's interface addresses, else as written."""
+    if not peer:
+        return None
+    address = bare_address(peer)
+    if not address:
+        return None
+    if address.lower() in addresses:
+        return addresses[address.lower()]
+    if re.match(r"^" + _IPV4 + r"$", address) or ":" in address:
+        return address
+    return node_of_host(address, list(nodes))
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """``node[01-03,07],gpu5`` -> ``['node01', 'node02', 'node03', 'node07', 'gpu5']``."""
+    out: list[str] = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,\[]*", text):
+        m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", part)
+        if not m:
+            if part:
+                out.append(part)
+            continue
+        head, ranges, tail = m.groups()
+        for item in ranges.split(","):
+            if "-" in item:
+                lo, hi = item.split("-", 1)
+                if lo.isdigit() and hi.isdigit():
+                    out.extend(f"{head}{str(i).zfill(len(lo))}{tail}" for i in range(int(lo), int(hi) + 1))
+                    continue
+            out.append(f"{head}{item}{tail}")
+    return out
+
+
+def capitalised(text: str) -> str:
+    """``rank 3 on node02 ...`` -> ``Rank 3 on node02 ...`` for sentences built from :func:`who`.
+
+    Only our own words are capitalised; a sentence starting with a host name keeps its spelling.
+    """
+    if text.startswith(("rank ", "local rank ", "an ", "a ", "the ")):
+        return text[:1].upper() + text[1:]
+    return text
+
+
+def place_of(row: dict[str, Any]) -> str | None:
+    """The node (else host) a row is about."""
+    value = row.get("node") or row.get("host")
+    return str(value) if value else None
+
+
+__all__ = [
+    "FAILURE_EVENTS",
+    "address_map",
+    "bare_address",
+    "capitalised",
+    "expand_hostlist",
+    "failed_nodes",
+    "first_failure",
+    "happened_before",
+    "peer_host",
+    "place_of",
+    "possible_cause",
+]

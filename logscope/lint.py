@@ -1,0 +1,339 @@
+"""``logscope lint``: a static check of sbatch scripts for the launch mistakes that break
+multi-node torchrun jobs before they start.
+
+The script is read as bash would read it, just enough to know, for every character, whether it
+sits inside single quotes, double quotes or neither, and whether it is escaped; lines joined by
+a trailing backslash form one command whose findings point at the physical line. Nothing is
+executed. Each rule is a function with a stable code (``LL001``...) and a docstring that
+``logscope lint --explain`` prints.
+
+Exit codes follow ruff: 0 no problems, 1 problems found, 2 the script could not be read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logscope.errors import InputError
+
+LAUNCHERS = re.compile(r"\b(?:torchrun|torch\.distributed\.(?:run|launch)|accelerate\s+launch|deepspeed)\b")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    column: int
+    code: str
+    message: str
+    fix: str
+    severity: str = "error"
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "column": self.column, "code": self.code,
+                "severity": self.severity, "message": self.message, "fix": self.fix}
+
+
+@dataclass
+class Command:
+    """One logical command: physical lines joined at trailing backslashes."""
+
+    text: str
+    first_line: int
+    # for each character of text: its physical line, column, quote context and escaping
+    lines: list[int] = field(default_factory=list)
+    columns: list[int] = field(default_factory=list)
+    quote: list[str] = field(default_factory=list)  # "'", '"' or ""
+    escaped: list[bool] = field(default_factory=list)
+
+    def where(self, index: int) -> tuple[int, int]:
+        if not self.lines:
+            return self.first_line, 1
+        index = max(0, min(index, len(self.lines) - 1))
+        return self.lines[index], self.columns[index] + 1
+
+
+@dataclass
+class Script:
+    path: str
+    text: str
+    commands: list[Command]
+    directives: dict[str, tuple[str, int]]  # #SBATCH option -> (value, line)
+
+    @property
+    def nodes(self) -> int | None:
+        value = self.directives.get("nodes", ("", 0))[0]
+        m = re.match(r"(\d+)(?:-(\d+))?$", value)
+        return int(m.group(2) or m.group(1)) if m else None
+
+    def uses_launcher(self) -> bool:
+        return bool(LAUNCHERS.search(self.text))
+
+
+def read_script(path: Path) -> Script:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
+    if b"\x00" in data[:4096]:
+        raise InputError(f"{path}: binary file, not a job script")
+    return parse_script(data.decode("utf-8", "replace"), str(path))
+
+
+def parse_script(text: str, path: str = "<script>") -> Script:
+    directives: dict[str, tuple[str, int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = re.match(r"\s*#SBATCH\s+(--?[\w-]+)(?:[= ]\s*(\S+))?", line)
+        if m:
+            name = m.group(1).lstrip("-")
+            name = {"N": "nodes", "o": "output", "e": "error", "n": "ntasks", "J": "job-name", "t": "time"}.get(
+                name, name)
+            directives[name] = (m.group(2) or "", number)
+    return Script(path, text, list(_commands(text)), directives)
+
+
+def _commands(text: str) -> Iterator[Command]:
+    """Split the script into logical commands, tracking quoting per character."""
+    quote = ""
+    current = Command("", 1)
+    chars: list[str] = []
+    line, column = 1, 0
+    i = 0
+    escaped_next = False
+    in_comment = False
+    while i < len(text):
+        ch = text[i]
+        if ch == "\n":
+            continued = chars and chars[-1] == "\\" and not (current.escaped and current.escaped[-1]) and quote != "'"
+            if continued:  # line continuation: drop the backslash, keep going
+                chars.pop()
+                for attr in (current.lines, current.columns, current.quote, current.escaped):
+                    attr.pop()
+            elif quote:
+                chars.append(ch)
+                current.lines.append(line)
+                current.columns.append(column)
+                current.quote.append(quote)
+                current.escaped.append(False)
+            else:
+                current.text = "".join(chars)
+                if current.text.strip():
+                    yield current
+                current, chars = Command("", line + 1), []
+            in_comment = False
+            line, column = line + 1, 0
+            i += 1
+            escaped_next = False
+            continue
+        if in_comment:
+            i += 1
+            column += 1
+            continue
+        is_escaped = escaped_next
+        escaped_next = False
+        if quote != "'" and ch == "\\" and not is_escaped:
+            escaped_next = True
+        elif quote == "" and ch == "#" and not is_escaped and (not chars or chars[-1].isspace()):
+            in_comment = True
+            i += 1
+            column += 1
+            continue
+        elif ch == "'" and quote in ("", "'") and not is_escaped:
+            quote = "" if quote == "'" else "'"
+        elif ch == '"' and quote in ("", '"') and not is_escaped:
+            quote = "" if quote == '"' else '"'
+        chars.append(ch)
+        current.lines.append(line)
+        current.columns.append(column)
+        current.quote.append(quote)
+        current.escaped.append(is_escaped)
+        i += 1
+        column += 1
+    current.text = "".join(chars)
+    if current.text.strip():
+        yield current
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+
+
+Rule = Callable[[Script], Iterator[Problem]]
+RULES: list[tuple[str, str, Rule]] = []
+
+
+def rule(code: str, name: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        RULES.append((code, name, fn))
+        return fn
+    return register
+
+
+_PROCID = re.compile(r"\$(?:\{SLURM_PROCID\}|SLURM_PROCID\b)")
+
+
+@rule("LL001", "procid-expanded-early")
+def procid_expanded_early(script: Script) -> Iterator[Problem]:
+    """``$SLURM_PROCID`` expanded by the batch script's shell instead of by each task.
+
+    In ``srun bash -c "torchrun --node_rank $SLURM_PROCID ..."`` (or in a double-quoted
+    ``LAUNCHER="..."`` used later) the batch shell expands the variable once, where it is 0 or
+    empty, before srun starts a task per node: every node starts as node 0. Escape it
+    (``\\$SLURM_PROCID``) or single-quote the launcher so each task expands its own value.
+    """
+    for command in script.commands:
+        for m in _PROCID.finditer(command.text):
+            start = m.start()
+            if command.escaped[start] or command.quote[start] == "'":
+                continue
+            line, column = command.where(start)
+            yield Problem(script.path, line, column, "LL001",
+                          "$SLURM_PROCID is expanded by the batch shell (it is 0 there), so every node gets the "
+                          "same value",
+                          "escape it as \\$SLURM_PROCID inside double quotes, or put the launcher in single quotes")
+
+
+@rule("LL002", "ntasks-per-node-with-torchrun")
+def ntasks_per_node_with_torchrun(script: Script) -> Iterator[Problem]:
+    """``--ntasks-per-node`` other than 1 with torchrun.
+
+    torchrun starts ``--nproc_per_node`` workers itself; srun must start exactly one torchrun per
+    node. With more tasks per node each task starts a full set of workers: duplicate ranks and
+    GPUs (``Duplicate GPU detected``).
+    """
+    value, line = script.directives.get("ntasks-per-node", ("", 0))
+    if value and value != "1" and script.uses_launcher():
+        yield Problem(script.path, line, 1, "LL002",
+                      f"--ntasks-per-node={value} with torchrun starts {value} launchers per node",
+                      "use #SBATCH --ntasks-per-node=1 and let torchrun start --nproc_per_node workers")
+
+
+_NNODES = re.compile(r"--nnodes[= ](\S+)")
+
+
+@rule("LL003", "nnodes-not-from-slurm")
+def nnodes_not_from_slurm(script: Script) -> Iterator[Problem]:
+    """``--nnodes`` written as a number instead of taken from SLURM.
+
+    A literal node count goes stale when the allocation changes (``sbatch -N 4`` on the command
+    line overrides ``#SBATCH --nodes``); the rendezvous then waits for nodes that never come.
+    """
+    nodes = script.nodes
+    for command in script.commands:
+        for m in _NNODES.finditer(command.text):
+            value = m.group(1).strip("'\"")
+            if not re.fullmatch(r"\d+(?::\d+)?", value):
+                continue
+            line, column = command.where(m.start())
+            wanted = int(value.split(":")[-1])
+            mismatch = nodes is not None and wanted != nodes
+            yield Problem(script.path, line, column, "LL003",
+                          f"--nnodes {value} is hard-coded" + (f" but #SBATCH --nodes is {nodes}" if mismatch else ""),
+                          "use --nnodes $SLURM_NNODES", "error" if mismatch else "warning")
+
+
+@rule("LL004", "missing-kill-on-bad-exit")
+def missing_kill_on_bad_exit(script: Script) -> Iterator[Problem]:
+    """``srun`` without ``--kill-on-bad-exit`` on a multi-node job.
+
+    Without it, when one node's torchrun fails the others keep waiting in collectives until the
+    NCCL timeout or the time limit, burning the allocation and burying the root failure.
+    """
+    if (script.nodes or 1) <= 1 and "SLURM_NNODES" not in script.text:
+        return
+    for command in script.commands:
+        m = re.search(r"(?:^|[;&|(]\s*|\s)srun\s", command.text)
+        if not m or command.quote[m.end() - 1]:
+            continue
+        if re.search(r"--kill-on-bad-exit|\s-K\b|\s-K\d", command.text):
+            continue
+        line, column = command.where(m.end() - 5)
+        yield Problem(script.path, line, column, "LL004", "srun without --kill-on-bad-exit",
+                      "use srun --kill-on-bad-exit=1 so one failed node stops the job step", "warning")
+
+
+@rule("LL005", "output-without-node")
+def output_without_node(script: Script) -> Iterator[Problem]:
+    """Multi-node job writing one log for all nodes (``--output`` without ``%N``).
+
+    All nodes' lines interleave in one file, often without host names; finding which node failed
+    first becomes guesswork. ``%x-%j-%N.out`` (on srun, since the batch output file belongs to
+    the first node) gives one file per node.
+    """
+    if (script.nodes or 1) <= 1:
+        return
+    value, line = script.directives.get("output", ("", 0))
+    srun_output = any(re.search(r"srun\b.*\s(?:--output[= ]|-o\s?)\S*%N", c.text) for c in script.commands)
+    if "%N" not in value and not srun_output:
+        yield Problem(script.path, line or 1, 1, "LL005",
+                      "logs of all nodes go to one file" + (f" ({value})" if value else ""),
+                      "write one file per node: srun --output=%x-%j-%N.out (and/or #SBATCH --output=%x-%j-%N.out)",
+                      "warning")
+
+
+_MASTER = re.compile(r"\bMASTER_ADDR=(\S+)")
+
+
+@rule("LL006", "master-addr-not-from-nodelist")
+def master_addr_not_from_nodelist(script: Script) -> Iterator[Problem]:
+    """``MASTER_ADDR`` not taken from the job's node list.
+
+    It must name the same host for every node: ``$(scontrol show hostnames $SLURM_JOB_NODELIST |
+    head -n 1)``. ``localhost``/``127.0.0.1`` make every node its own master (split world);
+    ``$(hostname)`` evaluated per task does the same.
+    """
+    for command in script.commands:
+        for m in _MASTER.finditer(command.text):
+            value = m.group(1)
+            line, column = command.where(m.start())
+            if re.search(r"localhost|127\.0\.0\.1", value):
+                yield Problem(script.path, line, column, "LL006",
+                              f"MASTER_ADDR={value} makes every node its own master",
+                              "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)")
+            elif "\\$(hostname" in value or "\\`hostname" in value:  # escaped: evaluated on every node
+                yield Problem(script.path, line, column, "LL006",
+                              "MASTER_ADDR from hostname evaluated on every node",
+                              "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)")
+            elif not re.search(r"scontrol|SLURM_JOB_NODELIST|SLURM_NODELIST|SLURM_LAUNCH_NODE|hostname|\$\{?\w+",
+                               value):
+                yield Problem(script.path, line, column, "LL006",
+                              f"MASTER_ADDR={value} is fixed, not taken from the allocation",
+                              "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)", "warning")
+
+
+@rule("LL007", "node-rank-with-c10d")
+def node_rank_with_c10d(script: Script) -> Iterator[Problem]:
+    """``--node_rank`` together with ``--rdzv_backend c10d``.
+
+    The c10d rendezvous assigns node ranks itself and ignores ``--node_rank``; keeping it hides
+    mistakes (an unescaped ``$SLURM_PROCID`` does no harm until someone switches to static
+    rendezvous) and misleads readers.
+    """
+    for command in script.commands:
+        if re.search(r"--rdzv[_-]backend[= ]c10d", command.text):
+            m = re.search(r"--node[_-]rank", command.text)
+            if m:
+                line, column = command.where(m.start())
+                yield Problem(script.path, line, column, "LL007", "--node_rank is ignored with the c10d rendezvous",
+                              "drop --node_rank; c10d assigns node ranks", "warning")
+
+
+def lint_script(script: Script, select: set[str] | None = None) -> list[Problem]:
+    problems: list[Problem] = []
+    for code, _, fn in RULES:
+        if select and not any(code.startswith(s) for s in select):
+            continue
+        problems.extend(fn(script))
+    return sorted(problems, key=lambda p: (p.line, p.column, p.code))
+
+
+def explain(code: str) -> str | None:
+    import inspect
+
+    for rule_code, name, fn in RULES:
+        if rule_code.lower() == code.lower() or name == code.lower():
+            return f"{rule_code} {name}\n\n{inspect.cleandoc(fn.__doc__ or '')}"
+    return None

@@ -1,0 +1,675 @@
+"""Charts of one analysed job: pure data-prep functions, then thin matplotlib plotting.
+
+Each chart has a ``*_data(analysis)`` function that returns a polars DataFrame holding exactly
+what is plotted (tests check these frames, not pixels), and a ``plot_*`` function that only
+draws that frame. Nothing here decides what went wrong: the root failure, its time and its
+culprit come from :class:`~logscope.analysis.Analysis`; this module only places rows on lanes.
+
+A *lane* is one row of a chart: ``rank 3 · node02`` when the job has at most
+:data:`MAX_RANK_LANES` ranks, else one lane per node (the charts then say so in their titles).
+Rows whose rank is unknown but whose node and local rank are known go to the rank that the same
+(node, local rank) has on other lines; launcher and SLURM lines with neither go to a node lane.
+
+The charts:
+
+* ``swimlane`` — every timed event on its lane, coloured by kind; the root failure is a star,
+  exits and kills are crosses.
+* ``progress_strip`` — last training step / NCCL opCount / c10d SeqNum per lane as a heat strip:
+  lanes behind the others are red, so the quiet rank stands out. Needs no timestamps.
+* ``last_activity`` — per lane, the last normal (non-error, non-exit) line, in seconds relative
+  to the root failure.
+* ``failure_curve`` — how many lanes had failed or been killed, over the seconds since the root.
+
+Jobs without timestamps still get the progress strip; the time-based charts are skipped with a
+note (:func:`chart_notes`).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # never open a window; charts are files
+
+import polars as pl
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
+
+from logscope.model import Event, Severity
+
+if TYPE_CHECKING:
+    from logscope.analysis import Analysis
+
+MAX_RANK_LANES = 64
+MAX_LABELLED_LANES = 80
+MAX_SWIMLANE_POINTS = 20_000
+DPI = 100
+
+# Colours for the event kinds, chosen to be told apart in colour-blind-safe pairs.
+# Drawn in this order, so errors sit on top of the exits and kills that follow them.
+KIND_COLOURS: dict[str, str] = {
+    "setup": "#8da0cb",
+    "other": "#b3b3b3",
+    "progress": "#1b9e77",
+    "warning": "#e6ab02",
+    "exit/kill": "#7570b3",
+    "error": "#d95f02",
+}
+ROOT_COLOUR = "#d7191c"
+
+KILL_EVENTS = frozenset(e.value for e in (
+    Event.CLOSING_SIGNAL, Event.AGENT_SIGNAL, Event.WORKER_FAILED, Event.CHILD_FAILURE,
+    Event.SRUN_TASK_EXIT, Event.STEP_ABORTED, Event.CANCELLED, Event.TEARDOWN, Event.NCCL_ABORT,
+))
+PROGRESS_EVENTS = frozenset(e.value for e in (Event.PROGRESS, Event.HEARTBEAT, Event.NCCL_COLL))
+FAILURE_KINDS = ("error", "exit/kill")
+BAD_SEVERITIES = (Severity.ERROR.value, Severity.CRITICAL.value)
+
+CHART_TITLES: dict[str, str] = {
+    "swimlane": "Timeline per rank",
+    "progress_strip": "Progress per rank",
+    "last_activity": "Last normal activity per rank",
+    "failure_curve": "Failures over time since the root failure",
+}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One rendered chart: its file stem, title, and both image encodings."""
+
+    name: str
+    title: str
+    png: bytes
+    svg: bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# Lanes
+
+
+def by_node(analysis: Analysis) -> bool:
+    """Whether the charts aggregate by node (more than :data:`MAX_RANK_LANES` ranks)."""
+    ranks = analysis.view.events["rank"].drop_nulls().n_unique()
+    return max(ranks, analysis.view.world_size or 0) > MAX_RANK_LANES
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
+def lanes(analysis: Analysis) -> pl.DataFrame:
+    """The timeline with ``lane``, ``lane_order``, ``lane_kind``, ``kind``, ``is_root``, ``proc``.
+
+    ``lane_kind`` is ``rank``, ``local`` (node + local rank, global rank unknown), ``node`` or
+    ``unknown`` (no rank, node or host: the lane is the file's name). ``proc`` names the process
+    a row comes from (used to aggregate by node).
+    """
+    # Place each line at the same best estimate of its time the verdict uses (see
+    # detectors.base.seen_at): an untimed line at the next timed line after it, if there is one.
+    events = analysis.view.events.with_columns(
+        pl.when(pl.col("time_inferred") & pl.col("time_latest").is_not_null())
+        .then(pl.col("time_latest")).otherwise(pl.col("time")).alias("time"))
+    aggregate = by_node(analysis)
+    known = events.filter(pl.col("rank").is_not_null() & pl.col("node").is_not_null()
+                          & pl.col("local_rank").is_not_null())
+    rank_of = (known.group_by("node", "local_rank").agg(pl.col("rank").unique().alias("_ranks"))
+               .filter(pl.col("_ranks").list.len() == 1)
+               .select("node", "local_rank", pl.col("_ranks").list.first().alias("_mapped")))
+    frame = events.join(rank_of, on=["node", "local_rank"], how="left", maintain_order="left").with_columns(
+        pl.coalesce("rank", "_mapped").alias("_rank"))
+    node_of_rank = (frame.filter(pl.col("_rank").is_not_null() & pl.col("node").is_not_null())
+                    .group_by("_rank").agg(pl.col("node").mode().first().alias("_rank_node")))
+    frame = frame.join(node_of_rank, on="_rank", how="left", maintain_order="left").with_columns(
+        pl.coalesce("node", "_rank_node", "host").alias("_node"))
+    rank_label = pl.format("rank {}", pl.col("_rank"))
+    if aggregate:
+        frame = frame.with_columns(
+            pl.when(pl.col("_node").is_not_null()).then(pl.lit("node"))
+            .otherwise(pl.lit("unknown")).alias("lane_kind"),
+            pl.coalesce("_node", _file_lane()).alias("lane"),
+        )
+    else:
+        frame = frame.with_columns(
+            pl.when(pl.col("_rank").is_not_null()).then(pl.lit("rank"))
+            .when(pl.col("_node").is_not_null() & pl.col("local_rank").is_not_null()).then(pl.lit("local"))
+            .when(pl.col("_node").is_not_null()).then(pl.lit("node"))
+            .otherwise(pl.lit("unknown")).alias("lane_kind"),
+            pl.when(pl.col("_rank").is_not_null() & pl.col("_node").is_not_null())
+            .then(pl.format("rank {} · {}", pl.col("_rank"), pl.col("_node")))
+            .when(pl.col("_rank").is_not_null()).then(rank_label)
+            .when(pl.col("_node").is_not_null() & pl.col("local_rank").is_not_null())
+            .then(pl.format("{} local {}", pl.col("_node"), pl.col("local_rank")))
+            .when(pl.col("_node").is_not_null()).then(pl.col("_node"))
+            .otherwise(_file_lane()).alias("lane"),
+        )
+    frame = frame.with_columns(
+        pl.coalesce(
+            pl.format("rank {}", pl.col("_rank")),
+            pl.format("{}:{}", pl.col("_node"), pl.col("pid")),
+            pl.format("{}/{}", pl.col("_node"), pl.col("local_rank")),
+            pl.col("lane"),
+        ).alias("proc"),
+        _kind_expr().alias("kind"),
+        _root_expr(analysis).alias("is_root"),
+    )
+    keys = frame.group_by("lane").agg(pl.col("lane_kind").first(), pl.col("_rank").min(),
+                                      pl.col("_node").min(), pl.col("local_rank").min())
+    kind_order = {"rank": 0, "local": 1, "node": 2, "unknown": 3}
+    ordered = sorted(keys.to_dicts(), key=lambda r: (
+        kind_order[r["lane_kind"]],
+        r["_rank"] if r["lane_kind"] == "rank" else 0,
+        _natural(r["_node"] or r["lane"]),
+        r["local_rank"] if r["local_rank"] is not None else -1,
+        r["lane"],
+    ))
+    order = pl.DataFrame({"lane": [r["lane"] for r in ordered], "lane_order": list(range(len(ordered)))},
+                         schema={"lane": pl.String, "lane_order": pl.Int64})
+    return frame.join(order, on="lane", how="left", maintain_order="left").drop(
+        "_mapped", "_rank_node").rename({"_rank": "lane_rank", "_node": "lane_node"})
+
+
+def _file_lane() -> pl.Expr:
+    """The lane of a line with no rank, node or host: its file (``job.out``)."""
+    return pl.coalesce(pl.col("file").str.split("/").list.last(), pl.lit("(unknown)"))
+
+
+def _kind_expr() -> pl.Expr:
+    return (
+        pl.when(pl.col("event").is_in(list(KILL_EVENTS))).then(pl.lit("exit/kill"))
+        .when(pl.col("severity").is_in(list(BAD_SEVERITIES)) | (pl.col("event") == Event.TRACEBACK.value))
+        .then(pl.lit("error"))
+        .when(pl.col("event").is_in(list(PROGRESS_EVENTS))).then(pl.lit("progress"))
+        .when(pl.col("severity") == Severity.WARNING.value).then(pl.lit("warning"))
+        .when(pl.col("source").is_in(["nccl", "torchrun"])).then(pl.lit("setup"))
+        .otherwise(pl.lit("other"))
+    )
+
+
+def root_lines(analysis: Analysis) -> set[tuple[str, int]]:
+    """The (file, line) of the root failure: the verdict's culprit evidence, else the root finding's first."""
+    culprit = analysis.verdict.root_cause
+    if culprit is not None and culprit.evidence is not None:
+        return {(culprit.evidence.file, culprit.evidence.line)}
+    if analysis.verdict.finding and analysis.findings and analysis.findings[0].evidence:
+        first = analysis.findings[0].evidence[0]
+        return {(first.file, first.line)}
+    return set()
+
+
+def _root_expr(analysis: Analysis) -> pl.Expr:
+    expr = pl.lit(False)
+    for file, line in root_lines(analysis):
+        expr = expr | ((pl.col("file") == file) & (pl.col("line") == line))
+    return expr
+
+
+def reference_time(analysis: Analysis) -> datetime | None:
+    """The moment charts measure from: the root failure's time, else the first error line's."""
+    culprit = analysis.verdict.root_cause
+    if culprit is not None and culprit.time is not None:
+        return culprit.time
+    if analysis.verdict.finding and analysis.findings and analysis.findings[0].first_seen:
+        return analysis.findings[0].first_seen
+    errors = analysis.view.events.filter(pl.col("severity").is_in(list(BAD_SEVERITIES))
+                                         & pl.col("time").is_not_null())
+    if errors.height:
+        value: datetime = errors["time"].min()  # type: ignore[assignment]
+        return value
+    return None
+
+
+def has_times(analysis: Analysis) -> bool:
+    return analysis.view.events["time"].drop_nulls().len() > 0
+
+
+def _workers(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows of process lanes (ranks); all rows when no lane is a process (no ranks known)."""
+    if frame.filter(pl.col("lane_kind") == "node").height == frame.height:
+        return frame
+    workers = frame.filter(pl.col("lane_kind").is_in(["rank", "local"]))
+    return workers if workers.height else frame
+
+
+def _seconds(reference: datetime | None) -> pl.Expr:
+    if reference is None:
+        return pl.lit(None, dtype=pl.Float64)
+    return (pl.col("time") - pl.lit(reference, dtype=pl.Datetime("us"))).dt.total_microseconds() / 1e6
+
+
+# ---------------------------------------------------------------------------------------------
+# Chart data (pure)
+
+
+def swimlane_data(analysis: Analysis) -> pl.DataFrame:
+    """Timed events on lanes: lane, lane_order, time, seconds (from the root), kind, event, is_root.
+
+    Empty when the job has no timestamps. Above :data:`MAX_SWIMLANE_POINTS` rows, routine kinds
+    (progress, setup, other) keep one point per lane, kind and 1/1000th of the time span; errors,
+    exits, warnings and the root failure are always kept.
+    """
+    frame = lanes(analysis).filter(pl.col("time").is_not_null())
+    reference = reference_time(analysis)
+    frame = frame.with_columns(_seconds(reference if reference else _first_time(frame)).alias("seconds"))
+    frame = frame.select("lane", "lane_order", "lane_kind", "time", "seconds", "kind", "event", "severity",
+                         "is_root", (pl.col("kind") == "exit/kill").alias("is_kill"), "file", "line")
+    if frame.height > MAX_SWIMLANE_POINTS:
+        seconds = frame["seconds"].drop_nulls().to_list()
+        span = max(max(seconds) - min(seconds), 1.0)
+        routine = pl.col("kind").is_in(["progress", "setup", "other"]) & ~pl.col("is_root")
+        thinned = (frame.filter(routine).with_columns((pl.col("seconds") / (span / 1000)).floor().alias("_b"))
+                   .unique(["lane", "kind", "_b"], keep="last", maintain_order=True).drop("_b"))
+        frame = pl.concat([thinned, frame.filter(~routine)])
+    return frame.sort("time", "lane_order", maintain_order=True)
+
+
+def _first_time(frame: pl.DataFrame) -> datetime | None:
+    value = frame["time"].min() if frame.height else None
+    return value if isinstance(value, datetime) else None
+
+
+PROGRESS_METRICS = ("step", "NCCL opCount", "c10d SeqNum")
+
+
+def progress_strip_data(analysis: Analysis) -> pl.DataFrame:
+    """Per lane and metric: the furthest value reached, how far behind the leader it is, quiet or not.
+
+    Columns: lane, lane_order, metric, value, leader (the largest value of that metric), behind
+    (leader - value), quiet (the lowest value while others are further), missing (no value while
+    other lanes have one). Metrics: ``step`` (training progress lines), ``NCCL opCount``
+    (COLL lines of the largest communicator), ``c10d SeqNum`` (watchdog lines: last completed, or
+    the sequence number named). Aggregated by node, a node's value is its slowest process's.
+    Metrics no lane has are left out; the frame is empty when none is present.
+    """
+    frame = _workers(lanes(analysis))
+    fields = pl.col("fields")
+    coll = frame.filter(pl.col("event") == Event.NCCL_COLL.value)
+    coll_nranks = coll.select(fields.struct.field("nranks").max()).item() if coll.height else None
+    in_world = pl.lit(True) if coll_nranks is None else (fields.struct.field("nranks") == coll_nranks)
+    metrics = {
+        "step": pl.when(pl.col("event") == Event.PROGRESS.value).then(fields.struct.field("step")),
+        "NCCL opCount": pl.when((pl.col("event") == Event.NCCL_COLL.value) & in_world)
+        .then(fields.struct.field("op_count")),
+        "c10d SeqNum": pl.when(pl.col("source") == "c10d").then(
+            pl.coalesce(fields.struct.field("last_completed"), fields.struct.field("seq"))),
+    }
+    per_proc = frame.group_by("lane", "lane_order", "proc").agg(
+        *[expr.max().alias(name) for name, expr in metrics.items()])
+    per_lane = per_proc.group_by("lane", "lane_order").agg(
+        *[pl.col(name).min() for name in metrics]).sort("lane_order")
+    parts = []
+    for name in PROGRESS_METRICS:
+        if per_lane[name].null_count() == per_lane.height:
+            continue
+        part = per_lane.select("lane", "lane_order", pl.lit(name).alias("metric"),
+                               pl.col(name).cast(pl.Int64).alias("value"))
+        leader, low = part["value"].max(), part["value"].min()
+        part = part.with_columns(
+            pl.lit(leader, dtype=pl.Int64).alias("leader"),
+            (pl.lit(leader, dtype=pl.Int64) - pl.col("value")).alias("behind"),
+            ((pl.col("value") == low) & pl.lit(low != leader)).fill_null(False).alias("quiet"),
+            pl.col("value").is_null().alias("missing"),
+        )
+        parts.append(part)
+    if not parts:
+        return pl.DataFrame(schema={"lane": pl.String, "lane_order": pl.Int64, "metric": pl.String,
+                                    "value": pl.Int64, "leader": pl.Int64, "behind": pl.Int64,
+                                    "quiet": pl.Boolean, "missing": pl.Boolean})
+    return pl.concat(parts)
+
+
+def last_activity_data(analysis: Analysis) -> pl.DataFrame:
+    """Per lane: the last line of any kind and the last *normal* line (not an error or exit).
+
+    Columns: lane, lane_order, last_time, last_event, last_normal_time, last_normal_event,
+    offset_s (last normal line, else last line, in seconds relative to the root failure; relative
+    to the job's last line when there is no root), earliest (the lane that went quiet first).
+    Aggregated by node, a node's times are its earliest-stopping process's. Empty without timestamps.
+    """
+    frame = _workers(lanes(analysis)).filter(pl.col("time").is_not_null())
+    if frame.height == 0:
+        return pl.DataFrame(schema={"lane": pl.String, "lane_order": pl.Int64, "last_time": pl.Datetime("us"),
+                                    "last_event": pl.String, "last_normal_time": pl.Datetime("us"),
+                                    "last_normal_event": pl.String, "offset_s": pl.Float64,
+                                    "earliest": pl.Boolean})
+    normal = ~pl.col("kind").is_in(list(FAILURE_KINDS))
+    per_proc = frame.sort("time", maintain_order=True).group_by("lane", "lane_order", "proc").agg(
+        pl.col("time").last().alias("last_time"),
+        pl.col("event").last().alias("last_event"),
+        pl.col("time").filter(normal).last().alias("last_normal_time"),
+        pl.col("event").filter(normal).last().alias("last_normal_event"),
+    ).with_columns(pl.coalesce("last_normal_time", "last_time").alias("_quiet_from"))
+    per_lane = (per_proc.sort("_quiet_from", maintain_order=True).group_by("lane", "lane_order")
+                .agg(pl.all().exclude("proc").first()).sort("lane_order"))
+    reference = reference_time(analysis) or frame["time"].max()
+    per_lane = per_lane.with_columns(
+        ((pl.col("_quiet_from") - pl.lit(reference, dtype=pl.Datetime("us"))).dt.total_microseconds() / 1e6)
+        .alias("offset_s"))
+    low, high = per_lane["offset_s"].min(), per_lane["offset_s"].max()
+    return per_lane.with_columns(
+        ((pl.col("offset_s") == low) & pl.lit(low != high)).alias("earliest"),
+    ).select("lane", "lane_order", "last_time", "last_event", "last_normal_time", "last_normal_event",
+             "offset_s", "earliest")
+
+
+def failure_curve_data(analysis: Analysis) -> pl.DataFrame:
+    """When each lane first failed or was killed, in order, with the running count.
+
+    Columns: lane, lane_order, time, seconds (since the root failure), event, kind, is_root, file,
+    line, text (the line itself), cumulative (lanes down so far), total_lanes (all worker lanes).
+    Empty without timestamps or without any error or exit line.
+    """
+    all_rows = _workers(lanes(analysis))
+    total = all_rows["lane"].n_unique()
+    frame = all_rows.filter(pl.col("time").is_not_null() & pl.col("kind").is_in(list(FAILURE_KINDS)))
+    reference = reference_time(analysis) or _first_time(frame)
+    if reference is not None:
+        # The verdict put the root first; a line that seems earlier only is through time
+        # resolution (ChildFailedError times are truncated to the second), so it is drawn at the
+        # root's moment, after the root.
+        frame = frame.with_columns(
+            pl.when(pl.col("time") < pl.lit(reference, dtype=pl.Datetime("us")))
+            .then(pl.lit(reference, dtype=pl.Datetime("us"))).otherwise(pl.col("time")).alias("time"))
+    firsts = (frame.with_columns((~pl.col("is_root")).alias("_not_root"))
+              .sort("time", "_not_root", "file", "line", maintain_order=True)
+              .group_by("lane", maintain_order=True).first()
+              .with_columns(_seconds(reference).alias("seconds")))
+    return firsts.select(
+        "lane", "lane_order", "time", "seconds", "event", "kind", "is_root", "file", "line",
+        (pl.col("prefix").fill_null("") + pl.col("text").fill_null("")).alias("text"),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("cumulative"),
+        pl.lit(total, dtype=pl.Int64).alias("total_lanes"),
+    )
+
+
+def chart_notes(analysis: Analysis) -> list[str]:
+    """Why a chart is missing or aggregated; shown under the charts in reports."""
+    notes = []
+    if by_node(analysis):
+        notes.append(f"More than {MAX_RANK_LANES} ranks: the charts are aggregated by node (one lane per node).")
+    if not has_times(analysis):
+        notes.append("The logs carry no timestamps: the timeline, last-activity and failure-over-time "
+                     "charts are skipped.")
+    else:
+        events = analysis.view.events
+        untimed = events["time"].null_count()
+        timed = events.height - untimed
+        inferred = events.filter(pl.col("time").is_not_null() & pl.col("time_inferred").fill_null(False)).height
+        if inferred * 2 > timed:
+            notes.append(f"{inferred} of {timed} timed event(s) take their time from a neighbouring line: "
+                         "the time-based charts are approximate.")
+        if untimed:
+            notes.append(f"{untimed} event(s) without a timestamp are not on the time-based charts.")
+        if failure_curve_data(analysis).height == 0:
+            notes.append("No error or exit line: the failure-over-time chart is skipped.")
+    if progress_strip_data(analysis).height == 0:
+        notes.append("No step, NCCL opCount or c10d SeqNum lines: the progress strip is skipped.")
+    return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Plotting (thin: draws the frames above)
+
+
+def _lane_axis_labels(frame: pl.DataFrame) -> tuple[list[int], list[str]]:
+    pairs = frame.select("lane_order", "lane").unique().sort("lane_order")
+    orders, labels = pairs["lane_order"].to_list(), pairs["lane"].to_list()
+    if len(orders) > MAX_LABELLED_LANES:
+        step = -(-len(orders) // MAX_LABELLED_LANES)
+        orders, labels = orders[::step], labels[::step]
+    return orders, labels
+
+
+def _lane_word(analysis: Analysis) -> str:
+    return "node" if by_node(analysis) else "rank"
+
+
+def _aggregated_suffix(analysis: Analysis, detail: str = "") -> str:
+    if not by_node(analysis):
+        return ""
+    n = analysis.view.world_size or analysis.view.events["rank"].drop_nulls().n_unique()
+    return f" ({n} ranks, aggregated by node{'; ' + detail if detail else ''})"
+
+
+def _lane_height(n_lanes: int) -> float:
+    """Figure height in inches for ``n_lanes`` rows: roomy for a few, compact (at most 10) for many."""
+    per_lane = 0.28 if n_lanes <= 32 else 0.11
+    return min(max(2.4, per_lane * n_lanes + 1.6), 10.0)
+
+
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) -> Figure:
+    n_lanes = data["lane"].n_unique()
+    fig = _figure(11, _lane_height(n_lanes))
+    ax = fig.add_subplot()
+    marker_size = 18 if n_lanes <= MAX_RANK_LANES else 6
+    for z, (kind, colour) in enumerate(KIND_COLOURS.items()):
+        rows = data.filter((pl.col("kind") == kind) & ~pl.col("is_root"))
+        if rows.height == 0:
+            continue
+        marker = "x" if kind == "exit/kill" else ("|" if kind == "progress" else "o")
+        ax.scatter(rows["time"].to_list(), rows["lane_order"].to_list(), s=marker_size * (2 if marker == "x" else 1),
+                   c=colour, marker=marker, label=kind, linewidths=1.2 if marker != "o" else 0, zorder=2 + z / 10)
+    root = data.filter(pl.col("is_root"))
+    if root.height:
+        ax.scatter(root["time"].to_list(), root["lane_order"].to_list(), s=220, c=ROOT_COLOUR, marker="*",
+                   edgecolors="black", linewidths=0.8, label="root failure", zorder=4)
+    if reference is not None:
+        ax.axvline(reference, color=ROOT_COLOUR, linestyle="--", linewidth=1, zorder=1)  # type: ignore[arg-type]
+    first, last = data["time"].min(), data["time"].max()
+    if isinstance(first, datetime) and isinstance(last, datetime) and (last - first) < timedelta(seconds=1):
+        ax.set_xlim(first - timedelta(seconds=1), last + timedelta(seconds=1))  # type: ignore[arg-type]
+    orders, labels = _lane_axis_labels(data)
+    ax.set_yticks(orders, labels, fontsize=8 if len(orders) <= 32 else 6)
+    ax.set_ylim(max(orders, default=0) + 0.7, -0.7)
+    ax.grid(axis="y", color="#eeeeee", zorder=0)
+    ax.set_xlabel("time")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    import matplotlib.dates as mdates
+
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    return fig
+
+
+def plot_progress_strip(data: pl.DataFrame, title: str) -> Figure:
+    import numpy as np
+
+    metrics = [m for m in PROGRESS_METRICS if m in set(data["metric"].to_list())]
+    lane_pairs = data.select("lane_order", "lane").unique().sort("lane_order")
+    lane_index = {order: i for i, order in enumerate(lane_pairs["lane_order"].to_list())}
+    n = len(lane_index)
+    grid = np.full((len(metrics), n), np.nan)
+    worst = {m: data.filter(pl.col("metric") == m)["behind"].max() for m in metrics}
+    values: dict[tuple[int, int], int] = {}
+    for row in data.filter(pl.col("value").is_not_null()).iter_rows(named=True):
+        i, j = metrics.index(row["metric"]), lane_index[row["lane_order"]]
+        most = worst[row["metric"]]
+        grid[i, j] = max(int(row["behind"]), 0) / most if most else 0.0  # type: ignore[operator]
+        values[(i, j)] = int(row["value"])
+    cmap = LinearSegmentedColormap.from_list("behind", ["#1a9850", "#fee08b", "#d73027"]).with_extremes(
+        bad="#d9d9d9")
+    label_space = 0.5 if n <= 6 else (1.3 if n <= MAX_LABELLED_LANES else 0.9)
+    fig = _figure(11, 0.9 + 0.45 * len(metrics) + label_space)
+    ax = fig.add_subplot()
+    ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+    if n <= 32:
+        for (i, j), value in values.items():
+            ax.text(j, i, str(value), ha="center", va="center", fontsize=9 if n <= 8 else 7, color="black")
+    ax.set_yticks(range(len(metrics)), metrics, fontsize=9)
+    labels = lane_pairs["lane"].to_list()
+    step = max(1, -(-n // MAX_LABELLED_LANES))
+    ax.set_xticks(range(0, n, step), labels[::step], rotation=0 if n <= 6 else 90, fontsize=8 if n <= 32 else 5)
+    quiet = data.filter(pl.col("quiet"))
+    quiet_lanes = set(quiet["lane"].to_list())
+    for row in quiet.iter_rows(named=True):
+        i, j = metrics.index(row["metric"]), lane_index[row["lane_order"]]
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.5))
+    for label in ax.get_xticklabels():
+        if label.get_text() in quiet_lanes:
+            label.set_color(ROOT_COLOUR)
+            label.set_fontweight("bold")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.set_xlabel("green: up to date · red: furthest behind the leading " + ("node" if n > MAX_RANK_LANES else "lane")
+                  + " · outlined: the lowest · grey: no data", fontsize=8, color="#555555")
+    return fig
+
+
+def plot_last_activity(data: pl.DataFrame, title: str, relative_to: str) -> Figure:
+    n = data.height
+    fig = _figure(11, _lane_height(n))
+    ax = fig.add_subplot()
+    orders = data["lane_order"].to_list()
+    offsets = data["offset_s"].to_list()
+    earliest = data["earliest"].to_list()
+    colours = [ROOT_COLOUR if e else "#4575b4" for e in earliest]
+    if n <= 32:  # a stem per lane reads well for a few lanes; for many, points only
+        ax.hlines(orders, 0, offsets, colors=colours, linewidth=2, zorder=2)
+    ax.scatter(offsets, orders, c=colours, s=36 if n <= 32 else 10, zorder=3)
+    for order, offset, event, lane, first in zip(orders, offsets, data["last_normal_event"].to_list(),
+                                                 data["lane"].to_list(), earliest, strict=True):
+        if n <= 32 or first:
+            event = event or "no normal line; last line"
+            label = f" {event}  ({offset:+.3g} s)" if n <= 32 else f" {lane}: {event} ({offset:+.3g} s)"
+            ax.annotate(label, (offset, order), xytext=(6, 0), textcoords="offset points", va="center",
+                        fontsize=7, color=ROOT_COLOUR if first else "#444444")
+    ax.axvline(0, color=ROOT_COLOUR, linestyle="--", linewidth=1)
+    if max((abs(o) for o in offsets if o is not None), default=0.0) < 1e-6:
+        ax.set_xlim(-1.0, 1.0)  # every lane stopped at the same moment: keep a readable scale
+    tick_orders, labels = _lane_axis_labels(data)
+    ax.set_yticks(tick_orders, labels, fontsize=8 if len(tick_orders) <= 32 else 6)
+    ax.set_ylim(max(orders, default=0) + 0.7, min(orders, default=0) - 0.7)
+    if max((abs(o) for o in offsets if o is not None), default=0.0) >= 1e-6:
+        ax.margins(x=0.25)
+    ax.set_xlabel(f"seconds relative to {relative_to} (negative = before); red: the first to go quiet")
+    ax.grid(axis="x", color="#eeeeee", zorder=0)
+    ax.set_title(title, loc="left", fontsize=11)
+    return fig
+
+
+def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str) -> Figure:
+    fig = _figure(11, 3.6)
+    ax = fig.add_subplot()
+    seconds = data["seconds"].to_list()
+    counts = data["cumulative"].to_list()
+    ax.step([min(*seconds, 0.0), *seconds], [0, *counts], where="post", color="#7570b3", linewidth=1.6, zorder=2)
+    ax.scatter(seconds, counts, s=14, color="#7570b3", zorder=3)
+    root = data.filter(pl.col("is_root"))
+    if root.height:
+        ax.scatter(root["seconds"].to_list(), root["cumulative"].to_list(), s=200, c=ROOT_COLOUR, marker="*",
+                   edgecolors="black", linewidths=0.8, zorder=4, label="root failure")
+        ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.axvline(0, color=ROOT_COLOUR, linestyle="--", linewidth=1)
+    total = int(data["total_lanes"].max() or 0)  # type: ignore[arg-type]
+    ax.set_ylim(0, max(total, int(data["cumulative"].max() or 0)) + 0.5)  # type: ignore[arg-type]
+    ax.axhline(total, color="#999999", linestyle=":", linewidth=1)
+    ax.set_xlabel("seconds since the root failure")
+    ax.set_ylabel(f"{lane_word}s failed or killed")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(color="#eeeeee", zorder=0)
+    ax.set_title(title, loc="left", fontsize=11)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering and saving
+
+
+def _encode(fig: Figure, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    if fmt == "svg":
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    else:
+        fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -> list[Chart]:
+    """Every chart that makes sense for this job, rendered in memory.
+
+    ``formats`` picks the encodings (``png``, ``svg``); one left out is empty bytes.
+    """
+    word = _lane_word(analysis)
+    suffix = _aggregated_suffix(analysis)
+    reference = reference_time(analysis)
+    has_root = bool(analysis.verdict.finding) or analysis.verdict.root_cause is not None
+    figures: list[tuple[str, str, Figure]] = []
+
+    swim = swimlane_data(analysis)
+    if swim.height:
+        title = f"Timeline per {word}{suffix}: events by kind; ★ root failure, × exits and kills"
+        figures.append(("swimlane", title, plot_swimlane(swim, title, reference)))
+    strip = progress_strip_data(analysis)
+    if strip.height:
+        quiet = strip.filter(pl.col("quiet"))["lane"].unique(maintain_order=True).to_list()
+        who = f"; behind: {', '.join(quiet[:3])}{' ...' if len(quiet) > 3 else ''}" if quiet else ""
+        title = f"Progress per {word}{_aggregated_suffix(analysis, 'slowest rank per node')}{who}"
+        figures.append(("progress_strip", title, plot_progress_strip(strip, title)))
+    last = last_activity_data(analysis)
+    if last.height:
+        relative_to = "the root failure" if has_root else "the job's last line"
+        title = f"Last normal activity per {word}{_aggregated_suffix(analysis, 'earliest rank per node')}"
+        figures.append(("last_activity", title, plot_last_activity(last, title, relative_to)))
+    curve = failure_curve_data(analysis)
+    if curve.height:
+        total = int(curve["total_lanes"].max() or 0)  # type: ignore[arg-type]
+        title = (f"{word.capitalize()}s failed or killed since the root failure{suffix}: "
+                 f"{curve.height} of {total}")
+        figures.append(("failure_curve", title, plot_failure_curve(curve, title, word)))
+
+    charts = []
+    for name, title, fig in figures:
+        png = _encode(fig, "png") if "png" in formats else b""
+        svg = _encode(fig, "svg") if "svg" in formats else b""
+        charts.append(Chart(name, title, png, svg))
+    return charts
+
+
+def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
+    """Write each chart as ``<name>.png`` and ``<name>.svg`` into ``out_dir`` (created)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chart in charts:
+        for suffix, data in ((".png", chart.png), (".svg", chart.svg)):
+            if not data:
+                continue
+            path = out_dir / f"{chart.name}{suffix}"
+            path.write_bytes(data)
+            written.append(path)
+    return written
+
+
+def save_charts(analysis: Analysis, out_dir: Path) -> list[Path]:
+    """Render the job's charts and write them (PNG and SVG) into ``out_dir``; return the paths."""
+    return write_charts(render_charts(analysis), out_dir)
+
+
+__all__ = [
+    "CHART_TITLES",
+    "MAX_RANK_LANES",
+    "Chart",
+    "by_node",
+    "chart_notes",
+    "failure_curve_data",
+    "lanes",
+    "last_activity_data",
+    "progress_strip_data",
+    "reference_time",
+    "render_charts",
+    "save_charts",
+    "swimlane_data",
+    "write_charts",
+]

@@ -1,0 +1,769 @@
+"""Post-mortem reports to attach to a ticket: one self-contained HTML file, or Markdown + images.
+
+Both formats render the same document, built once by :func:`build_document` from an
+:class:`~logscope.analysis.Analysis`: the verdict, the root cause with its evidence lines, the
+cascade of findings (root first) and the order in which ranks went down, the charts, the per-node
+table, the NCCL configuration per node, and the advice. Nothing here decides what went wrong; the
+sections only arrange the analysis's findings and tabulate the timeline.
+
+Safety: every string that comes from a log is escaped for its format. HTML gets
+:func:`html.escape` everywhere, no ``<script>`` at all and a Content-Security-Policy that allows
+only inline styles and ``data:`` images, so a hostile log line renders as text. Markdown puts log
+text in code spans or fenced blocks whose backtick fence is longer than any backtick run inside.
+
+Large jobs: tables are per node, with identical NCCL configurations grouped; every list is capped
+(:data:`MAX_EVIDENCE`, :data:`MAX_FINDINGS`, :data:`MAX_SEQUENCE`, :data:`MAX_NODE_ROWS`) and says
+how much it left out.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote
+
+import polars as pl
+
+from logscope import __version__
+from logscope.analysis import Analysis, node_summary
+from logscope.detectors.base import compact_ranks
+from logscope.errors import OutputError, UsageError
+from logscope.model import Category, Event, Evidence, Finding, Role
+from logscope.report import charts as charts_module
+from logscope.report.charts import Chart
+
+MAX_EVIDENCE = 8
+MAX_FINDING_EVIDENCE = 4
+MAX_FINDINGS = 50
+MAX_SEQUENCE = 20
+MAX_NODE_ROWS = 200
+MAX_CONFIG_ROWS = 50
+MAX_FILES = 20
+MAX_TEXT = 500
+
+ReportFormat = Literal["html", "md"]
+
+CATEGORY_COLOURS: dict[Category, str] = {
+    Category.HEALTHY: "#1a7f37",
+    Category.HANG: "#8250df",
+    Category.CRASH: "#cf222e",
+    Category.OOM: "#cf222e",
+    Category.HARDWARE: "#cf222e",
+    Category.NETWORK: "#bf8700",
+    Category.LAUNCH: "#bf8700",
+    Category.SCHEDULER: "#0969da",
+    Category.UNKNOWN: "#57606a",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The document: format-neutral blocks
+
+
+@dataclass(frozen=True)
+class Code:
+    """A table cell holding log text (rendered as code, escaped for the format)."""
+
+    text: str
+    wrap: bool = True
+
+
+Cell = str | Code
+
+
+@dataclass
+class Paragraph:
+    text: str
+    label: str = ""
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[Cell]]
+    strong_rows: set[int] = field(default_factory=set)  # emphasised (the root's node)
+    flagged_columns: set[int] = field(default_factory=set)  # values differ between rows
+    nowrap_columns: set[int] = field(default_factory=set)  # short values kept on one line
+    wide_columns: set[int] = field(default_factory=set)  # long log text: given room before others
+    note: str = ""
+
+
+@dataclass
+class LogLines:
+    """Evidence: ``file:line`` and the line's text, optionally folded under a summary."""
+
+    lines: list[Evidence]
+    summary: str = ""
+    note: str = ""
+
+
+@dataclass
+class Figures:
+    charts: list[Chart]
+    notes: list[str]
+
+
+Block = Paragraph | Bullets | Table | LogLines | Figures
+
+
+@dataclass
+class Section:
+    title: str
+    anchor: str
+    blocks: list[Block]
+
+
+@dataclass
+class Document:
+    title: str
+    category: Category
+    code: str | None
+    summary: str
+    facts: str
+    sections: list[Section]
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the document (shared by both formats)
+
+
+def _clip(text: str, limit: int = MAX_TEXT) -> str:
+    text = text.replace("\r", " ").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    return text + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+
+
+def _delta(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    sign = "+" if seconds >= 0 else "−"
+    s = abs(seconds)
+    if s < 60:
+        return f"{sign}{s:.3g} s" if s else "0 s"
+    if s < 3600:
+        return f"{sign}{int(s // 60)} min {int(s % 60)} s"
+    return f"{sign}{int(s // 3600)} h {int(s % 3600 // 60)} min"
+
+
+def _since(value: datetime | None, reference: datetime | None) -> str:
+    if value is None or reference is None:
+        return ""
+    return _delta((value - reference).total_seconds())
+
+
+def _hosts(hosts: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(hosts[:limit])
+    return shown + (f" +{len(hosts) - limit} more" if len(hosts) > limit else "")
+
+
+def _ranks(ranks: Sequence[int], limit: int = 60) -> str:
+    return _clip(compact_ranks(list(ranks)), limit) if ranks else ""
+
+
+def _where(finding: Finding) -> str:
+    parts = []
+    if finding.ranks:
+        parts.append(f"rank{'s' if len(finding.ranks) > 1 else ''} {_ranks(finding.ranks)}")
+    if finding.hosts:
+        parts.append(_hosts(list(finding.hosts)))
+    return "; ".join(parts)
+
+
+def build_document(analysis: Analysis, charts: Sequence[Chart] = ()) -> Document:
+    """Everything the report says, in order, as plain data (no markup)."""
+    job = analysis.job
+    verdict = analysis.verdict
+    ident = " ".join(x for x in [f"job {job.job_id}" if job.job_id else "", f"({job.job_name})" if job.job_name
+                                 else ""] if x)
+    title = f"Post-mortem: {ident}" if ident else "Post-mortem"
+    facts = (f"{len(job.files)} file(s), {len(job.nodes)} node(s), {job.lines_read:,} lines read "
+             f"({job.lines_recognised:,} recognised)")
+    if analysis.view.world_size:
+        facts += f", world size {analysis.view.world_size}"
+    hints, hint_error = missing_evidence_hints(analysis)
+    sections = [
+        _root_section(analysis),
+        _cascade_section(analysis),
+        Section("Charts", "charts", [Figures(list(charts), charts_module.chart_notes(analysis))]),
+        _nodes_section(analysis),
+        _config_section(analysis),
+        _advice_section(analysis, hints),
+        _about_section(analysis, hint_error),
+    ]
+    return Document(title, verdict.category, verdict.finding, _clip(verdict.summary, 1000), facts,
+                    [s for s in sections if s.blocks])
+
+
+def _root_finding(analysis: Analysis) -> Finding | None:
+    if analysis.verdict.finding and analysis.findings and analysis.findings[0].code == analysis.verdict.finding:
+        return analysis.findings[0]
+    return None
+
+
+def _root_section(analysis: Analysis) -> Section:
+    culprit = analysis.verdict.root_cause
+    root = _root_finding(analysis)
+    blocks: list[Block] = []
+    if culprit is None and root is None:
+        text = ("No failure found." if analysis.verdict.category == Category.HEALTHY
+                else "No single process could be named as the origin.")
+        return Section("Root cause", "root-cause", [Paragraph(text)])
+    rows: list[list[Cell]] = []
+    if root is not None:
+        rows.append(["finding", f"{root.code} {root.name} ({root.category.value}, {root.severity.value})"])
+    if culprit is not None:
+        for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
+                             ("local rank", culprit.local_rank), ("time", _when(culprit.time) or None)):
+            if value is not None and not (label == "node" and value == culprit.host):
+                rows.append([label, str(value)])
+    blocks.append(Table(["", ""], rows))
+    if root is not None:
+        blocks.append(Paragraph(_clip(root.explanation, 4000)))
+    evidence = list(root.evidence) if root is not None else []
+    if not evidence and culprit is not None and culprit.evidence is not None:
+        evidence = [culprit.evidence]
+    if evidence:
+        blocks.append(LogLines(evidence[:MAX_EVIDENCE], note=_more(len(evidence), MAX_EVIDENCE, "evidence line")))
+    return Section("Root cause", "root-cause", blocks)
+
+
+def _drop_empty_columns(table: Table) -> Table:
+    """The table without columns that are empty in every row (e.g. times of an untimed job)."""
+    keep = [j for j in range(len(table.columns))
+            if any((c.text if isinstance(c, Code) else c) for c in (row[j] for row in table.rows))]
+    if len(keep) == len(table.columns):
+        return table
+    index = {old: new for new, old in enumerate(keep)}
+    return Table([table.columns[j] for j in keep], [[row[j] for j in keep] for row in table.rows],
+                 strong_rows=table.strong_rows, note=table.note,
+                 flagged_columns={index[j] for j in table.flagged_columns if j in index},
+                 nowrap_columns={index[j] for j in table.nowrap_columns if j in index},
+                 wide_columns={index[j] for j in table.wide_columns if j in index})
+
+
+def _more(total: int, shown: int, what: str) -> str:
+    return f"{total - shown} more {what}(s) not shown." if total > shown else ""
+
+
+def _cascade_section(analysis: Analysis) -> Section:
+    reference = charts_module.reference_time(analysis)
+    blocks: list[Block] = []
+    findings = analysis.findings[:MAX_FINDINGS]
+    if findings:
+        rows: list[list[Cell]] = []
+        strong = set()
+        for i, finding in enumerate(findings):
+            if finding.role == Role.ROOT:
+                strong.add(i)
+            rows.append([str(i + 1), _since(finding.first_seen, reference), _when(finding.first_seen),
+                         f"{finding.code} {finding.name}", finding.role.value, finding.severity.value,
+                         _clip(finding.title, 400), _where(finding)])
+        blocks.append(_drop_empty_columns(Table(
+            ["#", "since root", "time", "finding", "role", "severity", "what", "where"], rows, strong_rows=strong,
+            nowrap_columns={1, 2, 3}, note=_more(len(analysis.findings), MAX_FINDINGS, "finding"))))
+        for i, finding in enumerate(findings):
+            if i == 0 and finding.role == Role.ROOT:
+                continue  # its evidence is in the root-cause section
+            if finding.evidence:
+                blocks.append(LogLines(list(finding.evidence[:MAX_FINDING_EVIDENCE]),
+                                       summary=f"#{i + 1} {finding.code} evidence",
+                                       note=_more(len(finding.evidence), MAX_FINDING_EVIDENCE, "line")))
+    sequence = charts_module.failure_curve_data(analysis)
+    if sequence.height:
+        word = "node" if charts_module.by_node(analysis) else "rank"
+        blocks.append(Paragraph(f"The order in which each {word} first logged an error or was stopped "
+                                f"({sequence.height} of {int(sequence['total_lanes'].max() or 0)}):",  # type: ignore[arg-type]
+                                label="Failure sequence."))
+        rows = []
+        for row in sequence.head(MAX_SEQUENCE).iter_rows(named=True):
+            rows.append([_delta(row["seconds"]), _when(row["time"]), row["lane"], row["event"],
+                         Code(f"{_short_file(row['file'])}:{row['line']}"), Code(_clip(row["text"], 300))])
+        blocks.append(Table(["since root", "time", word, "event", "where", "line"], rows, nowrap_columns={0, 1},
+                            wide_columns={5},
+                            strong_rows={i for i, r in enumerate(sequence.head(MAX_SEQUENCE)["is_root"]) if r},
+                            note=_more(sequence.height, MAX_SEQUENCE, word)))
+    elif findings and not charts_module.has_times(analysis):
+        blocks.append(Paragraph("The logs carry no timestamps, so the findings are in file order.",
+                                label="Failure sequence."))
+    if not blocks:
+        blocks.append(Paragraph("Nothing to report: no detector fired."))
+    return Section("Cascade", "cascade", blocks)
+
+
+def _iso(text: str | None) -> str:
+    return (text or "").replace("T", " ")[:23]
+
+
+def _short_file(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _nodes_section(analysis: Analysis) -> Section:
+    rows_in = node_summary(analysis)
+    if not rows_in:
+        return Section("Per node", "nodes", [])
+    flagged = [r for r in rows_in if r["role"]]
+    rest = [r for r in rows_in if not r["role"]]
+    chosen = rows_in if len(rows_in) <= MAX_NODE_ROWS else (flagged + rest)[:MAX_NODE_ROWS]
+    rows: list[list[Cell]] = []
+    strong = set()
+    for i, row in enumerate(chosen):
+        if row["role"] == "root":
+            strong.add(i)
+        rows.append([row["node"], _ranks(row["ranks"], 40), str(len(row["files"])), _iso(row["first_event"]),
+                     _iso(row["last_event"]), "" if row["last_step"] is None else str(row["last_step"]),
+                     str(row["error_lines"]), row["role"]])
+    note = _more(len(rows_in), len(chosen), "node")
+    if note:
+        note += " Nodes named by a finding are listed first; all are in `logscope analyze --format json`."
+    table = Table(["node", "ranks", "files", "first event", "last event", "last step", "error lines", "role"], rows,
+                  strong_rows=strong, nowrap_columns={0, 3, 4}, note=note)
+    return Section("Per node", "nodes", [_drop_empty_columns(table)])
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def node_config_frame(analysis: Analysis) -> pl.DataFrame:
+    """One row per node, one string column per setting.
+
+    Uses :func:`logscope.detectors.config_skew.node_config_table` when that module exists;
+    otherwise tabulates the timeline's NCCL version, network, CUDA driver and ``NCCL_*`` variables.
+    """
+    try:
+        from logscope.detectors.config_skew import node_config_table  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return _tabulate_config(analysis)
+    table = node_config_table(analysis.view)
+    if not isinstance(table, pl.DataFrame):
+        return _tabulate_config(analysis)
+    return table
+
+
+def _tabulate_config(analysis: Analysis) -> pl.DataFrame:
+    events = analysis.view.of(Event.NCCL_VERSION, Event.NCCL_NETWORK, Event.NCCL_DRIVER, Event.NCCL_ENV)
+    events = events.filter(pl.col("node").is_not_null())
+    if events.height == 0:
+        return pl.DataFrame(schema={"node": pl.String})
+    f = pl.col("fields")
+    settings = events.select(
+        "node",
+        pl.when(pl.col("event") == Event.NCCL_VERSION.value).then(pl.lit("NCCL version"))
+        .when(pl.col("event") == Event.NCCL_NETWORK.value).then(pl.lit("network"))
+        .when(pl.col("event") == Event.NCCL_DRIVER.value).then(pl.lit("CUDA driver"))
+        .otherwise(f.struct.field("key")).alias("setting"),
+        pl.when(pl.col("event") == Event.NCCL_ENV.value).then(f.struct.field("value"))
+        .when(pl.col("event") == Event.NCCL_NETWORK.value).then(f.struct.field("transport"))
+        .otherwise(f.struct.field("version")).alias("value"),
+    ).filter(pl.col("setting").is_not_null())
+    long = settings.group_by("node", "setting").agg(
+        pl.col("value").drop_nulls().unique().sort().str.join(" / ").alias("value"))
+    wide = long.pivot(on="setting", index="node", values="value")
+    fixed = [c for c in ("NCCL version", "network", "CUDA driver") if c in wide.columns]
+    others = sorted(c for c in wide.columns if c not in fixed and c != "node")
+    return wide.select("node", *fixed, *others).sort("node")
+
+
+def _config_section(analysis: Analysis) -> Section:
+    frame = node_config_frame(analysis)
+    settings = [c for c in frame.columns if c != "node"]
+    if frame.height == 0 or not settings or "node" not in frame.columns:
+        return Section("Configuration and transport", "config", [
+            Paragraph("No NCCL version, network, driver or NCCL_* environment lines in the logs "
+                      "(NCCL_DEBUG=INFO prints them).")])
+    frame = frame.select("node", *[pl.col(c).cast(pl.String).fill_null("") for c in settings])
+    groups = (frame.group_by(settings, maintain_order=True).agg(pl.col("node").sort())
+              .sort(pl.col("node").list.len(), descending=True))
+    differing = {i + 2 for i, c in enumerate(settings) if groups[c].n_unique() > 1}
+    rows: list[list[Cell]] = []
+    for row in groups.head(MAX_CONFIG_ROWS).iter_rows(named=True):
+        nodes = row["node"]
+        rows.append([_hosts(nodes, 8), str(len(nodes)), *[row[c] for c in settings]])
+    if groups.height == 1:
+        lead = f"All {frame.height} node(s) report the same NCCL settings."
+    else:
+        lead = (f"{groups.height} different configurations across {frame.height} node(s); "
+                "columns marked ≠ differ.")
+    return Section("Configuration and transport", "config", [
+        Paragraph(lead),
+        _drop_empty_columns(Table(["nodes", "count", *settings], rows, flagged_columns=differing,
+                                  note=_more(groups.height, MAX_CONFIG_ROWS, "configuration"))),
+    ])
+
+
+# --- advice ----------------------------------------------------------------------------------
+
+
+def missing_evidence_hints(analysis: Analysis) -> tuple[list[str], str | None]:
+    """"Next time, enable X" hints from :mod:`logscope.hints` when that module exists."""
+    try:
+        from logscope.hints import missing_evidence_hints as hints  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return [], None
+    try:
+        return [str(h) for h in hints(analysis.view, analysis.findings)], None
+    except Exception as error:  # someone else's module must not stop the report
+        return [], f"hints failed: {type(error).__name__}: {error}"
+
+
+def _advice_section(analysis: Analysis, hints: list[str]) -> Section:
+    blocks: list[Block] = []
+    root = analysis.findings[0] if analysis.findings else None
+    if root is not None:
+        blocks.append(Paragraph(_clip(root.advice, 4000), label=f"{root.code} {root.name}:"))
+    seen = {root.advice} if root is not None else set()
+    others = []
+    for finding in analysis.findings[1:MAX_FINDINGS]:
+        if finding.advice and finding.advice not in seen:
+            seen.add(finding.advice)
+            others.append(f"{finding.code} {finding.name}: {_clip(finding.advice, 1000)}")
+    if others:
+        blocks.append(Paragraph("", label="Also:"))
+        blocks.append(Bullets(others))
+    if hints:
+        blocks.append(Paragraph("", label="Next time, to make the logs tell more:"))
+        blocks.append(Bullets([_clip(h, 1000) for h in hints]))
+    return Section("Advice", "advice", blocks)
+
+
+def _about_section(analysis: Analysis, hint_error: str | None) -> Section:
+    job = analysis.job
+    items = [f"{f.display}" for f in job.files[:MAX_FILES]]
+    if len(job.files) > MAX_FILES:
+        items.append(f"... and {len(job.files) - MAX_FILES} more file(s)")
+    items += [f"skipped {s.display}: {s.reason}" for s in job.skipped[:MAX_FILES]]
+    warnings = job.warnings + analysis.detector_errors + ([hint_error] if hint_error else [])
+    items += [f"warning: {w}" for w in warnings[:MAX_FILES]]
+    if len(warnings) > MAX_FILES:
+        items.append(f"... and {len(warnings) - MAX_FILES} more warning(s)")
+    items.append(f"generated by logscope {__version__}")
+    return Section("About this report", "about", [Bullets([_clip(i, 400) for i in items])])
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+_CSS = """
+:root { color-scheme: light; }
+body { font: 15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       color: #1f2328; background: #f6f8fa; margin: 0; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 32px 48px; background: #fff;
+       box-shadow: 0 0 0 1px #d0d7de; min-height: 100vh; box-sizing: border-box; }
+h1 { font-size: 24px; margin: 0 0 12px; }
+h2 { font-size: 19px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid #d8dee4; }
+.verdict { border-left: 6px solid var(--c); background: #f6f8fa; padding: 12px 16px; border-radius: 6px; }
+.badge { display: inline-block; background: var(--c); color: #fff; font-weight: 700; letter-spacing: .04em;
+         padding: 2px 10px; border-radius: 12px; font-size: 13px; margin-right: 8px; }
+.code { color: #57606a; font-size: 13px; }
+.summary { font-size: 17px; font-weight: 600; margin: 8px 0 4px; }
+.facts, .note, figcaption, .muted { color: #57606a; font-size: 13px; }
+nav { font-size: 13px; margin: 12px 0 0; }
+nav a { color: #0969da; margin-right: 14px; text-decoration: none; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 13px; max-width: 100%; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; white-space: nowrap; }
+tr.strong td { background: #fff1f0; font-weight: 600; }
+th.flag { background: #fff8c5; }
+td.flag { background: #fffbe6; }
+table.kv td:first-child { font-weight: 600; color: #57606a; }
+table.kv td { border: none; padding: 2px 16px 2px 0; }
+code, pre { font: 12.5px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
+td code { white-space: pre-wrap; overflow-wrap: anywhere; }
+td.nowrap, code.nowrap { white-space: nowrap; }
+td.wide { min-width: 26em; }
+pre.log { background: #0d1117; color: #e6edf3; padding: 10px 12px; border-radius: 6px; margin: 8px 0;
+          white-space: pre-wrap; overflow-wrap: anywhere; }
+pre.log .where { color: #7ee787; }
+pre.log .time { color: #8b949e; }
+details { margin: 6px 0; }
+summary { cursor: pointer; color: #0969da; font-size: 13px; }
+figure { margin: 16px 0 24px; }
+figure img { max-width: 100%; height: auto; border: 1px solid #d8dee4; border-radius: 4px; }
+ul { padding-left: 22px; }
+"""
+
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _html_cell(cell: Cell) -> str:
+    if isinstance(cell, Code):
+        return f"<code>{_e(cell.text)}</code>" if cell.wrap else f'<code class="nowrap">{_e(cell.text)}</code>'
+    return _e(cell)
+
+
+def _html_table(table: Table, kv: bool = False) -> str:
+    out = [f'<table class="{"kv" if kv else "data"}">']
+    if not kv:
+        out.append("<thead><tr>" + "".join(
+            f'<th class="flag" title="differs between nodes">{_e(c)} ≠</th>' if i in table.flagged_columns
+            else f"<th>{_e(c)}</th>" for i, c in enumerate(table.columns)) + "</tr></thead>")
+    out.append("<tbody>")
+    for i, row in enumerate(table.rows):
+        cls = ' class="strong"' if i in table.strong_rows else ""
+        cells = "".join(_html_td(c, j in table.flagged_columns, j in table.nowrap_columns, j in table.wide_columns)
+                        for j, c in enumerate(row))
+        out.append(f"<tr{cls}>{cells}</tr>")
+    out.append("</tbody></table>")
+    if table.note:
+        out.append(f'<p class="note">{_e(table.note)}</p>')
+    return "\n".join(out)
+
+
+def _html_td(cell: Cell, flagged: bool, nowrap: bool, wide: bool) -> str:
+    classes = " ".join(c for c, on in (("flag", flagged), ("nowrap", nowrap), ("wide", wide)) if on)
+    return f'<td class="{classes}">{_html_cell(cell)}</td>' if classes else f"<td>{_html_cell(cell)}</td>"
+
+
+def _html_log(block: LogLines) -> str:
+    lines = []
+    for ev in block.lines:
+        when = f'<span class="time">{_e(_when(ev.time))}</span>  ' if ev.time else ""
+        lines.append(f'{when}<span class="where">{_e(_short_file(ev.file))}:{ev.line}</span>  {_e(_clip(ev.text))}')
+    pre = '<pre class="log">' + "\n".join(lines) + "</pre>"
+    files = sorted({ev.file for ev in block.lines})
+    paths = f'<p class="muted">in {_e(", ".join(files[:4]))}{" ..." if len(files) > 4 else ""}</p>'
+    note = f'<p class="note">{_e(block.note)}</p>' if block.note else ""
+    if block.summary:
+        return f"<details><summary>{_e(block.summary)} ({len(block.lines)})</summary>{pre}{paths}{note}</details>"
+    return pre + paths + note
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Paragraph):
+        label = f"<strong>{_e(block.label)}</strong> " if block.label else ""
+        return f"<p>{label}{_e(block.text)}</p>"
+    if isinstance(block, Bullets):
+        return "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Table):
+        return _html_table(block, kv=block.columns == ["", ""])
+    if isinstance(block, LogLines):
+        return _html_log(block)
+    out = []
+    for chart in block.charts:
+        data = base64.b64encode(chart.png).decode("ascii")
+        out.append(f'<figure id="chart-{_e(chart.name)}"><img alt="{_e(chart.title)}" '
+                   f'src="data:image/png;base64,{data}"><figcaption>{_e(chart.title)}</figcaption></figure>')
+    if not block.charts:
+        out.append('<p class="muted">No charts.</p>')
+    out += [f'<p class="note">{_e(n)}</p>' for n in block.notes]
+    return "\n".join(out)
+
+
+def render_html(analysis: Analysis, charts: Sequence[Chart | Path] = ()) -> str:
+    """One self-contained HTML page: no scripts, no external resources, charts as data: PNGs."""
+    doc = build_document(analysis, _load_charts(charts))
+    colour = CATEGORY_COLOURS[doc.category]
+    code = f'<span class="code">{_e(doc.code)}</span>' if doc.code else ""
+    nav = "".join(f'<a href="#{s.anchor}">{_e(s.title)}</a>' for s in doc.sections)
+    body = [
+        f"<h1>{_e(doc.title)}</h1>",
+        f'<div class="verdict" style="--c: {colour}"><span class="badge">{_e(doc.category.value.upper())}</span>'
+        f'{code}<p class="summary">{_e(doc.summary)}</p><p class="facts">{_e(doc.facts)}</p></div>',
+        f"<nav>{nav}</nav>",
+    ]
+    for section in doc.sections:
+        body.append(f'<section id="{section.anchor}"><h2>{_e(section.title)}</h2>')
+        body += [_html_block(b) for b in section.blocks]
+        body.append("</section>")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f"<title>{_e(doc.title)}: {_e(doc.category.value.upper())}</title>\n"
+        f"<style>{_CSS}</style></head>\n"
+        "<body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
+    )
+
+
+def _load_charts(charts: Sequence[Chart | Path]) -> list[Chart]:
+    loaded = []
+    for item in charts:
+        if isinstance(item, Chart):
+            loaded.append(item)
+        elif item.suffix.lower() == ".png":
+            title = charts_module.CHART_TITLES.get(item.stem, item.stem)
+            loaded.append(Chart(item.stem, title, item.read_bytes(), b""))
+    return loaded
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&!#])")
+
+
+_MD_LEADING = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))")
+
+
+def md_text(text: str) -> str:
+    """Plain text for Markdown: one line, markup characters backslash-escaped.
+
+    A leading ``-``, ``+``, ``=`` or ``1.`` is escaped too, so text placed at the start of a line
+    or a list item cannot open a list or a heading underline.
+    """
+    escaped = _MD_SPECIAL.sub(r"\\\1", _clip(text, 4000))
+    match = _MD_LEADING.match(escaped)
+    if match is None:
+        return escaped
+    if match.group(2)[0].isdigit():  # "1." -> "1\."
+        end = match.end()
+        return escaped[:end] + "\\" + escaped[end:]
+    return escaped[: match.start(2)] + "\\" + escaped[match.start(2):]
+
+
+def md_code(text: str, *, in_table: bool = False) -> str:
+    """An inline code span that no backtick in ``text`` can close (and no ``|`` can split a table)."""
+    text = _clip(text)
+    if not text:
+        return ""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_block(lines: Sequence[str]) -> str:
+    """A fenced code block whose fence is longer than any backtick run inside."""
+    body = "\n".join(_clip(line) for line in lines)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def _md_cell(cell: Cell) -> str:
+    if isinstance(cell, Code):
+        return md_code(cell.text, in_table=True)
+    return md_text(cell) if cell else ""
+
+
+def _md_table(table: Table) -> str:
+    if table.columns == ["", ""]:
+        return "\n".join(f"- **{md_text(str(r[0]))}:** {_md_cell(r[1])}" for r in table.rows)
+    head = [f"{md_text(c)} ≠" if i in table.flagged_columns else md_text(c) for i, c in enumerate(table.columns)]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, row in enumerate(table.rows):
+        cells = [_md_cell(c) for c in row]
+        if i in table.strong_rows:
+            cells = [f"**{c}**" if c and not c.startswith("`") else c for c in cells]
+        out.append("| " + " | ".join(cells) + " |")
+    if table.note:
+        out.append("")
+        out.append(f"_{md_text(table.note)}_")
+    return "\n".join(out)
+
+
+def _md_block(block: Block, chart_links: dict[str, str]) -> str:
+    if isinstance(block, Paragraph):
+        label = f"**{md_text(block.label)}** " if block.label else ""
+        return (label + md_text(block.text)).strip()
+    if isinstance(block, Bullets):
+        return "\n".join(f"- {md_text(item)}" for item in block.items)
+    if isinstance(block, Table):
+        return _md_table(block)
+    if isinstance(block, LogLines):
+        lines = [f"{_short_file(ev.file)}:{ev.line}  {ev.text}" for ev in block.lines]
+        out = [f"**{md_text(block.summary)}**"] if block.summary else []
+        out.append(md_block(lines))
+        if block.note:
+            out.append(f"_{md_text(block.note)}_")
+        return "\n\n".join(out)
+    out = []
+    for name, link in chart_links.items():
+        title = charts_module.CHART_TITLES.get(name, name)
+        out.append(f"![{md_text(title)}]({link})")
+    if not chart_links:
+        out.append("_No charts._")
+    out += [f"_{md_text(n)}_" for n in block.notes]
+    return "\n\n".join(out)
+
+
+def render_markdown(analysis: Analysis, chart_paths: Sequence[Path] = (), relative_to: Path | None = None) -> str:
+    """GitHub/Jira-friendly Markdown; charts are linked as images (``relative_to`` the .md's folder)."""
+    doc = build_document(analysis)
+    links: dict[str, str] = {}
+    for path in chart_paths:
+        if path.suffix.lower() != ".png":
+            continue
+        shown = path
+        if relative_to is not None:
+            try:
+                shown = path.resolve().relative_to(relative_to.resolve())
+            except ValueError:
+                shown = path
+        links[path.stem] = quote(shown.as_posix(), safe="/._-")
+    parts = [
+        f"# {md_text(doc.title)}",
+        f"**Verdict: {md_text(doc.category.value.upper())}**" + (f" ({md_text(doc.code)})" if doc.code else ""),
+        f"> {md_text(doc.summary)}",
+        f"_{md_text(doc.facts)}_",
+    ]
+    for section in doc.sections:
+        parts.append(f"## {md_text(section.title)}")
+        parts += [_md_block(b, links) for b in section.blocks if _md_block(b, links)]
+    return "\n\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def report_format(path: Path) -> ReportFormat:
+    """The report format from the output file's extension: .html/.htm or .md."""
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
+        return "html"
+    if suffix == ".md":
+        return "md"
+    raise UsageError(f"cannot tell the report format from {path.name!r}: use a .html, .htm or .md file name")
+
+
+def chart_folder(out: Path) -> Path:
+    """Where a Markdown report's images go: ``postmortem.md`` -> ``postmortem_files/``."""
+    return out.with_name(out.stem + "_files")
+
+
+def write_report(analysis: Analysis, out: Path) -> list[Path]:
+    """Write the report (and, for Markdown, its images); return the paths written, report first."""
+    fmt = report_format(out)
+    charts = charts_module.render_charts(analysis, formats=("png",) if fmt == "html" else ("png", "svg"))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "html":
+            out.write_text(render_html(analysis, charts), encoding="utf-8")
+            return [out]
+        images = charts_module.write_charts(charts, chart_folder(out))
+        out.write_text(render_markdown(analysis, images, relative_to=out.parent), encoding="utf-8")
+        return [out, *images]
+    except OSError as error:
+        raise OutputError(f"cannot write {out}: {error.strerror or error}") from None
+
+
+__all__ = [
+    "Document", "build_document", "chart_folder", "md_block", "md_code", "md_text", "node_config_frame",
+    "render_html", "render_markdown", "report_format", "write_report",
+]

@@ -1,0 +1,393 @@
+"""Batch scans: find every job under a folder, analyse each, and write one table.
+
+A *job* is the set of files that share a SLURM job id (``%j``/``%A`` in their names, e.g. the
+per-node ``train-4242-node01.out`` files), or, for files whose names carry no job id, the folder
+that holds them. Jobs are analysed in parallel worker processes; a job that cannot be read gets
+a row with its ``error`` and the scan goes on.
+
+The **cache** keeps each job's row with a signature of its files (path, size, mtime): a rescan
+reads only jobs whose files are new or changed. It lives wherever ``--cache`` says (by default
+beside the output table), never in the scanned folders.
+
+**Sharding** (``--shard K/N``) keeps the jobs whose key hashes to K modulo N, so a SLURM job array
+of N tasks splits a scan; ``merge`` joins the shards' tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from logscope.errors import InputError, LogscopeError, OutputError, UsageError
+from logscope.ingest import NOT_LOG_SUFFIXES
+from logscope.parsers.filenames import DEFAULT_PATTERNS, describe, strip_compression
+
+SCAN_SCHEMA: dict[str, pl.DataType] = {
+    "job_key": pl.String(),
+    "job_id": pl.String(),
+    "job_name": pl.String(),
+    "location": pl.String(),  # the folder holding the job's files
+    "files": pl.Int64(),
+    "bytes": pl.Int64(),
+    "newest_file": pl.Datetime("us"),
+    "nodes": pl.Int64(),
+    "node_list": pl.String(),
+    "world_size": pl.Int64(),
+    "category": pl.String(),
+    "finding": pl.String(),
+    "summary": pl.String(),
+    "root_host": pl.String(),
+    "root_node": pl.String(),
+    "root_rank": pl.Int64(),
+    "root_local_rank": pl.Int64(),
+    "first_failure": pl.Datetime("us"),
+    "root_evidence": pl.String(),
+    "lines_read": pl.Int64(),
+    "lines_unrecognised": pl.Int64(),
+    "error": pl.String(),
+}
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """The files of one job, found by the scan."""
+
+    key: str  # stable id: "<folder>::<job id>" or "<folder>"
+    job_id: str | None
+    location: Path
+    files: tuple[Path, ...]
+    sizes: tuple[int, ...]
+    mtimes: tuple[int, ...]  # st_mtime_ns
+
+    @property
+    def signature(self) -> str:
+        h = hashlib.sha1(usedforsecurity=False)
+        for path, size, mtime in zip(self.files, self.sizes, self.mtimes, strict=True):
+            h.update(f"{path}\0{size}\0{mtime}\n".encode())
+        return h.hexdigest()
+
+    @property
+    def newest(self) -> datetime:
+        return datetime.fromtimestamp(max(self.mtimes) / 1e9)
+
+
+@dataclass
+class ScanResult:
+    table: pl.DataFrame
+    analysed: int = 0
+    cached: int = 0
+    failed: int = 0
+    skipped_by_filter: int = 0
+    messages: list[str] = field(default_factory=list)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"3/8"`` -> (3, 8); K counts from 0, as ``$SLURM_ARRAY_TASK_ID`` does with ``--array=0-7``."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
+        raise UsageError(f"--shard wants K/N with 0 <= K < N (got {text!r})")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_of(key: str, shards: int) -> int:
+    return int(hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:8], 16) % shards
+
+
+def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[JobFiles]:
+    """Group the log files under ``roots`` into jobs, in a stable order."""
+    groups: dict[tuple[str, str | None], list[tuple[Path, int, int]]] = {}
+    for root in roots:
+        if not root.exists():
+            raise InputError(f"{root}: no such file or directory")
+        walker: Iterable[tuple[str, list[str], list[str]]]
+        walker = [(str(root.parent), [], [root.name])] if root.is_file() else os.walk(root, followlinks=False)
+        for folder, dirs, files in walker:
+            dirs.sort()
+            for name in sorted(files):
+                plain, _ = strip_compression(name)
+                if name.startswith(".") or (Path(plain).suffix.lower() in NOT_LOG_SUFFIXES
+                                            and not plain.endswith("error.json")):
+                    continue
+                path = Path(folder) / name
+                try:
+                    stat = path.stat()
+                except OSError:
+                    continue
+                info = describe(Path(name), patterns)
+                job_id = info.job_id
+                if info.array_task is not None and job_id is not None:
+                    job_id = f"{job_id}_{info.array_task}"
+                groups.setdefault((folder, job_id), []).append((path, stat.st_size, stat.st_mtime_ns))
+    jobs = []
+    for (folder, job_id), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        members.sort()
+        key = f"{folder}::{job_id}" if job_id else folder
+        jobs.append(JobFiles(key, job_id, Path(folder), tuple(m[0] for m in members),
+                             tuple(m[1] for m in members), tuple(m[2] for m in members)))
+    return jobs
+
+
+def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
+    """One job's row. Runs in a worker process; never raises."""
+    row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
+    row.update(job_key=job.key, job_id=job.job_id, location=str(job.location), files=len(job.files),
+               bytes=sum(job.sizes), newest_file=job.newest)
+    try:
+        from logscope.analysis import analyze
+
+        result = analyze(list(job.files), patterns=patterns)
+    except LogscopeError as error:
+        row.update(category="unreadable", error=str(error))
+        return row
+    except Exception as error:  # a bug on one job must not stop a scan of thousands
+        row.update(category="unreadable", error=f"internal error: {type(error).__name__}: {error}")
+        return row
+    verdict = result.verdict
+    root = verdict.root_cause
+    evidence = root.evidence if root else None
+    row.update(
+        job_id=result.job.job_id or job.job_id,
+        job_name=result.job.job_name,
+        nodes=len(result.job.nodes),
+        node_list=",".join(result.job.nodes),
+        world_size=result.view.world_size,
+        category=verdict.category.value,
+        finding=verdict.finding,
+        summary=verdict.summary,
+        root_host=root.host if root else None,
+        root_node=root.node if root else None,
+        root_rank=root.rank if root else None,
+        root_local_rank=root.local_rank if root else None,
+        first_failure=(root.time if root and root.time else
+                       (result.findings[0].first_seen if result.findings else None)),
+        root_evidence=f"{evidence.file}:{evidence.line}" if evidence else None,
+        lines_read=result.job.lines_read,
+        lines_unrecognised=result.job.lines_unrecognised,
+    )
+    return row
+
+
+def _worker_init() -> None:
+    # Workers each analyse one job at a time; letting every one of them start a polars thread
+    # pool per core would oversubscribe the machine.
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+
+def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS, workers: int | None = None,
+         since: datetime | None = None, shard: tuple[int, int] | None = None, cache_path: Path | None = None,
+         on_total: Callable[[int], None] | None = None,
+         on_done: Callable[[dict[str, Any]], None] | None = None) -> ScanResult:
+    """Analyse every job under ``roots``; see the module docstring."""
+    jobs = find_jobs(roots, patterns)
+    result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA))
+    if shard is not None:
+        jobs = [j for j in jobs if shard_of(j.key, shard[1]) == shard[0]]
+    if since is not None:
+        kept = [j for j in jobs if j.newest >= since]
+        result.skipped_by_filter = len(jobs) - len(kept)
+        jobs = kept
+    cache = _load_cache(cache_path)
+    rows: list[dict[str, Any]] = []
+    todo: list[JobFiles] = []
+    for job in jobs:
+        hit = cache.get(job.key)
+        if hit is not None and hit.get("signature") == job.signature:
+            rows.append(_from_json_row(hit["row"]))
+            result.cached += 1
+        else:
+            todo.append(job)
+    if on_total is not None:
+        on_total(len(jobs))
+    for row in rows:
+        if on_done is not None:
+            on_done(row)
+    fresh = _run(todo, patterns, workers, on_done)
+    rows.extend(fresh)
+    result.analysed = len(fresh)
+    result.failed = sum(1 for r in rows if r.get("error"))
+    for job, row in zip(todo, fresh, strict=True):
+        if not str(row.get("error") or "").startswith("worker failed"):  # a crashed worker may work next time
+            cache[job.key] = {"signature": job.signature, "row": _to_json_row(row)}
+    if cache_path is not None:
+        _save_cache(cache_path, cache)
+    table = pl.DataFrame(rows, schema=SCAN_SCHEMA) if rows else pl.DataFrame(schema=SCAN_SCHEMA)
+    result.table = table.sort("location", "job_id", nulls_last=True)
+    return result
+
+
+def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
+         on_done: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    if not jobs:
+        return []
+    count = workers if workers and workers > 0 else (os.cpu_count() or 1)
+    if count == 1 or len(jobs) == 1:
+        out = []
+        for job in jobs:
+            row = analyse_one(job, patterns)
+            out.append(row)
+            if on_done is not None:
+                on_done(row)
+        return out
+    import multiprocessing
+
+    results: dict[int, dict[str, Any]] = {}
+    context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
+    with ProcessPoolExecutor(max_workers=min(count, len(jobs)), mp_context=context,
+                             initializer=_worker_init) as pool:
+        futures = {pool.submit(analyse_one, job, patterns): i for i, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            index = futures[future]
+            try:
+                row = future.result()
+            except Exception as error:  # a worker killed by the OS (OOM) still gives a row
+                job = jobs[index]
+                row = dict.fromkeys(SCAN_SCHEMA)
+                row.update(job_key=job.key, job_id=job.job_id, location=str(job.location), files=len(job.files),
+                           bytes=sum(job.sizes), newest_file=job.newest, category="unreadable",
+                           error=f"worker failed: {type(error).__name__}: {error}")
+            results[index] = row
+            if on_done is not None:
+                on_done(row)
+    return [results[i] for i in range(len(jobs))]
+
+
+# ---------------------------------------------------------------------------------------------
+# cache and output files
+
+
+def _to_json_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
+
+
+def _from_json_row(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for key, dtype in SCAN_SCHEMA.items():
+        if isinstance(dtype, pl.Datetime) and isinstance(out.get(key), str):
+            out[key] = datetime.fromisoformat(out[key])
+    return out
+
+
+def _load_cache(path: Path | None) -> dict[str, Any]:
+    if path is None or not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}  # a damaged cache only costs a full rescan
+    return data.get("jobs", {}) if isinstance(data, dict) and data.get("version") == 1 else {}
+
+
+def _save_cache(path: Path, jobs: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"version": 1, "jobs": jobs}))
+        tmp.replace(path)
+    except OSError as error:
+        raise OutputError(f"cannot write the scan cache {path}: {error.strerror or error}") from None
+
+
+def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None) -> str:
+    """Write the scan table as parquet (default), csv or jsonl; return the format used."""
+    kind = fmt or {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}.get(
+        path.suffix.lower(), "parquet")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "parquet":
+            table.write_parquet(path)
+        elif kind == "csv":
+            table.write_csv(path)
+        elif kind == "jsonl":
+            table.write_ndjson(path)
+        else:
+            raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+    return kind
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    """Read a scan table written by :func:`write_table` (any of its formats)."""
+    try:
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            frame = pl.read_csv(path, schema=SCAN_SCHEMA, try_parse_dates=True)
+        elif suffix in (".jsonl", ".ndjson", ".json"):
+            frame = pl.read_ndjson(path, schema=SCAN_SCHEMA)
+        else:
+            frame = pl.read_parquet(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except Exception as error:
+        raise InputError(f"{path}: not a logscope scan table ({type(error).__name__})") from None
+    missing = set(SCAN_SCHEMA) - set(frame.columns)
+    if missing:
+        raise InputError(f"{path}: not a logscope scan table (missing {', '.join(sorted(missing))})")
+    return frame.select(list(SCAN_SCHEMA)).cast(SCAN_SCHEMA)  # type: ignore[arg-type]
+
+
+def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:
+    """Join shard tables; a job scanned twice keeps its newest row."""
+    if not paths:
+        raise UsageError("merge needs at least one table")
+    frames = [read_table(p) for p in paths]
+    table = pl.concat(frames, how="vertical")
+    return (table.sort("newest_file", nulls_last=True)
+            .unique(subset=["job_key"], keep="last", maintain_order=True)
+            .sort("location", "job_id", nulls_last=True))
+
+
+def summarise(table: pl.DataFrame, suspect_threshold: int = 3) -> dict[str, Any]:
+    """Counts per category and the hosts that were the root of many jobs (hardware suspects)."""
+    per_category = (table.group_by("category").len().sort(["len", "category"], descending=[True, False])
+                    .to_dicts()) if table.height else []
+    hosts = (table.filter(pl.col("root_host").is_not_null())
+             .group_by("root_host").agg(pl.len().alias("jobs"),
+                                        pl.col("category").unique().sort().alias("categories"))
+             .sort(["jobs", "root_host"], descending=[True, False]))
+    top = hosts.head(10).to_dicts()
+    for row in top:
+        row["suspect"] = row["jobs"] >= suspect_threshold
+    return {"jobs": table.height, "per_category": per_category, "top_root_hosts": top}
+
+
+def sbatch_script(roots: Sequence[Path], shards: int, output_prefix: str, cpus: int,
+                  extra: Sequence[str] = ()) -> str:
+    """A SLURM job-array script that splits a scan into ``shards`` tasks, and the merge to run after."""
+    if shards < 1:
+        raise UsageError("--print-sbatch needs --shards N with N >= 1")
+    roots_text = " ".join(_quote(str(r)) for r in roots)
+    extra_text = (" " + " ".join(_quote(e) for e in extra)) if extra else ""
+    return f"""#!/bin/bash
+#SBATCH --job-name=logscope-scan
+#SBATCH --array=0-{shards - 1}
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task={cpus}
+#SBATCH --output=logscope-scan-%A_%a.out
+# Each array task scans one shard of the jobs; afterwards join the shards with:
+#   logscope merge {output_prefix}-*.parquet -o {output_prefix}.parquet
+set -euo pipefail
+shard="${{SLURM_ARRAY_TASK_ID}}"
+logscope scan {roots_text} --shard "$shard/{shards}" --jobs "${{SLURM_CPUS_PER_TASK}}" \\
+    -o "{output_prefix}-$shard.parquet" --cache "{output_prefix}-$shard.cache.json"{extra_text}
+"""
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+__all__ = ["SCAN_SCHEMA", "JobFiles", "ScanResult", "find_jobs", "merge_tables", "parse_shard", "read_table",
+           "sbatch_script", "scan", "summarise", "write_table"]

@@ -1,0 +1,706 @@
+#!/usr/bin/env python3
+"""A throw-away SLURM cluster on localhost, for running real torchrun jobs.
+
+Stdlib only. Use it as a context manager::
+
+    with SlurmLab(nodes=2) as lab:
+        job_id = lab.sbatch(script, workdir)
+        info = lab.wait_job(job_id)
+
+or from the command line::
+
+    python tests/integration/lab.py run healthy raise --out /tmp/lab-captures
+    python tests/integration/lab.py run all --out /tmp/lab-captures
+    python tests/integration/lab.py up          # start a lab, print how to use it, wait for Ctrl-C
+
+What it builds (README.md next to this file says why each piece is the way it is, and what failed):
+
+* a temp dir holding every config, key, socket, pid, log, spool, state and temp file;
+* ``munged`` in the foreground on a private socket with a freshly generated key;
+* ``slurmctld`` and N ``slurmd`` (``slurmd -N nodeNN``: Debian's build supports several slurmd per host);
+* network (``network=``), picked automatically, best first:
+  - ``netns``: each node gets its own network namespace with ``eth0`` = 10.213.X.N/24 on a private
+    bridge whose root-namespace side (10.213.X.254) carries slurmctld; no default route, nothing beyond
+    the bridge is reachable.  Every node has its own ports (slurmd on 6818 everywhere, torchrun's
+    29500 on every node), exactly as on N separate hosts.
+  - ``loopback``: shared network, node N is 127.0.1.N, every slurmd on its own port.  Works for the c10d
+    scenarios; a second TCPStore server on the same port (static rendezvous) collides, unlike real hosts.
+  - ``plain``: no namespaces at all; srun works but every node has the machine's hostname and node
+    names do not resolve, so torchrun jobs cannot use MASTER_ADDR=node01.
+* in ``netns`` and ``loopback`` every slurmd also runs in its own UTS + mount namespace: its hostname is
+  nodeNN and a private bind-mount of the lab's hosts file over /etc/hosts maps the node names.  Jobs
+  inherit both, so ``hostname -s``, ``scontrol show hostnames`` + name resolution, torchrun's rendezvous
+  host check and gloo's address choice behave as on N hosts.  The machine's /etc/hosts is never touched.
+
+On exit every process the lab started is killed - daemons, slurmstepd and job processes (found via a
+marker environment variable) - and checked by scanning /proc; the namespaces, the bridge and the temp
+dir are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+JOBS_DIR = HERE / "jobs"
+REPO = HERE.parent.parent
+
+TERMINAL_STATES = {
+    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+    "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+}
+
+MARKER_VAR = "SLURMLAB_ID"
+
+# Scenario name -> (sbatch script under jobs/, limit in seconds to wait for the job)
+SCENARIOS: dict[str, tuple[str, int]] = {
+    "healthy": ("healthy.sbatch", 180),
+    "raise": ("raise.sbatch", 180),
+    "hang": ("hang.sbatch", 240),
+    "procid-unescaped": ("procid-unescaped.sbatch", 180),
+    "procid-unescaped-c10d": ("procid-unescaped-c10d.sbatch", 180),
+    "timelimit": ("timelimit.sbatch", 240),
+    "sigkill": ("sigkill.sbatch", 180),
+}
+
+
+class LabError(RuntimeError):
+    pass
+
+
+def _free_port_block(count: int, start: int = 17000, stop: int = 60000) -> int:
+    """First port p >= start such that p..p+count-1 are all free on 0.0.0.0."""
+    p = start
+    while p + count < stop:
+        ok = True
+        for q in range(p, p + count):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(("0.0.0.0", q))
+                except OSError:
+                    ok = False
+                    p = q + 1
+                    break
+        if ok:
+            return p
+    raise LabError("no free port block")
+
+
+def missing_requirements() -> list[str]:
+    """What this machine lacks to run a lab (empty list: all there)."""
+    missing = []
+    for tool in ("munged", "slurmctld", "slurmd", "slurmstepd", "sbatch", "srun", "sinfo", "scontrol"):
+        if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
+            missing.append(tool)
+    if os.geteuid() != 0:
+        missing.append("root (slurmd must run as root)")
+    return missing
+
+
+def _which(tool: str) -> str:
+    found = shutil.which(tool)
+    if found:
+        return found
+    if Path("/usr/sbin", tool).exists():
+        return str(Path("/usr/sbin", tool))
+    raise LabError(f"{tool} not found (apt-get install slurm-wlm munge)")
+
+
+def _namespaces_work() -> bool:
+    """Can we give a process its own hostname and its own /etc/hosts (UTS + mount namespace)?"""
+    if shutil.which("unshare") is None:
+        return False
+    r = subprocess.run(
+        ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
+         "hostname lab-probe && test \"$(hostname)\" = lab-probe && mount --bind /etc/hosts /etc/hosts"],
+        capture_output=True, check=False,
+    )
+    return r.returncode == 0
+
+
+def _netns_work() -> bool:
+    """Can we make network namespaces joined by a bridge (iproute2, veth + bridge in the kernel)?"""
+    if shutil.which("ip") is None or not _namespaces_work():
+        return False
+    tag = uuid.uuid4().hex[:6]
+    br, ns, veth = f"slbp{tag}", f"slurmlab-probe-{tag}", f"slvp{tag}"
+    cmds = [
+        ["ip", "link", "add", br, "type", "bridge"],
+        ["ip", "netns", "add", ns],
+        ["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns],
+        ["ip", "link", "set", veth, "master", br],
+    ]
+    ok = all(subprocess.run(c, capture_output=True, check=False).returncode == 0 for c in cmds)
+    for c in (["ip", "link", "del", veth], ["ip", "netns", "del", ns], ["ip", "link", "del", br]):
+        subprocess.run(c, capture_output=True, check=False)
+    return ok
+
+
+def _pick_network() -> str:
+    if _netns_work():
+        return "netns"
+    if _namespaces_work():
+        return "loopback"
+    return "plain"
+
+
+def _free_subnet() -> int:
+    """Third octet X such that 10.213.X.0/24 is not on any interface or route here."""
+    used = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True,
+                          check=False).stdout
+    used += subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True, check=False).stdout
+    for x in range(10, 250):
+        if f"10.213.{x}." not in used:
+            return x
+    raise LabError("no free 10.213.X.0/24")
+
+
+def _read_environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+class SlurmLab:
+    def __init__(
+        self,
+        nodes: int = 2,
+        cpus_per_node: int = 2,
+        base_dir: str | os.PathLike[str] | None = None,
+        keep: bool = False,
+        debug: str = "info",
+        network: str | None = None,
+        kill_wait: int = 30,
+        verbose: bool = False,
+        extra_conf: str = "",
+    ) -> None:
+        if not 1 <= nodes <= 9:
+            raise ValueError("1..9 nodes")
+        self.nodes = nodes
+        self.cpus = cpus_per_node
+        self.base_dir = base_dir
+        self.keep = keep
+        self.debug = debug
+        self.kill_wait = kill_wait
+        self.verbose = verbose
+        self.extra_conf = extra_conf
+        if network not in (None, "netns", "loopback", "plain"):
+            raise ValueError("network: netns | loopback | plain")
+        self.network = network or _pick_network()
+        self.short = uuid.uuid4().hex[:6]
+        self.id = f"lab-{self.short}"
+        self.bridge = f"slb{self.short}"
+        self.netns_names: list[str] = []
+        self.links: list[str] = []
+        self.subnet = 0
+        self.dir: Path = Path()
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.node_names = [f"node{i:02d}" for i in range(1, nodes + 1)]
+        self.conf = Path()
+        self._venv_bin = Path(sys.executable).parent
+
+    # ------------------------------------------------------------------ setup
+    def __enter__(self) -> SlurmLab:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def log(self, msg: str) -> None:
+        if self.verbose:
+            print(f"[lab {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    def node_addr(self, name: str) -> str:
+        i = self.node_names.index(name) + 1
+        if self.network == "netns":
+            return f"10.213.{self.subnet}.{i}"
+        return f"127.0.1.{i}"
+
+    @property
+    def ctl_addr(self) -> str:
+        return f"10.213.{self.subnet}.254" if self.network == "netns" else "127.0.0.1"
+
+    def netns_of(self, name: str) -> str:
+        return f"slurmlab-{self.short}-{name}"
+
+    def start(self) -> None:
+        missing = missing_requirements()
+        if missing:
+            raise LabError("missing: " + ", ".join(missing))
+        self.dir = Path(tempfile.mkdtemp(prefix="slurmlab-", dir=self.base_dir))
+        self.dir.chmod(0o755)  # munged refuses group/other-writable dirs; jobs run as root anyway
+        for sub in ("munge", "state", "run", "log", "etc", "jobs", "tmp"):
+            (self.dir / sub).mkdir(mode=0o755)
+        for n in self.node_names:
+            (self.dir / "spool" / n).mkdir(parents=True, mode=0o755)
+        self._start_munge()
+        if self.network == "netns":
+            self._setup_netns()
+        self._write_conf()
+        self._start_slurmctld()
+        self._start_slurmds()
+        self.wait_idle()
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        e = dict(os.environ)
+        e["SLURM_CONF"] = str(self.conf)
+        e[MARKER_VAR] = self.id
+        # Jobs find the venv's python (with torch) first.
+        e["PATH"] = f"{self._venv_bin}:/usr/sbin:/usr/bin:/sbin:/bin"
+        # torchrun's /tmp/torchelastic_* dirs (and any other temp file a job makes) land in the lab dir.
+        if self.dir != Path():
+            e["TMPDIR"] = str(self.dir / "tmp")
+        for k in list(e):
+            # Don't leak an outer job's SLURM_* settings into ours.
+            if k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_")) and k != "SLURM_CONF":
+                del e[k]
+        if extra:
+            e.update(extra)
+        return e
+
+    def _spawn(self, name: str, argv: list[str], log_name: str | None = None) -> subprocess.Popen[bytes]:
+        logf = (self.dir / "log" / (log_name or f"{name}.stdout")).open("ab")
+        self.log("start " + " ".join(argv))
+        p = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+            env=self.env(), start_new_session=True, cwd=self.dir,
+        )
+        logf.close()
+        self.procs[name] = p
+        return p
+
+    def _start_munge(self) -> None:
+        m = self.dir / "munge"
+        key = m / "munge.key"
+        key.touch(mode=0o600)
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        self.munge_socket = m / "munge.socket"
+        self._spawn("munged", [
+            _which("munged"), "--foreground", "--force",
+            f"--socket={self.munge_socket}", f"--key-file={key}",
+            f"--log-file={m / 'munged.log'}", f"--pid-file={m / 'munged.pid'}",
+            f"--seed-file={m / 'munged.seed'}", "--num-threads=4",
+        ])
+        deadline = time.monotonic() + 15
+        while not self.munge_socket.exists():
+            if self.procs["munged"].poll() is not None or time.monotonic() > deadline:
+                raise LabError("munged did not start:\n" + self._tail(m / "munged.log")
+                               + self._tail(self.dir / "log" / "munged.stdout"))
+            time.sleep(0.1)
+
+    def _ip(self, *args: str) -> None:
+        r = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise LabError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+
+    def _setup_netns(self) -> None:
+        """One network namespace per node, each with eth0 on a private bridge; the bridge itself
+        (root namespace) carries the controller address.  No default route anywhere: the nodes reach
+        each other and slurmctld, nothing else."""
+        self.subnet = _free_subnet()
+        self._ip("link", "add", self.bridge, "type", "bridge")
+        self.links.append(self.bridge)
+        self._ip("addr", "add", f"{self.ctl_addr}/24", "dev", self.bridge)
+        self._ip("link", "set", self.bridge, "up")
+        for i, n in enumerate(self.node_names, 1):
+            ns = self.netns_of(n)
+            self._ip("netns", "add", ns)
+            self.netns_names.append(ns)
+            veth = f"slv{self.short}{i}"
+            self._ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self.links.append(veth)
+            self._ip("link", "set", veth, "master", self.bridge)
+            self._ip("link", "set", veth, "up")
+            self._ip("-n", ns, "link", "set", "lo", "up")
+            self._ip("-n", ns, "addr", "add", f"{self.node_addr(n)}/24", "dev", "eth0")
+            self._ip("-n", ns, "link", "set", "eth0", "up")
+        self.log(f"netns up: bridge {self.bridge} {self.ctl_addr}/24, nodes "
+                 + ", ".join(f"{n}={self.node_addr(n)}" for n in self.node_names))
+
+    def _teardown_netns(self) -> None:
+        for ns in self.netns_names:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+        for link in self.links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
+        self.netns_names.clear()
+        self.links.clear()
+
+    def _write_conf(self) -> None:
+        d = self.dir
+        base = _free_port_block(2 + self.nodes)
+        self.ctld_port = base
+        if self.network == "netns":
+            # Every node has its own network stack: the same slurmd port everywhere, as on a cluster.
+            slurmd_port = 6818
+            self.node_ports = {n: slurmd_port for n in self.node_names}
+            ctl_host = f"labctl({self.ctl_addr})"
+        else:
+            slurmd_port = base + 1
+            self.node_ports = {n: base + 2 + i for i, n in enumerate(self.node_names)}
+            ctl_host = "localhost"
+        hosts = ["127.0.0.1 localhost", f"{self.ctl_addr} labctl"]
+        hosts += [f"{self.node_addr(n)} {n}" for n in self.node_names]
+        (d / "etc" / "hosts").write_text("\n".join(hosts) + "\n")
+        node_lines = []
+        for n in self.node_names:
+            node_lines.append(
+                f"NodeName={n} NodeHostname={n} NodeAddr={self.node_addr(n)} Port={self.node_ports[n]} "
+                f"CPUs={self.cpus} Boards=1 SocketsPerBoard=1 CoresPerSocket={self.cpus} ThreadsPerCore=1 "
+                f"RealMemory=2000 State=UNKNOWN"
+            )
+        conf = f"""\
+# generated by tests/integration/lab.py ({self.id})
+ClusterName=lab
+SlurmctldHost={ctl_host}
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={self.munge_socket}
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort={self.ctld_port}
+SlurmdPort={slurmd_port}
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool/%n
+SlurmctldPidFile={d}/run/slurmctld.pid
+SlurmdPidFile={d}/run/slurmd-%n.pid
+SlurmctldLogFile={d}/log/slurmctld.log
+SlurmdLogFile={d}/log/slurmd-%n.log
+SlurmctldDebug={self.debug}
+SlurmdDebug={self.debug}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+# keep finished jobs visible to `scontrol show job` for an hour
+MinJobAge=3600
+KillWait={self.kill_wait}
+SlurmdTimeout=60
+InactiveLimit=0
+{chr(10).join(node_lines)}
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+{self.extra_conf}
+"""
+        self.conf = d / "etc" / "slurm.conf"
+        self.conf.write_text(conf)
+
+    def _start_slurmctld(self) -> None:
+        argv = [_which("slurmctld"), "-D", "-i", "-f", str(self.conf)]
+        if self.network == "netns":
+            # slurmctld insists that its hostname is the one named in SlurmctldHost.
+            argv = ["unshare", "--uts", "--", "sh", "-c", "hostname labctl && exec " + " ".join(argv)]
+        self._spawn("slurmctld", argv)
+        deadline = time.monotonic() + 30
+        while True:
+            r = self.cmd(["scontrol", "ping"], check=False)
+            if "UP" in r.stdout:
+                return
+            if self.procs["slurmctld"].poll() is not None or time.monotonic() > deadline:
+                raise LabError("slurmctld did not come up:\n" + r.stdout + r.stderr
+                               + self._tail(self.dir / "log" / "slurmctld.log"))
+            time.sleep(0.3)
+
+    def _start_slurmds(self) -> None:
+        slurmd = _which("slurmd")
+        for n in self.node_names:
+            argv = [slurmd, "-D", "-N", n, "-f", str(self.conf)]
+            if self.network in ("netns", "loopback"):
+                # Own hostname + own view of /etc/hosts for this "node" and everything it launches.
+                inner = (f"hostname {n} && mount --bind {self.dir}/etc/hosts /etc/hosts && exec "
+                         + " ".join(argv))
+                argv = ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", inner]
+            if self.network == "netns":
+                # nsenter, not `ip netns exec`: the latter remounts /sys, hiding /sys/fs/cgroup from slurmd.
+                argv = ["nsenter", f"--net=/run/netns/{self.netns_of(n)}", "--", *argv]
+            self._spawn(f"slurmd-{n}", argv)
+
+    def wait_idle(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            for name, p in self.procs.items():
+                if p.poll() is not None:
+                    raise LabError(f"{name} exited ({p.returncode}) during start-up:\n"
+                                   + self._tail(self.dir / "log" / f"{name}.stdout")
+                                   + self._tail(self.dir / "log" / f"{name}.log"))
+            r = self.cmd(["sinfo", "-h", "-N", "-o", "%N %T"], check=False)
+            states = dict(line.split() for line in r.stdout.splitlines() if line.strip())
+            if len(states) == self.nodes and all(s == "idle" for s in states.values()):
+                self.log(f"nodes idle: {states}")
+                return
+            time.sleep(0.5)
+        raise LabError(f"nodes not idle after {timeout}s: {states}\n"
+                       + self._tail(self.dir / "log" / "slurmctld.log"))
+
+    # ------------------------------------------------------------------ use
+    def cmd(self, argv: Sequence[str], check: bool = True, timeout: float = 60,
+            cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run(list(argv), capture_output=True, text=True, env=self.env(), timeout=timeout,
+                           cwd=cwd, check=False)
+        if check and r.returncode != 0:
+            raise LabError(f"{' '.join(argv)} -> {r.returncode}\n{r.stdout}{r.stderr}")
+        return r
+
+    def sbatch(self, script: str | os.PathLike[str], workdir: str | os.PathLike[str],
+               extra_args: Sequence[str] = ()) -> int:
+        r = self.cmd(["sbatch", "--parsable", f"--chdir={workdir}", *extra_args, str(script)], cwd=workdir)
+        return int(r.stdout.strip().split(";")[0])
+
+    def show_job(self, job_id: int) -> dict[str, str]:
+        r = self.cmd(["scontrol", "show", "job", "-o", str(job_id)], check=False)
+        return parse_scontrol(r.stdout)
+
+    def wait_job(self, job_id: int, timeout: float = 300) -> tuple[dict[str, str], str]:
+        """Poll until the job is in a terminal state; return (fields, raw `scontrol show job` text)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.show_job(job_id)
+            state = info.get("JobState", "")
+            if state in TERMINAL_STATES:
+                # slurmctld marks the job done before every step's epilogue ran; give stray output a moment.
+                time.sleep(2)
+                raw = self.cmd(["scontrol", "show", "job", str(job_id)], check=False).stdout
+                return self.show_job(job_id) or info, raw
+            if time.monotonic() > deadline:
+                self.cmd(["scancel", str(job_id)], check=False)
+                time.sleep(3)
+                raw = self.cmd(["scontrol", "show", "job", str(job_id)], check=False).stdout
+                info = self.show_job(job_id)
+                info["lab_note"] = f"lab timeout after {timeout}s; scancel sent"
+                return info, raw
+            time.sleep(1)
+
+    # ------------------------------------------------------------------ teardown
+    def lab_pids(self) -> list[int]:
+        """Every live process carrying this lab's marker in its environment, or its dir in its cmdline."""
+        me = os.getpid()
+        marker = f"{MARKER_VAR}={self.id}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            if pid == me:
+                continue
+            env = _read_environ(pid)
+            if marker in env.split(b"\0") or (str(self.dir) != "." and str(self.dir) in _cmdline(pid)):
+                # skip zombies (already dead, waiting to be reaped)
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                    if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                        continue
+                except OSError:
+                    continue
+                found.append(pid)
+        return found
+
+    def stop(self) -> None:
+        if not self.procs and self.dir == Path() and not self.links and not self.netns_names:
+            return
+        # 1. cancel whatever still runs, while slurmctld is alive to do it.
+        ctld = self.procs.get("slurmctld")
+        if ctld is not None and ctld.poll() is None:
+            with contextlib.suppress(Exception):
+                self.cmd(["scancel", "--user=root"], check=False, timeout=15)
+                time.sleep(1)
+        # 2. daemons: slurmd first, then slurmctld, munged last.
+        order = [k for k in self.procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
+        for name in order:
+            p = self.procs.get(name)
+            if p is not None and p.poll() is None:
+                p.terminate()
+        for name in order:
+            p = self.procs.get(name)
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=10)
+        # 3. everything else that carries our marker (slurmstepd, job shells, torchrun, workers).
+        for _ in range(20):
+            pids = self.lab_pids()
+            if not pids:
+                break
+            for pid in pids:
+                self.log(f"kill leftover {pid}: {_cmdline(pid)[:120]}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.3)
+        left = self.lab_pids()
+        self.procs.clear()
+        self._teardown_netns()
+        if self.dir != Path() and self.dir.exists() and not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if left:
+            raise LabError(f"processes survived teardown: {[(p, _cmdline(p)) for p in left]}")
+
+    @staticmethod
+    def _tail(path: Path, n: int = 40) -> str:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return f"--- {path.name}\n" + "\n".join(lines[-n:]) + "\n"
+
+
+def parse_scontrol(text: str) -> dict[str, str]:
+    """`scontrol show job -o` line -> {key: value}.  Values never contain spaces in -o output,
+    except Command/WorkDir/StdOut paths with spaces, which the lab never uses."""
+    out: dict[str, str] = {}
+    for tok in text.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            out.setdefault(k, v)
+    return out
+
+
+# ---------------------------------------------------------------------- runner
+def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool = True,
+                  keep_lab: bool = False, network: str | None = None) -> dict[str, dict[str, object]]:
+    """Run each scenario's sbatch script in one lab, copy what it wrote into out/<scenario>/."""
+    for n in names:
+        if n not in SCENARIOS:
+            raise LabError(f"unknown scenario {n!r}; known: {', '.join(SCENARIOS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, object]] = {}
+    t_all = time.monotonic()
+    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
+        if verbose:
+            print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
+                  f"(network={lab.network})", file=sys.stderr)
+        for name in names:
+            script_name, limit = SCENARIOS[name]
+            script = JOBS_DIR / script_name
+            work = lab.dir / "jobs" / name
+            work.mkdir()
+            shutil.copy(script, work / script_name)
+            shutil.copy(HERE / "train.py", work / "train.py")
+            t0 = time.monotonic()
+            job_id = lab.sbatch(work / script_name, work, extra_args=[f"--job-name={name}"])
+            info, raw = lab.wait_job(job_id, timeout=limit)
+            wall = time.monotonic() - t0
+            dest = out / name
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            files = []
+            for f in sorted(work.iterdir()):
+                if f.name in (script_name, "train.py") or not f.is_file():
+                    continue
+                shutil.copy(f, dest / f.name)
+                files.append(f.name)
+            shutil.copy(script, dest / script_name)
+            (dest / "scontrol-show-job.txt").write_text(raw)
+            meta = {
+                "scenario": name,
+                "job_id": job_id,
+                "job_name": info.get("JobName", name),
+                "job_state": info.get("JobState"),
+                "exit_code": info.get("ExitCode"),
+                "derived_exit_code": info.get("DerivedExitCode"),
+                "reason": info.get("Reason"),
+                "node_list": info.get("NodeList"),
+                "time_limit": info.get("TimeLimit"),
+                "run_time": info.get("RunTime"),
+                "start_time": info.get("StartTime"),
+                "end_time": info.get("EndTime"),
+                "wall_seconds": round(wall, 1),
+                "files": files,
+                "nodes": lab.node_names,
+                "node_addrs": {n: lab.node_addr(n) for n in lab.node_names},
+                "lab_network": lab.network,
+                "lab_note": info.get("lab_note"),
+            }
+            (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+            results[name] = meta
+            if verbose:
+                print(f"{name:18s} job {job_id:<4d} {meta['job_state']!s:10s} exit={meta['exit_code']} "
+                      f"{wall:6.1f}s  files={files}", file=sys.stderr, flush=True)
+        # slurmd logs are useful when a scenario looks odd
+        logs = out / "_lab-logs"
+        if logs.exists():
+            shutil.rmtree(logs)
+        shutil.copytree(lab.dir / "log", logs)
+    if verbose:
+        print(f"total {time.monotonic() - t_all:.1f}s", file=sys.stderr)
+    return results
+
+
+def _cli(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run scenarios, capture their output")
+    r.add_argument("scenarios", nargs="+", help=f"'all' or some of: {', '.join(SCENARIOS)}")
+    r.add_argument("--out", required=True, type=Path)
+    r.add_argument("--nodes", type=int, default=2)
+    r.add_argument("--keep-lab", action="store_true", help="leave the lab temp dir in place")
+    r.add_argument("--network", choices=["netns", "loopback", "plain"], default=None,
+                   help="default: netns if it works here, else loopback, else plain")
+    u = sub.add_parser("up", help="start a lab and wait (Ctrl-C stops it)")
+    u.add_argument("--nodes", type=int, default=2)
+    u.add_argument("--keep", action="store_true", help="leave the lab temp dir in place on exit")
+    u.add_argument("--extra-conf", default="", help="lines appended to slurm.conf (use \\n)")
+    u.add_argument("--network", choices=["netns", "loopback", "plain"], default=None)
+    args = ap.parse_args(argv)
+
+    # Turn SIGTERM/SIGHUP into KeyboardInterrupt so the context manager cleans up.
+    def _interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+
+    if args.cmd == "run":
+        names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
+        res = run_scenarios(names, args.out, nodes=args.nodes, keep_lab=args.keep_lab, network=args.network)
+        print(json.dumps({k: {kk: v[kk] for kk in ("job_id", "job_state", "exit_code", "wall_seconds")}
+                          for k, v in res.items()}, indent=2))
+        return 0
+    with SlurmLab(nodes=args.nodes, verbose=True, keep=args.keep,
+                  extra_conf=args.extra_conf.replace("\\n", "\n"),
+                  network=args.network) as lab:
+        print(f"export SLURM_CONF={lab.conf}\n# lab dir: {lab.dir}\n# Ctrl-C to stop", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())

@@ -1,0 +1,237 @@
+"""Real SLURM + torchrun jobs in a throw-away lab (tests/integration/lab.py); facts about the raw logs.
+
+Run with:  pytest -m integration tests/integration      (about 4-5 minutes on 2 cores)
+
+Set LAB_CAPTURES=/some/dir to reuse captures made earlier by
+``python tests/integration/lab.py run all --out /some/dir`` instead of running the lab again.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import lab  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+SCENARIOS = list(lab.SCENARIOS)
+
+
+def _skip_reason() -> str | None:
+    missing = lab.missing_requirements()
+    if missing:
+        return "SLURM lab unavailable: missing " + ", ".join(missing) + " (apt-get install slurm-wlm munge)"
+    if importlib.util.find_spec("torch") is None:
+        return f"torch is not installed for {sys.executable} (pip install torch==2.13.0, the CPU wheel)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    reuse = os.environ.get("LAB_CAPTURES")
+    if reuse and all((Path(reuse) / s / "meta.json").exists() for s in SCENARIOS):
+        return Path(reuse)
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path_factory.mktemp("lab-captures")
+    lab.run_scenarios(SCENARIOS, out, verbose=False)
+    return out
+
+
+class Capture:
+    def __init__(self, root: Path, scenario: str) -> None:
+        self.dir = root / scenario
+        self.meta = json.loads((self.dir / "meta.json").read_text())
+        self.job_id = self.meta["job_id"]
+
+    def node_file(self, node: str) -> Path:
+        return self.dir / f"{self.meta['job_name']}-{self.job_id}-{node}.out"
+
+    def text(self, node: str) -> str:
+        return self.node_file(node).read_text(errors="replace")
+
+    def all_text(self) -> str:
+        return "".join(self.text(n) for n in ("node01", "node02"))
+
+
+@pytest.fixture(scope="module")
+def cap(captures: Path):  # type: ignore[no-untyped-def]
+    return lambda scenario: Capture(captures, scenario)
+
+
+# --------------------------------------------------------------------------- every scenario
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_one_file_per_node(cap, scenario: str) -> None:  # type: ignore[no-untyped-def]
+    c = cap(scenario)
+    for node in ("node01", "node02"):
+        f = c.node_file(node)
+        assert f.exists(), f"{f.name} missing; have {sorted(p.name for p in c.dir.iterdir())}"
+        assert f.stat().st_size > 0
+    assert (c.dir / "scontrol-show-job.txt").read_text().startswith(f"JobId={c.job_id} ")
+    assert (c.dir / f"{scenario}.sbatch").exists()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_torchrun_prefixes_and_hostnames(cap, scenario: str) -> None:  # type: ignore[no-untyped-def]
+    """--role $(hostname -s): --tee 3 gives "[nodeNN:L]:" line prefixes; each node file is that node's."""
+    c = cap(scenario)
+    for node in ("node01", "node02"):
+        text = c.text(node)
+        assert f"[{node}:] starting workers for entrypoint: python" in text
+        if scenario != "procid-unescaped":  # there no worker ever starts
+            assert re.search(rf"^\[{node}:[01]\]:", text, re.M)
+        other = "node02" if node == "node01" else "node01"
+        assert f"[{other}:" not in text
+
+
+# --------------------------------------------------------------------------- per scenario
+def test_healthy(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("healthy")
+    assert c.meta["job_state"] == "COMPLETED"
+    for node, ranks in (("node01", (0, 1)), ("node02", (2, 3))):
+        text = c.text(node)
+        for r in ranks:
+            assert re.search(rf"\[{node} rank {r}/4 local {r % 2}\] step 8/8 loss ", text)
+            assert re.search(rf"\[{node} rank {r}/4 local {r % 2}\] training done after 8 steps", text)
+        assert "worker group successfully finished" in text
+        assert "ChildFailedError" not in text
+    assert "srun exit code: 0" in c.text("node01")
+    assert "srun: error" not in c.all_text()
+
+
+def test_raise(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("raise")
+    n1, n2 = c.text("node01"), c.text("node02")
+    assert "[node02:1]:[rank3]: RuntimeError: lab-injected failure on rank 3 at step 4" in n2
+    assert "torch.distributed.elastic.multiprocessing.errors.ChildFailedError" in n2
+    root = n2.split("Root Cause (first observed failure):", 1)[1]
+    assert re.search(r"host\s+: node02\s+rank\s+: 3 \(local_rank: 1\)\s+exitcode\s+: 1 ", root)
+    # the peers die in their next collective, from gloo's side
+    assert re.search(r"gloo/transport/tcp/pair\.cc:\d+\] (Connection closed by peer|Read error)", n1 + n2)
+    assert "srun: error: node02: task 1: Exited with exit code 1" in n1
+    assert re.search(r"\*\*\* STEP \d+\.0 ON node01 CANCELLED AT \S+ \*\*\*", n1)
+
+
+def test_hang(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("hang")
+    n1, n2 = c.text("node01"), c.text("node02")
+    assert "injecting hang" in n2
+    timeout = re.compile(r"gloo/transport/tcp/unbound_buffer\.cc:\d+\] Timed out waiting 20000ms "
+                         r"for (recv|send) operation to complete")
+    assert timeout.search(n1)
+    # the sleeping rank never errors itself: its agent SIGTERMs it
+    assert re.search(r"rank\s+: 3 \(local_rank: 1\)\s+exitcode\s+: -15 \(pid: \d+\)\s+\(SIGTERM\)", n2)
+    assert "ChildFailedError" in n1
+
+
+def test_sigkill(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("sigkill")
+    n1, n2 = c.text("node01"), c.text("node02")
+    assert "injecting failure: SIGKILL to self" in n2
+    # The SIGKILLed rank shows up in torchrun's summary on node02 ...
+    assert re.search(r"host\s+: node02\s+rank\s+: 3 \(local_rank: 1\)\s+exitcode\s+: -9 \(pid: (\d+)\)\s+"
+                     r"\(SIGKILL\)\s+error_file: <N/A>\s+traceback : Signal 9 \(SIGKILL\) received by PID \1", n2)
+    # ... but not always as "Root Cause": a sibling that failed in gloo and was then SIGTERMed by the
+    # agent has an error file with an earlier timestamp, and torchrun picks that (seen in the lab).
+    root = n2.split("Root Cause (first observed failure):", 1)[1]
+    assert re.search(r"host\s+: node02\s+rank\s+: [23] \(local_rank: [01]\)", root)
+    assert "srun: error: node02: task 1: Exited with exit code 1" in n1
+
+
+def test_timelimit(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("timelimit")
+    assert c.meta["job_state"] == "TIMEOUT"
+    assert c.meta["time_limit"] == "00:01:00"
+    n1 = c.text("node01")
+    jid = c.job_id
+    # multiple-slurmd build: "slurmstepd-node01:", a real cluster prints "slurmstepd:"
+    assert re.search(rf"slurmstepd(-node01)?: error: \*\*\* JOB {jid} ON node01 CANCELLED AT "
+                     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d DUE TO TIME LIMIT \*\*\*", n1)
+    assert re.search(rf"\*\*\* STEP {jid}\.0 ON node01 CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*", n1)
+    assert re.search(r"srun: Job step aborted: Waiting up to \d+ seconds for job step to finish\.", n1)
+    assert "Received 15 death signal, shutting down workers" in c.all_text()
+    # it was training (not stuck) when it was cancelled
+    assert re.search(r"step \d{2,}/1000 loss", n1)
+
+
+def test_procid_unescaped_static(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("procid-unescaped")
+    n1, n2 = c.text("node01"), c.text("node02")
+    assert re.search(r"LAUNCHER as expanded on the batch host: .*--node_rank 0 ", n1)
+    # both agents think they are group rank 0: both start the store, both wait for the other's key
+    for text in (n1, n2):
+        assert "The server has started on port = 29500." in text
+        assert re.search(r"DistStoreError: wait timeout after 40000ms, keys: .*torchelastic/role_info/1", text)
+        assert "training done" not in text
+        assert "Rendezvous complete" not in text
+    assert re.search(r"srun: error: node0[12]: task [01]: Exited with exit code 1", n1)
+
+
+def test_procid_unescaped_c10d_is_harmless(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("procid-unescaped-c10d")
+    assert re.search(r"LAUNCHER as expanded on the batch host: .*--node_rank 0 ", c.text("node01"))
+    for node in ("node01", "node02"):
+        assert c.text(node).count("training done after 8 steps") == 2
+    assert "group_rank=1" in c.text("node02")
+    # torchrun only warns about --node_rank under c10d when it is not 0, so the bug leaves no trace here,
+    # while the correctly escaped launcher makes node02 (node_rank 1) print the warning.
+    warning = "node_rank is only used for static rdzv_backend. It will be ignored for rdzv_backend=c10d."
+    assert warning not in c.all_text()
+    assert warning in cap("healthy").text("node02")
+    assert warning not in cap("healthy").text("node01")
+
+
+# --------------------------------------------------------------------------- logscope's verdicts
+def assert_verdict(out_dir: Path, expected_category: str, root_host: str | None = None,
+                   root_rank: int | None = None) -> None:
+    """Placeholder for the lead to wire: logscope's verdict on one captured scenario.
+
+    Skips while ``logscope.analyze`` is not importable.  Until the expectations below are confirmed
+    it only reports what logscope says (as a skip); set LAB_ASSERT_VERDICTS=1 to assert them.
+    """
+    try:
+        from logscope import analyze
+    except (ImportError, AttributeError) as e:
+        pytest.skip(f"logscope.analyze not importable yet: {e}")
+    files = sorted(p for p in Path(out_dir).glob("*.out"))
+    result = analyze(files)
+    verdict = result.verdict
+    culprit = verdict.root_cause
+    said = (f"category={verdict.category.value} host={getattr(culprit, 'host', None)} "
+            f"node={getattr(culprit, 'node', None)} rank={getattr(culprit, 'rank', None)}: {verdict.summary}")
+    if os.environ.get("LAB_ASSERT_VERDICTS") != "1":
+        pytest.skip(f"verdict assertions not wired yet; logscope says {said}")
+    assert verdict.category.value == expected_category, said
+    if root_host is not None:
+        assert culprit is not None and root_host in (culprit.host, culprit.node), said
+    if root_rank is not None:
+        assert culprit is not None and culprit.rank == root_rank, said
+
+
+# Suggested expectations (what really happened in each job) - for the lead to confirm or change.
+EXPECTED = {
+    "healthy": ("healthy", None, None),
+    "raise": ("crash", "node02", 3),
+    "hang": ("hang", "node02", 3),
+    "sigkill": ("crash", "node02", 3),
+    "timelimit": ("scheduler", None, None),
+    "procid-unescaped": ("launch", None, None),
+    "procid-unescaped-c10d": ("healthy", None, None),
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_verdict(captures: Path, scenario: str) -> None:
+    category, host, rank = EXPECTED[scenario]
+    assert_verdict(captures / scenario, category, root_host=host, root_rank=rank)

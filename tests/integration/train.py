@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Tiny torch.distributed (gloo, CPU) training program for the SLURM lab.
+
+Launched by torchrun (it reads RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT from the env).
+Every option can also come from the environment as LAB_<NAME> (e.g. LAB_MODE=raise), so an sbatch
+script can choose the scenario without touching the launcher line.  Command-line flags win.
+
+Modes:
+  healthy  --steps steps of forward/backward (DDP all_reduce of grads) + an explicit all_reduce of the
+           loss, one log line per step on every rank, clean exit.
+  raise    rank --fail-rank raises RuntimeError at step --fail-step; the others then fail in their
+           next collective (gloo: peer closed connection) -> torchrun ChildFailedError.
+  hang     rank --fail-rank sleeps --hang-seconds before the collective at step --fail-step; the others
+           time out after --timeout seconds (init_process_group(timeout=...)).
+  sigkill  rank --fail-rank SIGKILLs itself at step --fail-step.
+  slow     --steps steps with --step-sleep seconds each, meant to outlive a short `--time`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+log = logging.getLogger("train")
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"LAB_{name.upper()}", default)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", default=_env("mode", "healthy"),
+                    choices=["healthy", "raise", "hang", "sigkill", "slow"])
+    ap.add_argument("--steps", type=int, default=int(_env("steps", "10")))
+    ap.add_argument("--fail-rank", type=int, default=int(_env("fail_rank", "3")))
+    ap.add_argument("--fail-step", type=int, default=int(_env("fail_step", "5")))
+    ap.add_argument("--timeout", type=float, default=float(_env("timeout", "20")),
+                    help="process-group timeout in seconds")
+    ap.add_argument("--hang-seconds", type=float, default=float(_env("hang_seconds", "600")))
+    ap.add_argument("--step-sleep", type=float, default=float(_env("step_sleep", "0.2")))
+    return ap.parse_args(argv)
+
+
+@record
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    host = socket.gethostname().split(".")[0]
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s %(levelname)s [{host} rank {rank}/{world} local {local_rank}] %(message)s",
+        stream=sys.stdout,
+    )
+    torch.set_num_threads(1)
+    torch.manual_seed(1234 + rank)
+
+    log.info("init_process_group backend=gloo master=%s:%s timeout=%ss mode=%s",
+             os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"), args.timeout, args.mode)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
+    log.info("process group ready: rank %d of %d", dist.get_rank(), dist.get_world_size())
+
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.randn(256, 32)
+    y = x.sum(dim=1, keepdim=True) * 0.1
+
+    for step in range(1, args.steps + 1):
+        t0 = time.perf_counter()
+        if rank == args.fail_rank and step == args.fail_step:
+            if args.mode == "raise":
+                log.error("injecting failure: raising RuntimeError at step %d", step)
+                raise RuntimeError(f"lab-injected failure on rank {rank} at step {step}")
+            if args.mode == "sigkill":
+                log.error("injecting failure: SIGKILL to self (pid %d) at step %d", os.getpid(), step)
+                sys.stdout.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            if args.mode == "hang":
+                log.warning("injecting hang: sleeping %.0fs before the all_reduce of step %d",
+                            args.hang_seconds, step)
+                sys.stdout.flush()
+                time.sleep(args.hang_seconds)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()  # DDP all_reduces the gradients here
+        opt.step()
+        mean_loss = loss.detach().clone()
+        dist.all_reduce(mean_loss)
+        mean_loss /= world
+        if args.step_sleep:
+            time.sleep(args.step_sleep)
+        log.info("step %d/%d loss %.6f step_time %.3fs", step, args.steps, mean_loss.item(),
+                 time.perf_counter() - t0)
+
+    dist.barrier()
+    log.info("training done after %d steps", args.steps)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

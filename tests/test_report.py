@@ -1,0 +1,241 @@
+"""Post-mortem reports: content, escaping of hostile log text, Markdown images, size limits, the CLI."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from logscope.analysis import Analysis, analyze
+from logscope.cli import main
+from logscope.errors import UsageError
+from logscope.report import charts, postmortem
+from logscope.report.postmortem import md_code, render_html, render_markdown, report_format, write_report
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_charts import synthetic_analysis
+
+CRASH = Path(__file__).parent / "goldens" / "LS301-crash-two-nodes" / "logs"
+HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(2)> ``` `tick` | pipe & amp"
+
+
+def hostile_job(tmp_path: Path) -> Path:
+    """The golden crash with its root exception's message replaced by hostile text."""
+    logs = tmp_path / "logs"
+    shutil.copytree(CRASH, logs)
+    node02 = logs / "train-5001-node02.out"
+    node02.write_text(node02.read_text().replace("batch 57 has NaN labels", HOSTILE))
+    return logs
+
+
+@pytest.fixture(scope="module")
+def crash() -> Analysis:
+    return analyze([CRASH])
+
+
+def test_html_has_verdict_root_cause_evidence_and_cascade(crash: Analysis) -> None:
+    page = render_html(crash, charts.render_charts(crash, formats=("png",)))
+    assert page.startswith("<!DOCTYPE html>")
+    assert "CRASH" in page and "LS301" in page
+    assert "rank 3 on node02 failed first: ValueError: batch 57 has NaN labels" in page
+    assert '<span class="where">train-5001-node02.out:8</span>  [default1]:ValueError' in page  # file:line + text
+    for section in ("Root cause", "Cascade", "Charts", "Per node", "Configuration and transport", "Advice"):
+        assert f">{section}</h2>" in page
+    # the cascade lists the findings root first; the failure sequence starts at the root (+0 s)
+    cascade = page.split('id="cascade"')[1].split("</section>")[0]
+    assert cascade.index("LS301 exit-cascade") < cascade.index("Failure sequence")
+    assert re.search(r'<tr class="strong"><td class="nowrap">0 s</td>', cascade)
+    assert cascade.index("rank 3 · node02") < cascade.index("rank 0 · node01")
+    assert page.count('src="data:image/png;base64,') == 4
+
+
+def test_html_is_self_contained_and_has_no_script(crash: Analysis) -> None:
+    page = render_html(crash, charts.render_charts(crash, formats=("png",)))
+    assert "<script" not in page.lower()
+    references = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page)
+    assert references and all(r.startswith(("#", "data:image/png;base64,")) for r in references)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert "Content-Security-Policy" in page
+
+
+def test_hostile_log_text_is_escaped_in_html(tmp_path: Path) -> None:
+    analysis = analyze([hostile_job(tmp_path)])
+    assert HOSTILE in analysis.verdict.summary  # the detector quotes the message: it reaches the report
+    page = render_html(analysis, charts.render_charts(analysis, formats=("png",)))
+    assert "<script" not in page.lower()
+    assert "<img src=x" not in page and "onerror=alert" not in page.replace("onerror=alert(2)&gt;", "")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(2)&gt;" in page
+    assert "| pipe &amp; amp" in page
+
+
+def test_hostile_log_text_stays_text_in_markdown(tmp_path: Path) -> None:
+    markdown_it = pytest.importorskip("markdown_it")
+    analysis = analyze([hostile_job(tmp_path)])
+    text = render_markdown(analysis)
+    rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    assert "<script" not in rendered.lower() and "<img src=x" not in rendered
+    # the text survives intact: in code (evidence) and as escaped plain text (verdict)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(2)&gt; ``` `tick` | pipe" in rendered
+    # fences are not broken by the backticks in the log line: every fence opened is closed
+    code_blocks = re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", rendered, re.S)
+    assert any("``` `tick` | pipe" in block for block in code_blocks)
+    # the table rows that quote the line keep their column count (the | in the log is escaped)
+    sequence_rows = [line for line in text.splitlines() if line.startswith("| 0 s") or line.startswith("| **0 s")]
+    assert sequence_rows and all(line.count(" | ") == 5 for line in sequence_rows)
+
+
+@pytest.mark.parametrize("text", ["plain", "a `b` c", "```", "`start", "end`", "x | y", "``a``"])
+def test_md_code_cannot_be_closed_by_the_text(text: str) -> None:
+    markdown_it = pytest.importorskip("markdown_it")
+    rendered = markdown_it.MarkdownIt("commonmark").render(md_code(text))
+    match = re.fullmatch(r"<p><code>(.*)</code></p>\n", rendered, re.S)
+    assert match is not None, rendered
+    assert match.group(1).replace("&amp;", "&") == text
+
+
+def test_markdown_links_images_beside_the_file(crash: Analysis, tmp_path: Path) -> None:
+    out = tmp_path / "tickets" / "postmortem.md"
+    written = write_report(crash, out)
+    assert written[0] == out
+    text = out.read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert links == [f"postmortem_files/{name}.png" for name in
+                     ("swimlane", "progress_strip", "last_activity", "failure_curve")]
+    for link in links:
+        assert (out.parent / link).read_bytes().startswith(b"\x89PNG")
+    assert (out.parent / "postmortem_files" / "swimlane.svg").is_file()
+    assert "```text\ntrain-5001-node02.out:8  [default1]:ValueError: batch 57 has NaN labels" in text
+    assert text.startswith("# Post-mortem: job 5001 (train)\n\n**Verdict: CRASH** (LS301)")
+
+
+def test_html_write_report_is_one_file(crash: Analysis, tmp_path: Path) -> None:
+    out = tmp_path / "postmortem.html"
+    assert write_report(crash, out) == [out]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["postmortem.html"]
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("a.html", "html"), ("a.HTM", "html"), ("a.md", "md")])
+def test_report_format_from_extension(name: str, fmt: str) -> None:
+    assert report_format(Path(name)) == fmt
+
+
+@pytest.mark.parametrize("name", ["a.pdf", "a", "a.markdown.txt"])
+def test_report_format_refuses_other_extensions(name: str) -> None:
+    with pytest.raises(UsageError):
+        report_format(Path(name))
+
+
+def test_thousand_rank_job_renders_in_seconds_with_tables_by_node(tmp_path: Path) -> None:
+    analysis = synthetic_analysis(n_ranks=1024, per_node=8, quiet_rank=517)
+    started = time.perf_counter()
+    html_paths = write_report(analysis, tmp_path / "big.html")
+    md_paths = write_report(analysis, tmp_path / "big.md")
+    elapsed = time.perf_counter() - started
+    assert elapsed < 30, f"reports for 1,024 ranks took {elapsed:.1f} s"
+    page = html_paths[0].read_text()
+    assert len(page) < 5_000_000
+    assert "<script" not in page.lower()
+    nodes = page.split('id="nodes"')[1].split("</section>")[0]
+    assert nodes.count("<tr") == 1 + 128  # header + one row per node, not per rank
+    assert "node064" in nodes and "512-519" in nodes
+    sequence = page.split("Failure sequence")[1].split("</table>")[0]
+    assert sequence.count("<tr") == 1 + postmortem.MAX_SEQUENCE
+    assert f"{128 - postmortem.MAX_SEQUENCE} more node(s) not shown" in page
+    text = md_paths[0].read_text()
+    assert len(text) < 500_000 and "aggregated by node" in text
+
+
+def test_config_section_shows_the_node_that_differs() -> None:
+    config = {f"node{i:03d}": {"NCCL_IB_DISABLE": "0", "NCCL_SOCKET_IFNAME": "ib0"} for i in range(4)}
+    config["node002"]["NCCL_IB_DISABLE"] = "1"
+    analysis = synthetic_analysis(n_ranks=32, quiet_rank=5, config=config)
+    page = render_html(analysis)
+    section = page.split('id="config"')[1].split("</section>")[0]
+    assert "2 different configurations across 4 node(s)" in section
+    assert "≠" in section and "node002" in section
+
+
+def test_config_fallback_tabulates_the_timeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "logscope.detectors.config_skew", None)  # as if it did not exist
+    config = {"node000": {"NCCL_IB_DISABLE": "0"}, "node001": {"NCCL_IB_DISABLE": "1"}}
+    analysis = synthetic_analysis(n_ranks=16, quiet_rank=5, config=config)
+    frame = postmortem.node_config_frame(analysis)
+    assert frame.columns == ["node", "NCCL_IB_DISABLE"]
+    assert frame.rows() == [("node000", "0"), ("node001", "1")]
+    doc = postmortem.build_document(analysis)
+    config_table = next(b for s in doc.sections if s.anchor == "config" for b in s.blocks
+                        if isinstance(b, postmortem.Table))
+    assert config_table.columns == ["nodes", "count", "NCCL_IB_DISABLE"] and config_table.flagged_columns == {2}
+
+
+def test_hints_are_included_when_the_module_exists(crash: Analysis, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("logscope.hints")
+    fake.missing_evidence_hints = lambda view, findings: ["Set NCCL_DEBUG=INFO <b>next time</b>"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "logscope.hints", fake)
+    page = render_html(crash)
+    assert "Next time, to make the logs tell more:" in page
+    assert "Set NCCL_DEBUG=INFO &lt;b&gt;next time&lt;/b&gt;" in page
+
+
+def test_broken_hints_module_does_not_stop_the_report(crash: Analysis, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("logscope.hints")
+
+    def broken(view: object, findings: object) -> list[str]:
+        raise KeyError("rank")
+
+    fake.missing_evidence_hints = broken  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "logscope.hints", fake)
+    assert "hints failed: KeyError" in render_html(crash)
+
+
+def test_untimed_job_report(tmp_path: Path) -> None:
+    analysis = synthetic_analysis(n_ranks=16, quiet_rank=5, timed=False)
+    paths = write_report(analysis, tmp_path / "untimed.md")
+    assert [p.name for p in paths[1:]] == ["progress_strip.png", "progress_strip.svg"]
+    text = paths[0].read_text()
+    assert "no timestamps" in text and "first event" not in text  # empty time columns are dropped
+
+
+# --- CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_report_html(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "postmortem.html"
+    code = main(["report", str(CRASH), "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1  # a failure was found, as with analyze
+    assert captured.out == f"Report written to {out}\n"
+    assert "ValueError: batch 57 has NaN labels" in out.read_text()
+
+
+def test_cli_report_markdown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "postmortem.md"
+    assert main(["report", str(CRASH), "--output", str(out)]) == 1
+    assert capsys.readouterr().out == f"Report written to {out} (charts in {tmp_path / 'postmortem_files'}/)\n"
+    assert (tmp_path / "postmortem_files" / "progress_strip.png").is_file()
+
+
+def test_cli_report_healthy_exits_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1 loss 2.0\n")
+    assert main(["report", str(logs), "-o", str(tmp_path / "ok.html")]) == 0
+    assert "HEALTHY" in (tmp_path / "ok.html").read_text()
+
+
+@pytest.mark.parametrize("target", ["postmortem.pdf", "logs/postmortem.html", "logs/sub/postmortem.md"])
+def test_cli_report_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str) -> None:
+    logs = tmp_path / "logs"
+    shutil.copytree(CRASH, logs)
+    before = sorted(p.name for p in logs.rglob("*"))
+    code = main(["report", str(logs), "-o", str(tmp_path / target)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("Error: ") and "Traceback" not in err
+    assert sorted(p.name for p in logs.rglob("*")) == before  # nothing written into the logs
+    assert not (tmp_path / target).exists()

@@ -1,0 +1,87 @@
+"""The HTML report in a real browser (headless Chromium): it renders, and injected log text never runs.
+
+Run with ``pytest -m browser tests/test_report_browser.py``; skipped when no Chromium is installed
+(Debian: ``apt-get install -y chromium``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from logscope.analysis import analyze
+from logscope.report.postmortem import write_report
+
+pytestmark = pytest.mark.browser
+
+CRASH = Path(__file__).parent / "goldens" / "LS301-crash-two-nodes" / "logs"
+INJECTED = ("<script>document.title='pwned'</script>"
+            "<img src=x onerror=\"document.title='pwned-img'\">"
+            "<svg onload=\"document.title='pwned-svg'\"></svg>")
+CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(name)), None)
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    profile = tmp_path / "profile"
+    profile.mkdir(exist_ok=True)
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--hide-scrollbars", f"--user-data-dir={profile}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def hostile_report(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    shutil.copytree(CRASH, logs)
+    node02 = logs / "train-5001-node02.out"
+    node02.write_text(node02.read_text().replace("batch 57 has NaN labels", INJECTED))
+    out = tmp_path / "report" / "postmortem.html"
+    write_report(analyze([logs]), out)
+    return out
+
+
+def test_report_renders_and_injected_script_does_not_run(tmp_path: Path) -> None:
+    report = hostile_report(tmp_path)
+    result = chromium(tmp_path, "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    title = re.search(r"<title>(.*?)</title>", dom, re.S)
+    assert title is not None
+    assert "pwned" not in title.group(1) and html.unescape(title.group(1)).startswith("Post-mortem: job 5001")
+    # the page is there: verdict badge and summary, sections, four charts
+    assert ">CRASH</span>" in dom and "rank 3 on node02 failed first: ValueError:" in dom
+    assert 'id="cascade"' in dom and dom.count("data:image/png;base64,") == 4
+    # the injected markup is text: escaped in the DOM, no element was created from it
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom
+    assert "<img src=\"x\"" not in dom and "<svg onload" not in dom
+    assert not re.search(r"<script\b", dom, re.I)
+
+
+def test_report_screenshot_is_not_blank(tmp_path: Path) -> None:
+    out = tmp_path / "postmortem.html"
+    write_report(analyze([CRASH]), out)
+    shot = tmp_path / "shot.png"
+    result = chromium(tmp_path, "--window-size=1280,2400", f"--screenshot={shot}", out.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    image = pytest.importorskip("PIL.Image").open(shot).convert("L")
+    colours = image.getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 50  # text, tables and charts, not an empty page
+
+
+def test_the_check_would_catch_a_script_that_ran(tmp_path: Path) -> None:
+    """Control: the same check on a page that does run the injected markup sees it."""
+    page = tmp_path / "unsafe.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>Post-mortem</title></head><body>{INJECTED}</body></html>")
+    result = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    title = re.search(r"<title>(.*?)</title>", result.stdout, re.S)
+    assert title is not None and "pwned" in title.group(1)
