@@ -22,6 +22,7 @@ import polars as pl
 from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, order_key, who
+from logscope.hints import missing_evidence_hints
 from logscope.model import Category, Culprit, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.timeline import Job, ProgressHook, load_job
@@ -40,6 +41,8 @@ class Analysis:
     findings: list[Finding]
     verdict: Verdict
     detector_errors: list[str] = field(default_factory=list)
+    # "next time, enable X": what the logs lacked that would have made this analysis sharper
+    hints: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -63,6 +66,7 @@ class Analysis:
             "verdict": self.verdict.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "nodes": node_summary(self),
+            "hints": self.hints,
             "skipped": [{"file": s.display, "reason": s.reason} for s in job.skipped],
             "warnings": job.warnings + self.detector_errors,
         }
@@ -82,7 +86,12 @@ def analyze_job(job: Job, *, select: Iterable[str] | None = None,
     view = JobView(job.timeline, tuple(job.nodes), tuple(f.display for f in job.files), file_nodes)
     findings, errors = run_detectors(view, selected_detectors(select, ignore))
     findings, verdict = choose_verdict(findings, view)
-    return Analysis(job, view, findings, verdict, errors)
+    try:
+        hints = missing_evidence_hints(view, findings)
+    except Exception as error:  # advice must never cost the verdict
+        hints = []
+        errors.append(f"hints failed: {type(error).__name__}: {error}")
+    return Analysis(job, view, findings, verdict, errors, hints)
 
 
 def selected_detectors(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type[Detector]]:

@@ -72,6 +72,27 @@ class Script:
     def uses_launcher(self) -> bool:
         return bool(LAUNCHERS.search(self.text))
 
+    def expand(self, text: str, depth: int = 3) -> str:
+        """``text`` with ``$NAME``/``${NAME}`` replaced by the script's own simple assignments
+        (``NAME=...``/``export NAME=...``), a few levels deep: options often live in variables
+        (``SRUN_ARGS="--kill-on-bad-exit=1 ..."; srun $SRUN_ARGS ...``)."""
+        values = self.assignments
+        for _ in range(depth):
+            new = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", lambda m: values.get(m.group(1), m.group(0)), text)
+            if new == text:
+                break
+            text = new
+        return text
+
+    @property
+    def assignments(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for command in self.commands:
+            m = re.match(r"\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$", command.text, re.S)
+            if m:
+                out[m.group(1)] = m.group(2).strip().strip("\"'")
+        return out
+
 
 def read_script(path: Path) -> Script:
     try:
@@ -230,6 +251,8 @@ def nnodes_not_from_slurm(script: Script) -> Iterator[Problem]:
             line, column = command.where(m.start())
             wanted = int(value.split(":")[-1])
             mismatch = nodes is not None and wanted != nodes
+            if not mismatch and wanted == 1 and nodes == 1:
+                continue  # a single-node job has nothing to go stale
             yield Problem(script.path, line, column, "LL003",
                           f"--nnodes {value} is hard-coded" + (f" but #SBATCH --nodes is {nodes}" if mismatch else ""),
                           "use --nnodes $SLURM_NNODES", "error" if mismatch else "warning")
@@ -248,7 +271,7 @@ def missing_kill_on_bad_exit(script: Script) -> Iterator[Problem]:
         m = re.search(r"(?:^|[;&|(]\s*|\s)srun\s", command.text)
         if not m or command.quote[m.end() - 1]:
             continue
-        if re.search(r"--kill-on-bad-exit|\s-K\b|\s-K\d", command.text):
+        if re.search(r"--kill-on-bad-exit|\s-K\b|\s-K\d", script.expand(command.text)):
             continue
         line, column = command.where(m.end() - 5)
         yield Problem(script.path, line, column, "LL004", "srun without --kill-on-bad-exit",
@@ -266,7 +289,8 @@ def output_without_node(script: Script) -> Iterator[Problem]:
     if (script.nodes or 1) <= 1:
         return
     value, line = script.directives.get("output", ("", 0))
-    srun_output = any(re.search(r"srun\b.*\s(?:--output[= ]|-o\s?)\S*%N", c.text) for c in script.commands)
+    srun_output = any(re.search(r"srun\b.*\s(?:--output[= ]|-o\s?)\S*%N", script.expand(c.text))
+                      for c in script.commands)
     if "%N" not in value and not srun_output:
         yield Problem(script.path, line or 1, 1, "LL005",
                       "logs of all nodes go to one file" + (f" ({value})" if value else ""),

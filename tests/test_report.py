@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
@@ -173,24 +173,25 @@ def test_config_fallback_tabulates_the_timeline(monkeypatch: pytest.MonkeyPatch)
     assert config_table.columns == ["nodes", "count", "NCCL_IB_DISABLE"] and config_table.flagged_columns == {2}
 
 
-def test_hints_are_included_when_the_module_exists(crash: Analysis, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("logscope.hints")
-    fake.missing_evidence_hints = lambda view, findings: ["Set NCCL_DEBUG=INFO <b>next time</b>"]  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "logscope.hints", fake)
-    page = render_html(crash)
+def test_hints_are_included_and_escaped(crash: Analysis) -> None:
+    with_hints = dataclasses.replace(crash, hints=["Set NCCL_DEBUG=INFO <b>next time</b>"])
+    page = render_html(with_hints)
     assert "Next time, to make the logs tell more:" in page
     assert "Set NCCL_DEBUG=INFO &lt;b&gt;next time&lt;/b&gt;" in page
 
 
-def test_broken_hints_module_does_not_stop_the_report(crash: Analysis, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("logscope.hints")
+def test_broken_hints_do_not_stop_the_analysis_or_the_report(crash: Analysis,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import logscope.analysis
 
     def broken(view: object, findings: object) -> list[str]:
         raise KeyError("rank")
 
-    fake.missing_evidence_hints = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "logscope.hints", fake)
-    assert "hints failed: KeyError" in render_html(crash)
+    monkeypatch.setattr(logscope.analysis, "missing_evidence_hints", broken)
+    again = logscope.analysis.analyze_job(crash.job)
+    assert again.verdict == crash.verdict and again.hints == []
+    assert any(e.startswith("hints failed: KeyError") for e in again.detector_errors)
+    assert "hints failed: KeyError" in render_html(again)
 
 
 def test_untimed_job_report(tmp_path: Path) -> None:

@@ -412,15 +412,9 @@ def _config_section(analysis: Analysis) -> Section:
 
 
 def missing_evidence_hints(analysis: Analysis) -> tuple[list[str], str | None]:
-    """"Next time, enable X" hints from :mod:`logscope.hints` when that module exists."""
-    try:
-        from logscope.hints import missing_evidence_hints as hints  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return [], None
-    try:
-        return [str(h) for h in hints(analysis.view, analysis.findings)], None
-    except Exception as error:  # someone else's module must not stop the report
-        return [], f"hints failed: {type(error).__name__}: {error}"
+    """"Next time, enable X" hints, computed with the analysis (see logscope.hints)."""
+    failure = next((e for e in analysis.detector_errors if e.startswith("hints failed")), None)
+    return list(analysis.hints), failure
 
 
 def _advice_section(analysis: Analysis, hints: list[str]) -> Section:

@@ -38,6 +38,11 @@ def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
     advice = advice_panel(analysis)
     if advice is not None:
         parts.append(advice)
+    if analysis.hints:
+        hints = Text()
+        for i, hint in enumerate(analysis.hints):
+            hints.append(("\n" if i else "") + "• " + hint)
+        parts.append(Panel(hints, title="next time", title_align="left", border_style="dim"))
     parts.append(footer(analysis))
     return Group(*parts)
 

@@ -1,0 +1,143 @@
+"""Batch scans: job grouping, table contents, cache, shards and merge, the sbatch array script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from logscope.cli import main
+from logscope.scan import (
+    SCAN_SCHEMA,
+    find_jobs,
+    merge_tables,
+    parse_shard,
+    read_table,
+    sbatch_script,
+    scan,
+    shard_of,
+    summarise,
+    write_table,
+)
+from logscope.errors import UsageError
+
+GOLDENS = Path(__file__).parent / "goldens"
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    """Two jobs in one folder (per-node files sharing a job id), one job folder without ids."""
+    root = tmp_path / "logs"
+    shutil.copytree(GOLDENS / "LS301-crash-two-nodes" / "logs", root / "week1")
+    shutil.copytree(GOLDENS / "LS301-ok-time-limit-sigterm" / "logs", root / "week1", dirs_exist_ok=True)
+    (root / "loose").mkdir()
+    (root / "loose" / "main_log.txt").write_text("srun: error: Node failure on gpu07\n")
+    (root / "loose" / "notes.md").write_text("not a log\n")
+    return root
+
+
+def test_jobs_are_grouped_by_job_id_and_folder(archive: Path) -> None:
+    jobs = find_jobs([archive])
+    keys = sorted((j.job_id or "", len(j.files), j.location.name) for j in jobs)
+    assert keys == [("", 1, "loose"), ("5001", 2, "week1"), ("5002", 2, "week1")]
+
+
+def test_scan_table_names_each_jobs_verdict(archive: Path) -> None:
+    result = scan([archive], workers=1)
+    table = result.table
+    assert table.schema == pl.Schema(SCAN_SCHEMA)
+    rows = {r["job_id"]: r for r in table.to_dicts()}
+    assert rows["5001"]["category"] == "crash"
+    assert (rows["5001"]["root_host"], rows["5001"]["root_rank"]) == ("node02", 3)
+    assert rows["5001"]["root_evidence"].endswith("train-5001-node02.out:8")
+    assert rows["5002"]["category"] == "scheduler"
+    assert rows[None]["category"] == "hardware" and rows[None]["root_host"] == "gpu07"
+    assert all(r["lines_read"] > 0 for r in rows.values())
+
+
+def test_parallel_and_serial_scans_agree(archive: Path) -> None:
+    serial = scan([archive], workers=1).table
+    parallel = scan([archive], workers=2).table
+    assert serial.equals(parallel)
+
+
+def test_cache_rereads_only_changed_jobs(archive: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "out" / "scan.cache.json"
+    first = scan([archive], workers=1, cache_path=cache)
+    assert (first.analysed, first.cached) == (3, 0)
+    again = scan([archive], workers=1, cache_path=cache)
+    assert (again.analysed, again.cached) == (0, 3)
+    assert again.table.equals(first.table)
+    log = archive / "week1" / "train-5002-node02.out"
+    log.write_text(log.read_text() + "[default1]:ValueError: appended later\n")
+    third = scan([archive], workers=1, cache_path=cache)
+    assert (third.analysed, third.cached) == (1, 2)
+    assert not any(p.name.endswith(".json") for p in archive.rglob("*") if p.name != "notes.md")
+
+
+def test_a_damaged_cache_costs_only_a_rescan(archive: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "c.json"
+    cache.write_text("{not json")
+    assert scan([archive], workers=1, cache_path=cache).analysed == 3
+    assert json.loads(cache.read_text())["version"] == 1
+
+
+def test_shards_partition_the_jobs(archive: Path) -> None:
+    everything = {j.key for j in find_jobs([archive])}
+    parts = [{r["job_key"] for r in scan([archive], workers=1, shard=(k, 3)).table.to_dicts()} for k in range(3)]
+    assert set().union(*parts) == everything
+    assert sum(len(p) for p in parts) == len(everything)
+    assert all(0 <= shard_of(k, 3) < 3 for k in everything)
+
+
+@pytest.mark.parametrize("text", ["3/2", "x/4", "1/0", "-1/3"])
+def test_bad_shard_specs(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_shard(text)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_tables_round_trip_and_merge(archive: Path, tmp_path: Path, suffix: str) -> None:
+    table = scan([archive], workers=1).table
+    a, b = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    write_table(table.head(2), a)
+    write_table(table.tail(2), b)  # one job in both shards
+    assert read_table(a).equals(table.head(2))
+    merged = merge_tables([a, b])
+    assert merged.height == 3 and set(merged["job_key"]) == set(table["job_key"])
+
+
+def test_summary_flags_repeat_offender_hosts() -> None:
+    rows = [dict.fromkeys(SCAN_SCHEMA) | {"job_key": str(i), "category": "hardware", "root_host": "gpu13"}
+            for i in range(3)]
+    rows.append(dict.fromkeys(SCAN_SCHEMA) | {"job_key": "x", "category": "crash", "root_host": "gpu02"})
+    summary = summarise(pl.DataFrame(rows, schema=SCAN_SCHEMA))
+    assert summary["per_category"][0] == {"category": "hardware", "len": 3}
+    top = summary["top_root_hosts"]
+    assert top[0]["root_host"] == "gpu13" and top[0]["suspect"] is True
+    assert top[1]["suspect"] is False
+
+
+def test_sbatch_array_script() -> None:
+    text = sbatch_script([Path("/logs/a b")], 8, "/out/scan", 4)
+    assert "#SBATCH --array=0-7" in text and "#SBATCH --cpus-per-task=4" in text
+    assert "'/logs/a b'" in text and '--shard "$shard/8"' in text
+    assert "logscope merge /out/scan-*.parquet -o /out/scan.parquet" in text
+
+
+def test_scan_and_merge_cli(archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "res" / "jobs.parquet"
+    assert main(["scan", str(archive), "-o", str(out), "-j", "1", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["jobs"] == 3 and data["analysed"] == 3
+    assert out.exists() and (tmp_path / "res" / "jobs.parquet.cache.json").exists()
+    assert main(["scan", str(archive), "-o", str(out), "-j", "1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cached"] == 3
+    assert main(["merge", str(out), "-o", str(tmp_path / "all.csv")]) == 0
+    assert (tmp_path / "all.csv").exists()
+    assert main(["scan", str(archive), "-o", str(archive / "inside.parquet")]) == 2
+    assert "inside the log folder" in capsys.readouterr().err
+    assert main(["scan", str(archive), "--since", "yesterday"]) == 2
