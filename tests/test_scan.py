@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from logscope.cli import main
+from logscope.errors import UsageError
 from logscope.scan import (
     SCAN_SCHEMA,
     find_jobs,
@@ -22,7 +23,6 @@ from logscope.scan import (
     summarise,
     write_table,
 )
-from logscope.errors import UsageError
 
 GOLDENS = Path(__file__).parent / "goldens"
 
