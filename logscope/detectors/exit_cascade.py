@@ -155,6 +155,39 @@ def same_process(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return False
 
 
+_IDENTITY = ("rank", "local_rank", "pid")
+
+
+class _ProcessIndex:
+    """Rows by place and identity: the earliest time among the rows :func:`same_process` pairs
+    with a given row, in constant time (same_process compares the first identity key both rows
+    carry, so rows are filed under each key they have, per set of keys present)."""
+
+    def __init__(self) -> None:
+        self._by_place: dict[str, dict[tuple[str, ...], dict[str, dict[Any, datetime]]]] = {}
+
+    def add(self, row: dict[str, Any], when: datetime) -> None:
+        keys = tuple(k for k in _IDENTITY if row.get(k) is not None)
+        if not keys:
+            return  # a row that names no process is never the same process as another
+        slot = self._by_place.setdefault(process_key(row)[0], {}).setdefault(keys, {})
+        for key in keys:
+            values = slot.setdefault(key, {})
+            if row[key] not in values or when < values[row[key]]:
+                values[row[key]] = when
+
+    def earliest(self, row: dict[str, Any]) -> datetime | None:
+        best: datetime | None = None
+        for keys, slot in self._by_place.get(process_key(row)[0], {}).items():
+            key = next((k for k in keys if row.get(k) is not None), None)
+            if key is None:
+                continue
+            when = slot[key].get(row[key])
+            if when is not None and (best is None or when < best):
+                best = when
+        return best
+
+
 def process_key(row: dict[str, Any]) -> tuple[str, str]:
     """Who a row is about, as precisely as the line allows: (place, process)."""
     place = row.get("node") or row.get("host") or row.get("file") or "?"
@@ -212,7 +245,7 @@ class ExitCascade(Detector):
             title += f"; {len(victim_procs)} other process(es) on {len(victim_places)} node(s) went down after it"
         explanation = (
             f"The earliest failure that was not a reaction to another process is {detail} from "
-            f"{who(culprit)} at {when(root.get('time'))}"
+            f"{who(culprit)} at {when(culprit.time)}"
             + (" (time inferred from neighbouring lines)" if root.get("time_inferred") else "")
             + ". "
             + (f"After it, {len(victim_procs)} other process(es) failed or were killed "
@@ -248,6 +281,7 @@ class ExitCascade(Detector):
             if key not in out or (when is not None and (out[key] is None or when < out[key])):  # type: ignore[operator]
                 out[key] = when
 
+        places = list(dict.fromkeys(process_key(r)[0] for r in records))
         for r in records:
             event = Event(r["event"])
             place = process_key(r)[0]
@@ -256,8 +290,8 @@ class ExitCascade(Detector):
             elif event == Event.AGENT_SIGNAL:
                 mark((place, -1), r)
             elif event == Event.CANCELLED and field_of(r, "reason"):
-                for other in records:
-                    mark((process_key(other)[0], -1), r)
+                for place in places:
+                    mark((place, -1), r)
         return out
 
     @classmethod
@@ -271,23 +305,29 @@ class ExitCascade(Detector):
         # A process's first failure line is the one that can have been written earliest.
         own_lines = sorted((r for r in records if Event(r["event"]) not in scheduler),
                            key=lambda r: (window_of(r)[0] or datetime.max, order_key(r)))
-        reacting: list[dict[str, Any]] = []
-        seen: list[dict[str, Any]] = []
+        # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
+        seen = _ProcessIndex()
+        reacting = _ProcessIndex()
+        reacting_on: dict[str, datetime] = {}  # per place, the earliest reaction
         for r in own_lines:
-            if any(same_process(r, other) for other in seen):
+            if seen.earliest(r) is not None:
                 continue
-            seen.append(r)
+            seen.add(r, datetime.min)
             if is_victim(r, signalled):
-                reacting.append(r)
+                first_time = window_of(r)[0] or datetime.min
+                reacting.add(r, first_time)
+                place = process_key(r)[0]
+                reacting_on[place] = min(first_time, reacting_on.get(place, first_time))
 
         def reacted(row: dict[str, Any]) -> bool:
             # The reaction may have come first as soon as its earliest time is not after the row's
             # latest (second-resolution records included).
             latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
             # srun's task lines name a node, not a process: any reaction on that node counts.
-            node_level = Event(row["event"]) == Event.SRUN_TASK_EXIT
-            return any((same_process(row, first) or (node_level and process_key(row)[0] == process_key(first)[0]))
-                       and (window_of(first)[0] or datetime.min) <= latest for first in reacting)
+            if Event(row["event"]) == Event.SRUN_TASK_EXIT and process_key(row)[0] in reacting_on:
+                return reacting_on[process_key(row)[0]] <= latest
+            first_time = reacting.earliest(row)
+            return first_time is not None and first_time <= latest
 
         detailed = [r for r in records if Event(r["event"]) in DETAIL_EVENTS and Event(r["event"]) != Event.CPP_EXCEPTION
                     and not is_victim(r, signalled) and not reacted(r)]

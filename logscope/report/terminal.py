@@ -73,7 +73,7 @@ def root_panel(analysis: Analysis) -> Panel | None:
     rows.add_column(overflow="fold")  # a long path wraps instead of losing its line number
     for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
                          ("local rank", culprit.local_rank),
-                         ("time", culprit.time.isoformat(sep=" ") if culprit.time else None)):
+                         ("time", culprit.time.isoformat(sep=" ", timespec="milliseconds") if culprit.time else None)):
         if value is not None and not (label == "node" and value == culprit.host):
             rows.add_row(label, str(value))
     if culprit.evidence is not None:
@@ -84,26 +84,28 @@ def root_panel(analysis: Analysis) -> Panel | None:
 
 
 def findings_table(findings: list[Finding], *, verbose: bool = False) -> Table:
-    table = Table(title="findings", title_justify="left", show_lines=verbose, expand=False)
+    table = Table(title="findings", title_justify="left", show_lines=verbose, expand=True)
     table.add_column("code", style="bold", no_wrap=True)
     table.add_column("severity", no_wrap=True)
     table.add_column("role", no_wrap=True)
-    table.add_column("finding")
-    table.add_column("where", no_wrap=False)
+    table.add_column("finding", ratio=1)
+    table.add_column("where", no_wrap=True, max_width=24)
     for finding in findings:
-        where = ", ".join(finding.hosts[:3]) + (" ..." if len(finding.hosts) > 3 else "")
+        where = ", ".join(finding.hosts[:2]) + (" ..." if len(finding.hosts) > 2 else "")
+        title = finding.title if verbose or len(finding.title) <= 160 else finding.title[:157] + "..."
+        body = Text(title, style="bold" if verbose else "", overflow="fold")
         if finding.evidence:
             first = finding.evidence[0]
-            where = (where + "\n" if where else "") + f"{first.file.rsplit('/', 1)[-1]}:{first.line}"
-        body: RenderableType = Text(finding.title)
+            body.append(f"\n{first.file}:{first.line}", style="dim cyan")
+        cell: RenderableType = body
         if verbose:
-            body = Group(Text(finding.title, style="bold"), Text(finding.explanation),
+            cell = Group(body, Text(finding.explanation),
                          *[Text(f"{e.file}:{e.line}  {e.text}", style="yellow") for e in finding.evidence[:4]])
         table.add_row(
             finding.code,
             Text(finding.severity.value, style=SEVERITY_STYLE[finding.severity]),
             Text(finding.role.value, style="bold" if finding.role == Role.ROOT else "dim"),
-            body,
+            cell,
             where,
         )
     return table
