@@ -206,6 +206,13 @@ def _corroborate(chosen: Finding, findings: list[Finding]) -> Culprit | None:
 
 def _no_root_verdict(view: JobView, findings: list[Finding]) -> Verdict:
     errors = view.events.filter(pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value]))
+    # Error lines a finding already cites (as context: a corrected-memory Xid, a killed
+    # DataLoader worker) are explained, not unknown.
+    cited = {(e.file, e.line) for f in findings for e in f.evidence}
+    if cited and errors.height:
+        explained = pl.DataFrame([{"file": f, "line": n} for f, n in cited],
+                                 schema={"file": pl.String, "line": pl.Int64})
+        errors = errors.join(explained, on=["file", "line"], how="anti")
     if errors.height:
         first = sorted(errors.to_dicts(), key=order_key)[0]
         culprit = culprit_of(first)

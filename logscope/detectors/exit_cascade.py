@@ -74,6 +74,12 @@ VICTIM_EVENTS = (Event.WATCHDOG_TIMEOUT, Event.WATCHDOG_STATUS, Event.TEARDOWN, 
                  Event.AGENT_SIGNAL, Event.NCCL_ABORT, Event.NCCL_SOCKET_ERROR, Event.CANCELLED,
                  Event.STEP_ABORTED, Event.DIST_ERROR, Event.STORE_ERROR, Event.PORT_IN_USE)
 
+# Lines saying a process itself failed. Without one there is no cascade to explain: an Xid, an
+# ECC report, an oom-kill count or a node failure alone are for their own detectors to judge.
+PROCESS_FAILURES = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FATAL_SIGNAL, Event.NCCL_CUDA_FAILURE,
+                    Event.ERROR_FILE, Event.CPP_EXCEPTION, Event.WORKER_FAILED, Event.CHILD_FAILURE,
+                    Event.SRUN_TASK_EXIT)
+
 SIGNAL_EXIT = {-15, -9, -1, 143, 137, 15, 9}
 ROOT_CATEGORY = {
     Event.CUDA_OOM: Category.OOM,
@@ -224,6 +230,8 @@ class ExitCascade(Detector):
         if rows.height == 0:
             return []
         records = sorted(rows.to_dicts(), key=order_key)
+        if not any(Event(r["event"]) in PROCESS_FAILURES for r in records):
+            return []
         signalled = self._signalled(records)
         root = self._root(records, signalled)
         if root is None:
