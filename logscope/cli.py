@@ -27,7 +27,7 @@ import typer
 from rich.console import Console
 
 from logscope import __version__
-from logscope.errors import LogscopeError, UsageError
+from logscope.errors import LogscopeError, UsageError, printable
 
 if TYPE_CHECKING:
     from logscope.scan import ScanResult
@@ -90,6 +90,8 @@ def analyze(
     fmt = _format(output_format)
     patterns = _patterns(pattern)
     chart_dir = _output_dir(charts, paths) if charts is not None else None
+    if chart_dir is not None and chart_dir.exists() and not chart_dir.is_dir():
+        raise UsageError(f"--charts wants a folder; {chart_dir} is a file")
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
     if chart_dir is not None:
@@ -145,7 +147,7 @@ def report(
     from logscope.report.postmortem import chart_folder, report_format, write_report
 
     fmt = report_format(output)
-    _output_dir(output, paths)  # the file, and the _files/ folder beside it
+    _output_file(output, paths)  # the file, and the _files/ folder beside it
     patterns = _patterns(pattern)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
@@ -195,10 +197,10 @@ def scan(
     parsed_shard = scanner.parse_shard(shard) if shard else None
     when = _date(since) if since else None
     if output is not None:
-        _output_dir(output, roots)
+        _output_file(output, roots)
     cache_path = None if no_cache else (cache or (output.with_name(output.name + ".cache.json") if output else None))
     if cache_path is not None:
-        _output_dir(cache_path, roots)
+        _output_file(cache_path, roots)
     progress, on_total, on_done = _scan_progress()
     with progress:
         result = scanner.scan(roots, patterns=patterns, workers=jobs, since=when, shard=parsed_shard,
@@ -319,6 +321,12 @@ def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, outp
     if result is not None:
         console.print(f"analysed {result.analysed}, from cache {result.cached}, "
                       f"unreadable {result.failed}", style="dim", highlight=False)
+        unreadable = [r for r in result.table.select("job_key", "error").to_dicts() if r["error"]]
+        for row in unreadable[:10]:  # what was skipped, and why
+            console.print(f"unreadable {row['job_key']}: {row['error']}", style="dim", highlight=False,
+                          markup=False, soft_wrap=True)
+        if len(unreadable) > 10:
+            console.print(f"... {len(unreadable) - 10} more unreadable", style="dim", highlight=False)
     if output is not None:
         console.print(f"table written to {output}", style="dim", highlight=False)
 
@@ -349,13 +357,30 @@ def _console() -> Console:
 
 def _output_dir(target: Path, inputs: Sequence[Path]) -> Path:
     """Refuse to write into the analysed log folders: logscope never modifies them."""
-    resolved = target.resolve()
+    resolved = _resolve(target)
     for given in inputs:
-        base = given.resolve()
+        base = _resolve(given)
         folder = base if base.is_dir() else base.parent
         if resolved == folder or folder in resolved.parents:
             raise UsageError(f"{target} is inside the log folder {given}; write outputs elsewhere "
                              "(logscope never writes into the logs it reads)")
+    return target
+
+
+def _resolve(path: Path) -> Path:
+    """The real path; a symbolic-link loop (which resolve() raises on) stands for itself in the
+    real folder that holds it."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return _resolve(path.absolute().parent) / path.name
+
+
+def _output_file(target: Path, inputs: Sequence[Path]) -> Path:
+    """An output file: outside the log folders, and not an existing folder."""
+    _output_dir(target, inputs)
+    if target.is_dir():
+        raise UsageError(f"{target} is a folder; give a file name to write to")
     return target
 
 
@@ -407,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("Aborted.\n")
         return 130
     except LogscopeError as error:
-        sys.stderr.write(f"Error: {error}\n")
+        sys.stderr.write(f"Error: {printable(str(error))}\n")  # one line, whatever the paths in it hold
         return error.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")

@@ -7,6 +7,8 @@ an internal error (still one line, exit code 2, the traceback only with ``--debu
 
 from __future__ import annotations
 
+import re
+
 
 class LogscopeError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with."""
@@ -24,3 +26,22 @@ class UsageError(LogscopeError):
 
 class OutputError(LogscopeError):
     """An output file cannot be written (or would be written into the log folder)."""
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show on one line and to write as UTF-8: control characters (a newline in
+    a file name, a terminal escape) and bytes that are not UTF-8 (a file name's surrogate
+    escapes) are written as backslash escapes."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group(0))
+        if match.group(0) in "\n\r\t":
+            return repr(match.group(0))[1:-1]
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"\\x{code - 0xDC00:02x}"  # an undecodable byte of a file name
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return _UNPRINTABLE.sub(escape, text)

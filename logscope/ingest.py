@@ -15,10 +15,18 @@ Reading policy, the same for every file:
 
 from __future__ import annotations
 
+import codecs
+import errno
 import io
 import json
+import multiprocessing
 import os
+import pickle
+import queue
 import re
+import subprocess
+import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +37,7 @@ from typing import Protocol
 import polars as pl
 import zstandard
 
-from logscope.errors import InputError
+from logscope.errors import InputError, printable
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.filenames import DEFAULT_PATTERNS, NameInfo, describe, strip_compression
 from logscope.parsers.lines import EVENT_COLUMNS, parse_chunk
@@ -38,11 +46,17 @@ from logscope.parsers.timestamps import FULL_DATE_BYTES
 CHUNK_BYTES = 32 * 1024 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024
 SNIFF_BYTES = 8192
+NUL_RUN = 4096  # NUL bytes in a row beyond this are a hole in the file, not text
 # NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first and
 # the last ones matter to the detectors (where a rank started and where it stopped).
 COLL_HEAD = 2
 COLL_TAIL = 64
 PROGRESS_TAIL = 4096
+# Jobs at least this big are read by several processes (read_files). Below it the gain is small
+# (starting a worker takes ~0.3 s) and each worker costs ~130 MB (an interpreter with polars).
+PARALLEL_MIN_BYTES = 128 * 1024 * 1024
+MAX_WORKERS = 8
+_WORKER_ENV = "LOGSCOPE_READ_WORKER"
 
 _FULL_DATE = re.compile(FULL_DATE_BYTES)
 # What reading a damaged file can raise; each becomes a warning or a skipped file, never a crash.
@@ -107,11 +121,11 @@ def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                         continue
                     _add(Path(root) / name, given, found, skipped, seen, patterns)
             for error in walk_errors:
-                skipped.append(Skipped(str(error.filename), f"cannot list folder ({error.strerror})"))
+                skipped.append(Skipped(printable(str(error.filename)), f"cannot list folder ({error.strerror})"))
         else:
             _add(given, None, found, skipped, seen, patterns)
     if ignored:
-        shown = ", ".join(Path(p).name for p in ignored[:4]) + (" ..." if len(ignored) > 4 else "")
+        shown = ", ".join(printable(Path(p).name) for p in ignored[:4]) + (" ..." if len(ignored) > 4 else "")
         skipped.append(Skipped(f"{len(ignored)} file(s)", f"not logs by their names ({shown})"))
     return found, skipped
 
@@ -125,7 +139,7 @@ def _not_a_log(name: str) -> bool:
 
 def _add(path: Path, base: Path | None, found: list[SourceFile], skipped: list[Skipped],
          seen: set[tuple[int, int]], patterns: tuple[str, ...]) -> None:
-    display = str(path)
+    display = printable(str(path))  # a name may hold a newline, or bytes that are not UTF-8
     try:
         stat = path.stat()
     except OSError as error:
@@ -140,7 +154,7 @@ def _add(path: Path, base: Path | None, found: list[SourceFile], skipped: list[S
     seen.add(key)
     rel = path.relative_to(base) if base is not None else Path(path.name)
     _, compression = strip_compression(path.name)
-    found.append(SourceFile(path, display, describe(rel, patterns), compression, stat.st_size))
+    found.append(SourceFile(path, display, describe(Path(printable(str(rel))), patterns), compression, stat.st_size))
 
 
 def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> FileRead | Skipped:
@@ -161,7 +175,8 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
             result.warnings.append("empty file")
             return result
         if _looks_binary(head):
-            return Skipped(source.display, "binary data, not a text log")
+            what = "only NUL bytes at its start (a hole)" if head == bytes(len(head)) else "binary data"
+            return Skipped(source.display, f"{what}, not a text log")
         year = _reference_year(head, source.path)
         carry_time: datetime | None = None
         parts: list[pl.DataFrame] = []
@@ -169,9 +184,9 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
             for block in _blocks(stream, result):
                 if on_bytes is not None:
                     on_bytes(len(block))
-                lines = _lines_frame(block, result.lines_read)
+                lines = _lines_frame(_without_nul(block), result.lines_read)
                 result.lines_read += lines.height
-                chunk = parse_chunk(lines, year, carry_time)
+                chunk = parse_chunk(lines, year, carry_time, coll_keep=(COLL_HEAD, COLL_TAIL))
                 carry_time = chunk.last_time
                 result.lines_recognised += chunk.lines_recognised
                 if chunk.events.height:
@@ -186,6 +201,120 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
         if parts:
             result.events = _finish_times(_thin(pl.concat(parts)))
     return result
+
+
+def read_files(sources: Sequence[SourceFile],
+               on_bytes: Callable[[SourceFile, int], None] | None = None) -> list[FileRead | Skipped]:
+    """:func:`read_file` for each of ``sources``, results in the same order.
+
+    A big job is read by one worker process per core, a file at a time. Polars runs each string
+    kernel of a chunk on one core, and Python threads calling it contend rather than scale, so
+    files are the unit of parallelism. (This process waits rather than reads: it cannot have the
+    workers' memory settings, see _Workers, and reads ~15% slower.) Workers are plain
+    ``python -c`` subprocesses, not multiprocessing, which re-imports the caller's ``__main__``: a
+    library user's unguarded script would run again. A file a worker did not return (it could not
+    start, or died) is read here. ``on_bytes`` gets each block read here, and a file's size when a
+    worker returns it.
+    """
+    results: list[FileRead | Skipped | None] = [None] * len(sources)
+    cores = min(_usable_cores(), len(sources), MAX_WORKERS)
+    # A process that is itself a worker (ours, or one of scan's, which already fill the cores)
+    # reads in-process.
+    nested = bool(os.environ.get(_WORKER_ENV)) or multiprocessing.parent_process() is not None
+    if cores >= 2 and not nested and sum(s.size for s in sources) >= PARALLEL_MIN_BYTES:
+        for i, got in _Workers(sources, _balance(sources, cores)).results():
+            results[i] = got
+            if on_bytes is not None:
+                on_bytes(sources[i], sources[i].size)
+
+    def read_here(i: int) -> FileRead | Skipped:
+        def hook(n: int) -> None:
+            if on_bytes is not None:
+                on_bytes(sources[i], n)
+
+        return read_file(sources[i], hook)
+
+    return [read_here(i) if outcome is None else outcome for i, outcome in enumerate(results)]
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (a SLURM allocation or a container may grant fewer than the
+    machine has)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _balance(sources: Sequence[SourceFile], count: int) -> list[list[int]]:
+    """``count`` groups of file indexes of about equal total size (biggest first, to the least
+    loaded group), each in file order."""
+    groups: list[list[int]] = [[] for _ in range(count)]
+    load = [0] * count
+    for i in sorted(range(len(sources)), key=lambda i: -sources[i].size):
+        smallest = load.index(min(load))
+        groups[smallest].append(i)
+        load[smallest] += sources[i].size
+    return [sorted(group) for group in groups]
+
+
+class _Workers:
+    """Worker processes reading groups of files, each returning (index, result) per file."""
+
+    def __init__(self, sources: Sequence[SourceFile], groups: list[list[int]]) -> None:
+        package_root = str(Path(__file__).resolve().parents[1])
+        self._env = {
+            **os.environ, _WORKER_ENV: "1", "POLARS_MAX_THREADS": "1",  # the processes already fill the cores
+            "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p),
+            # Each block allocates a few buffers of CHUNK_BYTES, freed at the end of the block. By
+            # default glibc maps and unmaps them (Python's) and jemalloc hands freed pages back to
+            # the system (polars'), so every block faults its memory in again, page by page: ~10%
+            # of a worker's time. A short-lived worker keeps and reuses its memory instead.
+            "MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 32),
+            "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1",
+        }
+        self._sources = sources
+        self._returned: queue.SimpleQueue[tuple[int, FileRead | Skipped] | None] = queue.SimpleQueue()
+        self._running = len(groups)
+        for group in groups:
+            threading.Thread(target=self._run, args=(group,), daemon=True).start()
+
+    def results(self) -> Iterator[tuple[int, FileRead | Skipped]]:
+        """Each result as a worker returns it, until all the workers are done."""
+        while self._running:
+            item = self._returned.get()
+            if item is None:
+                self._running -= 1
+            else:
+                yield item
+
+    def _run(self, group: list[int]) -> None:
+        # Whatever fails (no interpreter, a worker killed for memory), the files it did not
+        # return are read by the caller.
+        try:
+            with subprocess.Popen([sys.executable, "-c", "from logscope.ingest import _worker; _worker()"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  env=self._env) as proc:
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(pickle.dumps([self._sources[i] for i in group]))
+                proc.stdin.close()
+                for i in group:  # one result per file, in order, as soon as it is read
+                    self._returned.put((i, pickle.load(proc.stdout)))
+        except Exception:
+            pass
+        finally:
+            self._returned.put(None)
+
+
+def _worker() -> None:
+    """A worker process of :func:`read_files`: pickled sources on stdin, one pickled result per
+    file on stdout."""
+    sources = pickle.load(sys.stdin.buffer)
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but results may go into the results stream
+    for source in sources:
+        pickle.dump(read_file(source), out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
 
 
 def _open(source: SourceFile) -> io.BufferedReader | _InflateStream | io.BufferedIOBase:
@@ -263,15 +392,34 @@ def _peek(stream: io.BufferedIOBase | _InflateStream) -> bytes:
 def _blocks(stream: io.BufferedIOBase | _InflateStream, result: FileRead) -> Iterator[bytes]:
     """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES."""
     pending: bytes = getattr(stream, "_logscope_head", b"")
+    squeezed = 0
     while True:
         data = stream.read(CHUNK_BYTES)
         if not data:
             break
+        if data[:1] == b"\0" or data[-1:] == b"\0":
+            data, dropped = _squeeze_nul_runs(data)
+            squeezed += dropped
+            if data == b"\0" and isinstance(stream, io.BufferedReader):  # in a hole: jump to the data
+                here = stream.tell()
+                there = _next_data(result.source.path, here)
+                if there is not None and there > here:
+                    stream.seek(there)
+                    squeezed += there - here
+        cut = data.rfind(b"\n")
+        if cut != -1:
+            # One copy of the block, not two: the carried partial line joined to the new bytes up
+            # to their last newline.
+            yield pending + memoryview(data)[: cut + 1] if pending else data[: cut + 1]
+            pending = data[cut + 1:]
+            continue
         pending += data
-        cut = pending.rfind(b"\n")
+        cut = pending.rfind(b"\n")  # only the sniffed head can hold one
         if cut == -1:
             if len(pending) > MAX_LINE_BYTES:
-                result.warnings.append(f"a line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB was split")
+                split = f"a line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB was split"
+                if split not in result.warnings:
+                    result.warnings.append(split)
                 yield pending + b"\n"
                 pending = b""
             continue
@@ -279,12 +427,61 @@ def _blocks(stream: io.BufferedIOBase | _InflateStream, result: FileRead) -> Ite
         pending = pending[cut + 1:]
     if pending:
         yield pending
+    if squeezed:
+        result.warnings.append(f"{squeezed:,} NUL bytes skipped (a hole, as a node that crashed while writing "
+                               "leaves); the lines around them were read")
+
+
+def _without_nul(block: bytes) -> bytes:
+    """``block`` without NUL bytes: a crash leaves them in front of the next writer's text, where
+    they would hide it from the patterns. Newlines are kept, and a last line made only of NUL
+    bytes stays a line, so line numbers do not change."""
+    if b"\0" not in block:
+        return block
+    kept = block.replace(b"\0", b"")
+    if not block.endswith(b"\n") and (not kept or kept.endswith(b"\n")):
+        kept += b"\0"
+    return kept
+
+
+def _next_data(path: Path, offset: int) -> int | None:
+    """Where data resumes at or after ``offset`` in a sparse file (its size when only a hole is
+    left); None when the system cannot tell. Uses its own descriptor: the reader's is untouched."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.lseek(fd, offset, seek_data)
+    except OSError as error:
+        return os.fstat(fd).st_size if error.errno == errno.ENXIO else None
+    finally:
+        os.close(fd)
+
+
+def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
+    """A long run of NUL bytes at either end of ``data`` becomes one NUL byte (newlines, and so
+    line numbers, are kept); return the new bytes and how many were dropped. A sparse or
+    NUL-padded file is then read at disk speed, in constant memory."""
+    if data == bytes(len(data)):
+        return b"\0", len(data) - 1
+    size = len(data)
+    if data[-1:] == b"\0" and len(data) - len(kept := data.rstrip(b"\0")) > NUL_RUN:
+        data = kept + b"\0"
+    if data[:1] == b"\0" and len(data) - len(kept := data.lstrip(b"\0")) > NUL_RUN:
+        data = b"\0" + kept
+    return data, size - len(data)
 
 
 def _lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
     """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily."""
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
+    while block.startswith(codecs.BOM_UTF8):  # the reader drops it, and finds "no data" if that was all
+        block = block[len(codecs.BOM_UTF8):] or b"\n"
     frame = pl.read_csv(
         io.BytesIO(block.replace(b"\x1f", b" ")),
         has_header=False,
@@ -306,8 +503,9 @@ def _looks_binary(head: bytes) -> bool:
     """Mostly control bytes, or mostly bytes that are not UTF-8: not a text log.
 
     A few NUL or invalid bytes are normal in logs of crashed jobs (a node died mid-write) and
-    do not make a file binary.
+    do not make a file binary, nor does a run of NUL bytes (a hole the crash left) after text.
     """
+    head = re.sub(rb"\0{64,}", b"", head) or head
     control = len(head) - len(head.translate(None, bytes(range(0, 9)) + bytes(range(14, 32)) + b"\x7f"))
     if control > len(head) * 0.10:
         return True
@@ -321,9 +519,10 @@ def _reference_year(head: bytes, path: Path) -> int:
     if m := _FULL_DATE.search(head):
         return int(m.group(1))
     try:
-        return datetime.fromtimestamp(path.stat().st_mtime).year
+        year = datetime.fromtimestamp(path.stat().st_mtime).year
     except (OSError, ValueError, OverflowError):
         return 1970
+    return year if 1900 <= year <= 2999 else 1970  # as timestamps.py: no year close to datetime's limits
 
 
 def _thin(events: pl.DataFrame) -> pl.DataFrame:
@@ -380,6 +579,7 @@ def _read_error_json(source: SourceFile) -> FileRead | Skipped:
     try:
         if stamp is not None:
             when = datetime.fromtimestamp(int(stamp), tz=timezone.utc).replace(tzinfo=None)
+            when = when if 1900 <= when.year <= 2999 else None  # as timestamps.py
     except (ValueError, OverflowError, OSError):
         when = None
     first = message.splitlines()[0] if message else "(empty message)"

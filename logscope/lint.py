@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logscope.errors import InputError
+from logscope.errors import InputError, printable
 
 LAUNCHERS = re.compile(r"\b(?:torchrun|torch\.distributed\.(?:run|launch)|accelerate\s+launch|deepspeed)\b")
 
@@ -96,12 +96,14 @@ class Script:
 
 def read_script(path: Path) -> Script:
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise InputError(f"{path}: not a regular file")  # a FIFO would block the read forever
         data = path.read_bytes()
     except OSError as error:
         raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
     if b"\x00" in data[:4096]:
         raise InputError(f"{path}: binary file, not a job script")
-    return parse_script(data.decode("utf-8", "replace"), str(path))
+    return parse_script(data.decode("utf-8", "replace"), printable(str(path)))
 
 
 def parse_script(text: str, path: str = "<script>") -> Script:

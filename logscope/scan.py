@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from logscope.errors import InputError, LogscopeError, OutputError, UsageError
+from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import NOT_LOG_SUFFIXES
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe, strip_compression
 
@@ -73,7 +73,7 @@ class JobFiles:
     def signature(self) -> str:
         h = hashlib.sha1(usedforsecurity=False)
         for path, size, mtime in zip(self.files, self.sizes, self.mtimes, strict=True):
-            h.update(f"{path}\0{size}\0{mtime}\n".encode())
+            h.update(f"{path}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     @property
@@ -108,7 +108,8 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     groups: dict[tuple[str, str | None], list[tuple[Path, int, int]]] = {}
     for root in roots:
         if not root.exists():
-            raise InputError(f"{root}: no such file or directory")
+            what = "broken or looping symbolic link" if root.is_symlink() else "no such file or directory"
+            raise InputError(f"{root}: {what}")
         walker: Iterable[tuple[str, list[str], list[str]]]
         walker = [(str(root.parent), [], [root.name])] if root.is_file() else os.walk(root, followlinks=False)
         for folder, dirs, files in walker:
@@ -123,7 +124,7 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                     stat = path.stat()
                 except OSError:
                     continue
-                info = describe(Path(name), patterns)
+                info = describe(Path(printable(name)), patterns)
                 job_id = info.job_id
                 if info.array_task is not None and job_id is not None:
                     job_id = f"{job_id}_{info.array_task}"
@@ -131,7 +132,7 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     jobs = []
     for (folder, job_id), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         members.sort()
-        key = f"{folder}::{job_id}" if job_id else folder
+        key = printable(f"{folder}::{job_id}" if job_id else folder)
         jobs.append(JobFiles(key, job_id, Path(folder), tuple(m[0] for m in members),
                              tuple(m[1] for m in members), tuple(m[2] for m in members)))
     return jobs
@@ -140,7 +141,7 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
 def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
     """One job's row. Runs in a worker process; never raises."""
     row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
-    row.update(job_key=job.key, job_id=job.job_id, location=str(job.location), files=len(job.files),
+    row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
                bytes=sum(job.sizes), newest_file=job.newest)
     try:
         from logscope.analysis import analyze
@@ -189,6 +190,8 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
          on_done: Callable[[dict[str, Any]], None] | None = None) -> ScanResult:
     """Analyse every job under ``roots``; see the module docstring."""
     jobs = find_jobs(roots, patterns)
+    if not jobs:
+        raise InputError(f"no log files found in {', '.join(str(r) for r in roots)}")
     result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA))
     if shard is not None:
         jobs = [j for j in jobs if shard_of(j.key, shard[1]) == shard[0]]
@@ -252,8 +255,8 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
             except Exception as error:  # a worker killed by the OS (OOM) still gives a row
                 job = jobs[index]
                 row = dict.fromkeys(SCAN_SCHEMA)
-                row.update(job_key=job.key, job_id=job.job_id, location=str(job.location), files=len(job.files),
-                           bytes=sum(job.sizes), newest_file=job.newest, category="unreadable",
+                row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)),
+                           files=len(job.files), bytes=sum(job.sizes), newest_file=job.newest, category="unreadable",
                            error=f"worker failed: {type(error).__name__}: {error}")
             results[index] = row
             if on_done is not None:
@@ -270,7 +273,8 @@ def _to_json_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_json_row(row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row)
+    # a cache written by an older version may hold a file name's undecodable bytes
+    out = {key: printable(value) if isinstance(value, str) else value for key, value in row.items()}
     for key, dtype in SCAN_SCHEMA.items():
         if isinstance(dtype, pl.Datetime) and isinstance(out.get(key), str):
             out[key] = datetime.fromisoformat(out[key])

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from logscope.errors import InputError
-from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_file
+from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.parsers.timestamps import parse_event_time
@@ -61,12 +61,7 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     """
     files, skipped = discover(inputs, patterns)
     reads: list[FileRead] = []
-    for source in files:
-        def hook(n: int, source: SourceFile = source) -> None:
-            if on_progress is not None:
-                on_progress(source, n)
-
-        outcome = read_file(source, hook)
+    for outcome in read_files(files, on_progress):
         if isinstance(outcome, Skipped):
             skipped.append(outcome)
         else:
@@ -110,7 +105,7 @@ def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Jo
     if not frames:
         job.nodes = file_nodes
         return job
-    events = pl.concat(frames, how="vertical")
+    events = _without_controls(pl.concat(frames, how="vertical"))
     events = events.with_columns(
         pl.coalesce("host", "_file_host").alias("host"),
         pl.coalesce("pid", "_file_pid").alias("pid"),
@@ -124,6 +119,26 @@ def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Jo
     )
     job.nodes = sorted(set(job.timeline["node"].drop_nulls().to_list()) | set(file_nodes))
     return job
+
+
+# Terminal escape sequences (a logger's colours, or hostile: clear the screen, set the title) and
+# other control characters in log text would reach the terminal as they are: dropped here, once,
+# from the text and string fields of the events (a few rows, not the lines read).
+_ESCAPES = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+
+
+def _without_controls(events: pl.DataFrame) -> pl.DataFrame:
+    strings = [name for name, dtype in FIELD_SCHEMA.items() if dtype == pl.String()]
+    dirty = pl.any_horizontal(
+        pl.col("text").str.contains(_ESCAPES),
+        *[pl.col("fields").struct.field(name).str.contains(_ESCAPES) for name in strings],
+    ).fill_null(False)
+    if not events.select(dirty.any()).item():
+        return events
+    return events.with_columns(
+        pl.col("text").str.replace_all(_ESCAPES, ""),
+        pl.col("fields").struct.with_fields(*[pl.field(name).str.replace_all(_ESCAPES, "") for name in strings]),
+    )
 
 
 def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> pl.DataFrame:

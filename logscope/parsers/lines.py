@@ -9,13 +9,21 @@ How one chunk is processed:
 
 1. lines holding carriage returns (tqdm redraws, ``\\r``-glued output) are split into segments
    that keep their physical line number;
-2. launcher prefixes are peeled (:mod:`logscope.parsers.prefixes`);
-3. a leading timestamp is parsed for every line, so untimed events can take the time of the
-   nearest timed line above them (``time_inferred``);
-4. one Aho-Corasick pass finds which pattern triggers each line contains; lines with none are
-   unrecognised and dropped here;
-5. each pattern's regex runs only on the lines holding its trigger and not yet claimed by an
-   earlier pattern.
+2. launcher prefixes are split off (:mod:`logscope.parsers.prefixes`): one capture-free match per
+   line, and what the prefixes say is worked out once per distinct prefix string;
+3. a leading timestamp is parsed for every line that can start with one (a capture-free test
+   picks them), so untimed events can take the time of the nearest timed line above them
+   (``time_inferred``);
+4. when the caller thins NCCL COLL lines (``coll_keep``), the COLL lines that the thinning would
+   drop anyway are set aside before any pattern runs (:func:`_coll_surplus`): they are counted as
+   recognised but never classified, which is most of the cost of a COLL-heavy log;
+5. one Aho-Corasick pass finds which pattern triggers each remaining line contains; lines with
+   none are unrecognised and dropped here;
+6. each pattern's regex runs only on the lines holding its trigger; a line is the event of the
+   first pattern, in table order, that matches it.
+
+Every per-line step is a polars expression over the whole chunk; Python only loops over patterns
+and distinct prefixes.
 """
 
 from __future__ import annotations
@@ -28,12 +36,25 @@ import polars as pl
 
 from logscope.model import FIELD_SCHEMA, Event
 from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET, LinePattern
-from logscope.parsers.prefixes import strip_prefixes
-from logscope.parsers.timestamps import leading_time, parse_event_time
+from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.timestamps import ANY_LEADING_TIME, leading_time, parse_event_time
 
 MAX_TEXT = 4096  # characters of a line kept in the timeline; evidence never needs more
 
 IDENTITY_GROUPS = ("host", "pid", "dev", "rank", "pg_rank", "local_rank")
+
+# The COLL fast path (see _coll_surplus). A line matching _COLL_HEAD and holding _COLL_COMM is
+# certainly matched by the NCCL_COLL pattern, which comes first in PATTERNS and whose trigger it
+# holds. Its head cannot contain "comm " (the timestamp is digits and punctuation, the host has no
+# space, the op count is hex), so the first _COLL_COMM in the line is the pattern's ``comm``, and
+# _COLL_PROCESS reads the pattern's host and pid. Both are short matches: cheap, unlike the full
+# pattern's seven groups resolved over the whole line.
+_COLL_TRIGGER = ": opCount "
+_COLL_STAMP = r"(?:\[\d{4}-\d{2}-\d{2}[ T][\d:.,]*\] )?"
+_COLL_HEAD = (r"^" + _COLL_STAMP + r"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?NCCL INFO [A-Za-z]+: opCount "
+              r"[0-9a-fA-F]+ ")
+_COLL_PROCESS = r"^" + _COLL_STAMP + r"([^\s:\[\]]+:\d+):"
+_COLL_COMM = r"comm (?:0x[0-9a-fA-F]+|\(nil\))"
 
 # Columns of the frame parse_chunk returns, in order.
 EVENT_COLUMNS: dict[str, pl.DataType] = {
@@ -67,16 +88,20 @@ def _triggers() -> list[str]:
     return sorted({p.trigger for p in PATTERNS})
 
 
-def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None) -> ChunkResult:
-    """Recognise the events in ``lines`` (columns ``line``: Int64, ``raw``: String)."""
-    frame = _split_carriage_returns(lines).with_row_index("idx")
-    frame = strip_prefixes(frame, "raw")
-    frame = frame.with_columns(
-        pl.coalesce(
-            leading_time(pl.col("body"), reference_year),
-            leading_time(pl.col("p_app_time").fill_null(""), reference_year),
-        ).alias("lead_time")
-    )
+def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
+                coll_keep: tuple[int, int] | None = None) -> ChunkResult:
+    """Recognise the events in ``lines`` (columns ``line``: Int64, ``raw``: String).
+
+    ``coll_keep=(head, tail)``: the caller keeps only the first ``head`` and last ``tail`` NCCL
+    COLL events per (host, pid, comm) of a file; COLL events of this chunk that cannot be among
+    those are then left out of ``events`` (still counted in ``lines_recognised``).
+    """
+    segments = _split_carriage_returns(lines)
+    frame = split_prefix(segments.with_row_index("idx"), "raw").drop("raw")
+    if frame.height == 0:
+        return ChunkResult(_empty_events(), 0, carry_time)
+    prefixes = prefix_fields(frame["prefix"])
+    frame = frame.with_columns(_leading_times(frame, prefixes, reference_year))
     # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour.
     frame = frame.with_columns(
         pl.col("lead_time").forward_fill().alias("near_time"),
@@ -87,22 +112,26 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
     timed = frame["lead_time"].drop_nulls()
     last_time = timed[-1] if timed.len() else carry_time
 
-    candidates = frame.with_columns(
+    surplus = _coll_surplus(frame, *coll_keep) if coll_keep is not None else None
+    rest = frame.select("idx", "body")
+    if surplus is not None:
+        rest = rest.filter(pl.repeat(True, frame.height, eager=True).scatter(surplus, False))
+        surplus_recognised = frame["line"].gather(surplus)
+    else:
+        surplus_recognised = frame["line"].clear()
+
+    candidates = rest.with_columns(
         pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw")
     ).filter(pl.col("kw").list.len() > 0)
-    if candidates.height == 0:
-        return ChunkResult(_empty_events(), 0, last_time)
-    candidates = candidates.with_columns(
-        pl.col("kw").list.unique().list.sort().list.join("\x1f").alias("kset")
-    )
-    classified = _classify(candidates.select("idx", "body", "kset"))
+    classified = _classify(candidates) if candidates.height else pl.DataFrame(schema={"idx": pl.UInt32})
     if classified.height == 0:
-        return ChunkResult(_empty_events(), 0, last_time)
+        return ChunkResult(_empty_events(), surplus_recognised.n_unique(), last_time)
 
-    events = classified.join(frame, on="idx", how="left")
-    event_time = parse_event_time(pl.col("fields").struct.field("event_time").fill_null(""))
+    # idx is the row position in frame: a gather, not a join.
+    events = pl.concat([classified, frame[classified["idx"]].drop("idx")], how="horizontal")
+    events = events.join(prefixes, on="prefix", how="left", maintain_order="left")
     events = events.with_columns(
-        pl.coalesce("lead_time", event_time).alias("exact_time"),
+        pl.coalesce("lead_time", _event_time()).alias("exact_time"),
     ).with_columns(
         pl.coalesce("exact_time", "near_time").alias("time"),
         pl.col("exact_time").is_null().alias("time_inferred"),
@@ -127,13 +156,76 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
         .otherwise(pl.col("pid"))
         .alias("pid")
     )
-    recognised = events["line"].n_unique()
+    if segments is lines:  # no line was split at \r: one row per line, and the two sets are disjoint
+        recognised = events.height + surplus_recognised.len()
+    else:
+        recognised = pl.concat([events["line"], surplus_recognised]).n_unique()
     events = events.sort("idx").select(list(EVENT_COLUMNS))
     return ChunkResult(events.cast(EVENT_COLUMNS), recognised, last_time)  # type: ignore[arg-type]
 
 
+def _leading_times(frame: pl.DataFrame, prefixes: pl.DataFrame, reference_year: int) -> pl.Series:
+    """``lead_time`` of every row of ``frame``: the time a line starts with (in its body, else in an
+    app-time prefix), parsed only on the rows that can hold one."""
+    lead = pl.repeat(None, frame.height, dtype=pl.Datetime("us"), eager=True).alias("lead_time")
+    may = pl.col("body").str.contains(ANY_LEADING_TIME)
+    app = prefixes.filter(pl.col("p_app_time").is_not_null()).select("prefix", "p_app_time")
+    if app.height:
+        may = may | pl.col("prefix").is_in(app["prefix"].to_list())
+    rows = frame.select("idx", "body", "prefix").filter(may)
+    if rows.height == 0:
+        return lead
+    if app.height:
+        rows = rows.join(app, on="prefix", how="left", maintain_order="left")
+        times = rows.select(
+            pl.coalesce(_leading_time(reference_year, "body"), _leading_time(reference_year, "p_app_time"))
+        )
+    else:
+        times = rows.select(_leading_time(reference_year, "body"))
+    return lead.scatter(rows["idx"], times.to_series())
+
+
+@cache
+def _event_time() -> pl.Expr:
+    return parse_event_time(pl.col("fields").struct.field("event_time").fill_null(""))
+
+
+@cache
+def _leading_time(reference_year: int, column: str) -> pl.Expr:
+    return leading_time(pl.col(column).fill_null(""), reference_year)
+
+
+def _coll_surplus(frame: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
+    """Row positions of the NCCL COLL lines that are neither among the first ``head`` nor the last
+    ``tail`` of their (host, pid, comm) in this chunk, so not among them in the file either: the
+    thinning the caller applies later would drop them.
+
+    The key used here, (``host:pid`` text, ``comm``), may split one (host, pid, comm) in two (a pid
+    written with a leading zero) but never merges two, so it keeps a superset of what the caller
+    keeps, and the caller's thinning of that superset gives the same rows.
+    """
+    coll = frame.select("idx", "body").filter(pl.col("body").str.contains(_COLL_TRIGGER, literal=True))
+    if coll.height <= head + tail:
+        return None
+    coll = coll.select(
+        "idx",
+        pl.col("body").str.contains(_COLL_HEAD).alias("certain"),
+        pl.col("body").str.extract(_COLL_PROCESS, 1).alias("process"),
+        pl.col("body").str.extract(_COLL_COMM, 0).alias("comm"),
+    ).filter(pl.col("certain") & pl.col("comm").is_not_null())
+    surplus = (
+        coll.group_by("process", "comm")
+        .agg(pl.col("idx").slice(head, (pl.len().cast(pl.Int64) - head - tail).clip(0)))
+        .get_column("idx")
+        .explode()
+        .drop_nulls()
+    )
+    return surplus if surplus.len() else None
+
+
 def _split_carriage_returns(lines: pl.DataFrame) -> pl.DataFrame:
-    """Rows with ``\\r`` become one row per non-empty segment, keeping the line number."""
+    """Rows with ``\\r`` become one row per non-empty segment, keeping the line number; ``lines``
+    itself when there is none."""
     has_cr = pl.col("raw").str.contains("\r", literal=True).fill_null(False)
     if not lines.select(has_cr.any()).item():
         return lines
@@ -147,29 +239,36 @@ def _split_carriage_returns(lines: pl.DataFrame) -> pl.DataFrame:
 
 
 def _classify(candidates: pl.DataFrame) -> pl.DataFrame:
-    """Apply PATTERNS in order; each row gets the first pattern whose regex matches."""
-    keysets = candidates["kset"].unique().to_list()
-    members = {k: set(k.split("\x1f")) for k in keysets}
-    remaining = candidates
-    found: list[pl.DataFrame] = []
-    for pattern in PATTERNS:
-        keys = [k for k, m in members.items() if pattern.trigger in m]
-        if not keys or remaining.height == 0:
-            continue
-        subset = remaining.filter(pl.col("kset").is_in(keys))
-        if subset.height == 0:
-            continue
-        groups = subset.select(
-            "idx", pl.col("body").str.extract_groups(_wrapped(pattern.regex)).alias("g")
-        ).unnest("g")
-        matched = groups.filter(pl.col("__m").is_not_null())
-        if matched.height == 0:
-            continue
-        found.append(_to_event_rows(matched, pattern))
-        remaining = remaining.join(matched.select("idx"), on="idx", how="anti")
+    """Each row (``idx``, ``body``, ``kw``: the triggers it holds) gets the first pattern, in table
+    order, whose trigger it holds and whose regex matches it."""
+    # One row per (line, trigger it holds), split by trigger in one call: each pattern gets its
+    # rows without a filter of its own. A line is tried by every pattern whose trigger it holds,
+    # not only until one matches: a few more regex runs on few rows, against a join per pattern
+    # to drop the rows already claimed. The earliest matching pattern wins below.
+    by_trigger = (
+        candidates.select("idx", "body", "kw").explode("kw").unique(["idx", "kw"], maintain_order=True)
+        .partition_by("kw", as_dict=True, include_key=False)
+    )
+    queries = [
+        rows.lazy()
+        .select("idx", _extract(pattern.regex))
+        .filter(pl.col("g").struct.field("__m").is_not_null())
+        .select(pl.lit(order, dtype=pl.UInt32).alias("order"), *_event_row_exprs(pattern))
+        for order, pattern in enumerate(PATTERNS)
+        if (rows := by_trigger.get((pattern.trigger,))) is not None
+    ]
+    # All patterns in one call: a chunk runs dozens of them, mostly on a handful of rows, where
+    # the cost of a call is the cost of the pattern; polars also runs the queries side by side.
+    found = [frame for frame in pl.collect_all(queries) if frame.height]
     if not found:
         return pl.DataFrame(schema={"idx": pl.UInt32})
-    return pl.concat(found, how="vertical")
+    rows = pl.concat(found, how="diagonal").sort("idx", "order").filter(pl.col("idx").is_first_distinct())
+    fields = [pl.col(f"f_{name}").alias(name) if f"f_{name}" in rows.columns else pl.lit(None, dtype=dtype).alias(name)
+              for name, dtype in FIELD_SCHEMA.items()]
+    return rows.select(
+        "idx", "event", "source", "severity", "id_host", "id_pid", "id_rank", "id_pg_rank", "id_local_rank",
+        pl.struct(fields).alias("fields"),
+    )
 
 
 @cache
@@ -179,14 +278,34 @@ def _wrapped(regex: str) -> str:
     return f"(?P<__m>{regex})"
 
 
-def _to_event_rows(matched: pl.DataFrame, pattern: LinePattern) -> pl.DataFrame:
-    groups = [c for c in matched.columns if c not in ("idx", "__m")]
+@cache
+def _extract(regex: str) -> pl.Expr:
+    # Built once: making an extract_groups expression compiles its regex (for the output
+    # schema), which costs more than running it on the few rows a chunk has for most patterns.
+    return pl.col("body").str.extract_groups(_wrapped(regex)).alias("g")
+
+
+@cache
+def _groups(regex: str) -> tuple[str, ...]:
+    """The named groups of a pattern's regex, as polars' extract_groups names them."""
+    struct = pl.Series(dtype=pl.String).str.extract_groups(_wrapped(regex)).dtype
+    assert isinstance(struct, pl.Struct)
+    return tuple(f.name for f in struct.fields if f.name != "__m")
+
+
+@cache
+def _event_row_exprs(pattern: LinePattern) -> list[pl.Expr]:
+    """The event columns of a pattern's matches, from their ``g`` struct of groups: ``event``,
+    ``source``, ``severity``, the ``id_*`` identity columns and ``f_<field>`` for each field the
+    pattern gives (the other fields are null, added once per chunk by _classify)."""
+    # Built once per pattern, not once per chunk: building these expressions in Python costs
+    # more than applying them to a chunk's matches.
     by_field: dict[str, list[str]] = {}
-    for name in groups:
+    for name in _groups(pattern.regex):
         by_field.setdefault(name.split("__")[0], []).append(name)
 
     def merged(name: str) -> pl.Expr:
-        return pl.coalesce(*[pl.col(c) for c in by_field[name]]) if name in by_field else pl.lit(None)
+        return pl.coalesce(*[pl.col("g").struct.field(c) for c in by_field[name]])
 
     fields: list[pl.Expr] = []
     for name, dtype in FIELD_SCHEMA.items():
@@ -194,26 +313,22 @@ def _to_event_rows(matched: pl.DataFrame, pattern: LinePattern) -> pl.DataFrame:
             expr = merged("op_count_hex").str.to_integer(base=16, strict=False)
         elif name == "cuda_dev" and "cuda_dev" not in by_field and "dev" in by_field:
             expr = merged("dev").cast(pl.Int64, strict=False)
+        elif name == "iteration_time_s" and name in by_field and "key" in by_field:
+            # Megatron prints "elapsed time per iteration (ms): 6707.5"; store seconds.
+            seconds = merged("iteration_time_s").cast(pl.Float64, strict=False)
+            expr = pl.when(merged("key") == "ms").then(seconds / 1000).otherwise(seconds)
         elif name in by_field:
-            expr = merged(name).cast(dtype, strict=False)
+            expr = merged(name)
         else:
-            expr = pl.lit(None, dtype=dtype)
-        fields.append(expr.cast(dtype, strict=False).alias(name))
-    if "iteration_time_s" in by_field and "key" in by_field:
-        # Megatron prints "elapsed time per iteration (ms): 6707.5"; store seconds.
-        fields = [
-            (pl.when(merged("key") == "ms").then(merged("iteration_time_s").cast(pl.Float64, strict=False) / 1000)
-             .otherwise(merged("iteration_time_s").cast(pl.Float64, strict=False))).alias("iteration_time_s")
-            if f.meta.output_name() == "iteration_time_s" else f
-            for f in fields
-        ]
+            continue
+        fields.append(expr.cast(dtype, strict=False).alias(f"f_{name}"))
 
     def identity(name: str, dtype: pl.DataType) -> pl.Expr:
         return (merged(name).cast(dtype, strict=False) if name in by_field else pl.lit(None, dtype=dtype)).alias(
             f"id_{name}")
 
-    return matched.select(
-        "idx",
+    return [
+        pl.col("idx"),
         pl.lit(pattern.event.value).alias("event"),
         pl.lit(pattern.source).alias("source"),
         pl.lit(pattern.severity.value).alias("severity"),
@@ -222,8 +337,8 @@ def _to_event_rows(matched: pl.DataFrame, pattern: LinePattern) -> pl.DataFrame:
         identity("rank", pl.Int64()),
         identity("pg_rank", pl.Int64()),
         identity("local_rank", pl.Int64()),
-        pl.struct(fields).alias("fields"),
-    )
+        *fields,
+    ]
 
 
 def _empty_events() -> pl.DataFrame:

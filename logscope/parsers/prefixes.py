@@ -17,11 +17,15 @@ prefix                                who adds it                               
 ====================================  ========================================  =================
 
 The prefixes are peeled one at a time, outermost first, by one anchored regex of alternatives, at
-most :data:`MAX_PREFIXES` times; each pass only looks at the rows the previous pass changed. All
-of it is polars string expressions, so the cost is a few anchored regex scans per chunk.
+most :data:`MAX_PREFIXES` times. Every line pays only for one anchored, capture-free match of the
+whole stack (:data:`PREFIX_STACK`) and a slice; the peeling that records what each prefix says
+runs once per *distinct* prefix string (:func:`prefix_fields`), and a job has a handful of them
+(``[default0]:`` ... ``[default7]:``), not one per line.
 """
 
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
@@ -30,8 +34,7 @@ MAX_PREFIXES = 5
 # One prefix, anchored. Alternatives are tried left to right at position 0 (leftmost-first), so
 # the specific torchrun forms come before the generic role form. ``whole`` is the matched prefix.
 _HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9.-]*"
-ONE_PREFIX = (
-    r"^(?P<whole>"
+_ALTERNATIVES = (
     r"[ \t]*(?P<task>\d{1,6}): "  # srun --label
     r"|\[(?P<task_b>\d{1,6})\] "  # mpirun-style label "[0] "
     r"|\((?:[A-Za-z_][\w]*) pid=(?P<ray_pid>\d+)(?:, ip=[^)]*)?\) ?"  # Ray
@@ -40,8 +43,13 @@ ONE_PREFIX = (
     r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?):?(?P<role_local>\d+)\]:?"  # --role host: / templates
     r"|(?P<app_time>\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?) \[rank(?P<rank_b>\d+)\]:"
     r"|(?P<pdsh>" + _HOSTNAME + r"): "  # pdsh
-    r")"
 )
+ONE_PREFIX = r"^(?P<whole>" + _ALTERNATIVES + r")"
+# The whole stack in one match. Leftmost-first matching of a repeated group takes, at each
+# repetition, the alternative (and the length) the one-at-a-time peeling takes, since every later
+# repetition is optional: the span is exactly the prefixes that peeling removes. No capture
+# groups, so the regex engine finds the span with its DFA alone.
+PREFIX_STACK = r"^(?:" + re.sub(r"\(\?P<\w+>", "(?:", _ALTERNATIVES) + r"){1," + str(MAX_PREFIXES) + r"}"
 
 PREFIX_COLUMNS: dict[str, pl.DataType] = {
     "p_task": pl.Int64(),
@@ -54,53 +62,76 @@ PREFIX_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
-def strip_prefixes(frame: pl.DataFrame, column: str = "raw") -> pl.DataFrame:
-    """Add ``body`` (the line without launcher prefixes) and the ``p_*`` columns to ``frame``.
+def split_prefix(frame: pl.DataFrame, column: str = "raw") -> pl.DataFrame:
+    """Add ``prefix`` (the stacked launcher prefixes, null when none) and ``body`` (the rest of the
+    line) to ``frame``."""
+    frame = frame.with_columns(pl.col(column).fill_null("").str.extract(PREFIX_STACK, 0).alias("prefix"))
+    return frame.with_columns(
+        pl.col(column).fill_null("").str.slice(pl.col("prefix").str.len_chars().fill_null(0)).alias("body")
+    )
 
-    The frame must have a unique ``idx`` column. Only rows that start with a prefix are worked on.
-    """
-    frame = frame.with_columns(pl.col(column).fill_null("").alias("body"))
+
+def prefix_fields(prefixes: pl.Series) -> pl.DataFrame:
+    """What each distinct prefix string says: ``prefix`` and the ``p_*`` columns, one row per value."""
+    distinct = prefixes.drop_nulls().unique()
+    if distinct.len() > 64:  # e.g. a timestamp in every prefix: nothing to remember
+        return _peel(distinct)
+    # Usually the same few values chunk after chunk and file after file: peel each value once.
+    values = distinct.to_list()
+    missing = [v for v in values if v not in _KNOWN]
+    if missing:
+        if len(_KNOWN) > 4096:
+            _KNOWN.clear()
+        _KNOWN.update((row[-1], row) for row in _peel(pl.Series(missing, dtype=pl.String)).iter_rows())
+    rows = [_KNOWN.get(v) for v in values]
+    if None in rows:  # forgotten meanwhile (another thread cleared the memo)
+        return _peel(distinct)
+    return pl.DataFrame(rows, schema=PREFIX_COLUMNS, orient="row")
+
+
+_KNOWN: dict[str, tuple[object, ...]] = {}  # prefix -> its row of prefix_fields
+
+
+def _peel(distinct: pl.Series) -> pl.DataFrame:
     state = (
-        frame.filter(pl.col("body").str.contains(ONE_PREFIX))
-        .select("idx", "body")
+        distinct.to_frame("body")
         .with_columns(
             [pl.lit(None, dtype=t).alias(c) for c, t in PREFIX_COLUMNS.items() if c != "prefix"]
-            + [pl.lit("").alias("prefix")]
+            + [pl.col("body").alias("prefix")]
         )
     )
-    if state.height == 0:
-        return frame.with_columns([pl.lit(None, dtype=t).alias(c) for c, t in PREFIX_COLUMNS.items()])
-
     columns = state.columns
     settled: list[pl.DataFrame] = []
     for _ in range(MAX_PREFIXES):
+        if state.height == 0:
+            break
         groups = state.with_columns(pl.col("body").str.extract_groups(ONE_PREFIX).alias("_g")).unnest("_g")
         has_prefix = pl.col("whole").is_not_null() & (pl.col("whole") != "")
         settled.append(groups.filter(~has_prefix).select(columns))
-        peeled = groups.filter(has_prefix)
-        if peeled.height == 0:
-            state = state.clear()
-            break
-        # Outermost wins for each kind: keep a value an earlier pass already found.
-        state = peeled.with_columns(
-            pl.coalesce("p_task", pl.col("task").cast(pl.Int64), pl.col("task_b").cast(pl.Int64)).alias("p_task"),
-            pl.coalesce("p_pid", pl.col("ray_pid").cast(pl.Int64)).alias("p_pid"),
-            pl.coalesce(
-                "p_local_rank", pl.col("tee_local").cast(pl.Int64), pl.col("role_local").cast(pl.Int64)
-            ).alias("p_local_rank"),
-            pl.coalesce("p_rank", pl.col("rank").cast(pl.Int64), pl.col("rank_b").cast(pl.Int64)).alias("p_rank"),
+        # Outermost wins for each kind: keep a value an earlier pass already found. \d also
+        # matches non-ASCII digits ("٣: "), which do not convert: null, not an error.
+        state = groups.filter(has_prefix).with_columns(
+            pl.coalesce("p_task", _int("task"), _int("task_b")).alias("p_task"),
+            pl.coalesce("p_pid", _int("ray_pid")).alias("p_pid"),
+            pl.coalesce("p_local_rank", _int("tee_local"), _int("role_local")).alias("p_local_rank"),
+            pl.coalesce("p_rank", _int("rank"), _int("rank_b")).alias("p_rank"),
             pl.coalesce("p_host", "pdsh", _role_host()).alias("p_host"),
             pl.coalesce("p_app_time", "app_time").alias("p_app_time"),
-            (pl.col("prefix") + pl.col("whole")).alias("prefix"),
             pl.col("body").str.slice(pl.col("whole").str.len_chars()).alias("body"),
         ).select(columns)
     settled.append(state)
-    peeled_rows = pl.concat(settled, how="vertical")
-    out = frame.drop("body").join(peeled_rows, on="idx", how="left", maintain_order="left")
-    return out.with_columns(
-        pl.coalesce("body", pl.col(column).fill_null("")).alias("body"),
-        pl.when(pl.col("prefix") == "").then(None).otherwise(pl.col("prefix")).alias("prefix"),
-    )
+    return pl.concat(settled, how="vertical").select(list(PREFIX_COLUMNS))
+
+
+def strip_prefixes(frame: pl.DataFrame, column: str = "raw") -> pl.DataFrame:
+    """Add ``body`` (the line without launcher prefixes) and the ``p_*`` and ``prefix`` columns."""
+    frame = split_prefix(frame, column)
+    return frame.join(prefix_fields(frame["prefix"]), on="prefix", how="left",
+                      maintain_order="left")
+
+
+def _int(column: str) -> pl.Expr:
+    return pl.col(column).cast(pl.Int64, strict=False)
 
 
 def _role_host() -> pl.Expr:
@@ -109,4 +140,4 @@ def _role_host() -> pl.Expr:
     return pl.when(role.str.contains(r"[\d.-]")).then(role).otherwise(None)
 
 
-__all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "strip_prefixes"]
+__all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "split_prefix", "strip_prefixes"]

@@ -20,18 +20,27 @@ its modification time), which keeps the result deterministic for a given file.
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 _MONTHS = {m: i for i, m in enumerate(
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], start=1)}
 
 # Anchored forms, tried in order; each yields year/month/day/time/fraction groups.
-_ISO = r"^ ?\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?"
+_ISO = r"^ ?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?"
 _GLOG = r"^\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?"
-_US = r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>\d{4}) (?P<t>\d{2}:\d{2}:\d{2})"
-_SYSLOG = r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>\d{4})\])?"
+_US = r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})"
+_SYSLOG = r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?"
 
 FULL_DATE = r"\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}"
+# Years are 1900-2999: a line dated year 1 or 9999 is taken as untimed, as times that close to
+# datetime's limits would overflow the moment anything adds a second to them.
+
+# Any of the leading forms, without captures: a DFA-only test of which lines can hold a leading
+# time, so the four extractions below run on those lines only. A line it rejects gets null from
+# :func:`leading_time` too (same anchored regexes).
+ANY_LEADING_TIME = "|".join(re.sub(r"\(\?P<\w+>", "(?:", form) for form in (_ISO, _GLOG, _US, _SYSLOG))
 
 
 def _assemble(year: pl.Expr, month: pl.Expr, day: pl.Expr, clock: pl.Expr, frac: pl.Expr) -> pl.Expr:

@@ -26,6 +26,7 @@ note (:func:`chart_notes`).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from collections.abc import Sequence
@@ -44,11 +45,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
+from logscope.errors import OutputError
 from logscope.model import Event, Severity
 
 if TYPE_CHECKING:
     from logscope.analysis import Analysis
 
+# What matplotlib raises on times it cannot draw (a log dated year 1 or 9999): that chart is left out.
+UNDRAWABLE = (OverflowError, ValueError)
 MAX_RANK_LANES = 64
 MAX_LABELLED_LANES = 80
 MAX_SWIMLANE_POINTS = 20_000
@@ -611,7 +615,8 @@ def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -
     swim = swimlane_data(analysis)
     if swim.height:
         title = f"Timeline per {word}{suffix}: events by kind; ★ root failure, × exits and kills"
-        figures.append(("swimlane", title, plot_swimlane(swim, title, reference)))
+        with contextlib.suppress(*UNDRAWABLE):
+            figures.append(("swimlane", title, plot_swimlane(swim, title, reference)))
     strip = progress_strip_data(analysis)
     if strip.height:
         quiet = strip.filter(pl.col("quiet"))["lane"].unique(maintain_order=True).to_list()
@@ -632,8 +637,11 @@ def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -
 
     charts = []
     for name, title, fig in figures:
-        png = _encode(fig, "png") if "png" in formats else b""
-        svg = _encode(fig, "svg") if "svg" in formats else b""
+        try:
+            png = _encode(fig, "png") if "png" in formats else b""
+            svg = _encode(fig, "svg") if "svg" in formats else b""
+        except UNDRAWABLE:
+            continue
         charts.append(Chart(name, title, png, svg))
     return charts
 
@@ -654,7 +662,11 @@ def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
 
 def save_charts(analysis: Analysis, out_dir: Path) -> list[Path]:
     """Render the job's charts and write them (PNG and SVG) into ``out_dir``; return the paths."""
-    return write_charts(render_charts(analysis), out_dir)
+    charts = render_charts(analysis)
+    try:
+        return write_charts(charts, out_dir)
+    except OSError as error:
+        raise OutputError(f"cannot write the charts into {out_dir}: {error.strerror or error}") from None
 
 
 __all__ = [

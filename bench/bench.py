@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Speed and memory of ``logscope analyze`` on big job folders, next to cat, grep and a line loop.
+
+For each size it generates (once, cached under ``--workdir``) a job folder with ``tools/jobsim.py``:
+16 nodes x 8 ranks, NCCL INFO with COLL lines (``NCCL_DEBUG_SUBSYS=INIT,ENV,COLL``), torchrun and
+training-step lines, and a crash on one rank that takes the job down. It reads every file once to
+warm the page cache, then runs each tool in a fresh subprocess, ``--repeat`` times, interleaved:
+
+* ``cat FILES > /dev/null``                 the cost of reading the bytes;
+* ``grep -c 'NCCL INFO' FILES``              a memchr-driven substring count in C;
+* ``python bench/line_loop.py FILES``        a plain Python line-by-line ``re`` parser;
+* ``logscope analyze DIR --format json``     the whole analysis, from reading to the verdict.
+
+Wall time is the median of the repeats. Peak RSS is the largest of the tool's own peak (GNU
+``time -f %M`` when installed, else ``ru_maxrss`` from ``os.wait4``, which also counts the
+benchmark's own ~35 MB since Linux keeps the high-water mark across fork and exec) and of the RSS
+summed over the tool and its worker processes, sampled every 20 ms.
+
+Usage: ``python bench/bench.py [--sizes 100M,1G] [--workdir /tmp/logscope-bench] [--repeat 1] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS = ("cat", "grep", "line-loop", "analyze")
+NODES = 16
+SCENARIO = "crash-cascade"
+GNU_TIME = Path("/usr/bin/time")
+
+
+@dataclass
+class Run:
+    size: str
+    tool: str
+    mb: float
+    lines: int
+    seconds: float
+    peak_rss_mb: float
+    runs: list[float]
+    note: str = ""
+
+    @property
+    def mb_s(self) -> float:
+        return self.mb / self.seconds
+
+    @property
+    def lines_s(self) -> float:
+        return self.lines / self.seconds
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().rstrip("B")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def job_folder(workdir: Path, label: str, size: int) -> Path:
+    """The cached job folder for ``size`` bytes, generated when missing or made by another jobsim."""
+    sys.path.insert(0, str(REPO))
+    from tools.jobsim import JobSpec, write_job
+
+    spec = JobSpec(scenario=SCENARIO, nodes=NODES, coll=True, size_bytes=size)
+    stamp = {
+        "spec": repr(spec),
+        "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest(),
+    }
+    folder = workdir / f"{SCENARIO}-{NODES}n-coll-{label}"
+    # The stamp lives next to the folder, not in it: logscope reads every file of the folder.
+    stamp_file = workdir / f"{folder.name}.json"
+    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+        return folder
+    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    partial = workdir / f"{folder.name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    write_job(spec, partial)
+    partial.rename(folder)
+    stamp_file.write_text(json.dumps(stamp))
+    print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    return folder
+
+
+def warm(files: list[Path]) -> tuple[int, int]:
+    """Read every file once (page cache) and count its bytes and lines."""
+    size = lines = 0
+    for path in files:
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 24):
+                size += len(block)
+                lines += block.count(b"\n")
+    return size, lines
+
+
+def run_once(argv: list[str], capture: bool) -> tuple[float, float, int, bytes]:
+    """Wall seconds, peak RSS (MB), exit status and stdout of one fresh process."""
+    # A child's ru_maxrss starts at the RSS of the process that forked it (Linux keeps the
+    # high-water mark across exec), so a tiny launcher forks the tool when there is one: GNU time.
+    rss_file = None
+    if GNU_TIME.is_file():
+        fd, rss_file = tempfile.mkstemp(prefix="bench-rss-")
+        os.close(fd)
+        argv = [str(GNU_TIME), "-f", "%M", "-o", rss_file, *argv]
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=REPO)
+    sampler = TreeRss(proc.pid, skip_root=rss_file is not None)
+    sampler.start()
+    out = proc.stdout.read() if proc.stdout is not None else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    sampler.stop()
+    peak_kb = usage.ru_maxrss
+    if rss_file is not None:
+        peak_kb = int(Path(rss_file).read_text().split()[-1])
+        Path(rss_file).unlink()
+    # ru_maxrss is the largest single process; a tool with worker processes holds their sum.
+    return wall, max(peak_kb / 1024, sampler.peak / 2**20), os.waitstatus_to_exitcode(status), out
+
+
+class TreeRss(threading.Thread):
+    """Samples the summed RSS of a process and all its descendants (not the process itself with
+    ``skip_root``: GNU time) every 20 ms."""
+
+    def __init__(self, root: int, skip_root: bool) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.skip_root = skip_root
+        self.peak = 0
+        self._done = threading.Event()
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+    def run(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._done.wait(0.02):
+            children: dict[int, list[int]] = {}
+            for entry in os.scandir("/proc"):
+                if entry.name.isdigit():
+                    try:
+                        stat = Path(f"/proc/{entry.name}/stat").read_text()
+                    except OSError:
+                        continue
+                    children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+            total, todo = 0, children.get(self.root, []) if self.skip_root else [self.root]
+            while todo:
+                pid = todo.pop()
+                try:
+                    total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+                except (OSError, IndexError, ValueError):
+                    continue
+                todo += children.get(pid, [])
+            self.peak = max(self.peak, total)
+
+
+def commands(tool: str, folder: Path, files: list[str]) -> list[str]:
+    if tool == "cat":
+        return ["cat", *files]  # > /dev/null
+    if tool == "grep":
+        return ["grep", "-c", "NCCL INFO", *files]
+    if tool == "line-loop":
+        return [sys.executable, str(REPO / "bench" / "line_loop.py"), *files]
+    return [sys.executable, "-m", "logscope", "analyze", str(folder), "--format", "json"]
+
+
+def check(tool: str, code: int, out: bytes, lines: int) -> str:
+    """A short note on the output, and a hard stop if the tool did not do its job."""
+    if tool == "cat":
+        return ""
+    if tool == "grep":
+        hits = sum(int(row.rsplit(b":", 1)[-1]) for row in out.splitlines())
+        return f"{hits} matches"
+    if tool == "line-loop":
+        found = json.loads(out)
+        if code != 0 or found["lines"] != lines:
+            raise SystemExit(f"line loop failed: exit {code}, {found}")
+        return f"{found['coll_lines']} COLL lines"
+    found = json.loads(out)
+    if code not in (0, 1) or found["job"]["lines_read"] != lines:
+        raise SystemExit(f"logscope analyze failed: exit {code}, lines_read {found['job']['lines_read']}")
+    verdict = found["verdict"]
+    root = verdict.get("root_cause") or {}
+    return f"{verdict['category']} {verdict['finding']} rank {root.get('rank')}"
+
+
+def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...]) -> list[Run]:
+    folder = job_folder(workdir, label, parse_size(label))
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    size, lines = warm(files)
+    names = [str(p) for p in files]
+    samples: dict[str, list[tuple[float, float, str]]] = {t: [] for t in tools}
+    for _ in range(repeat):
+        for tool in tools:
+            wall, rss, code, out = run_once(commands(tool, folder, names), capture=tool != "cat")
+            samples[tool].append((wall, rss, check(tool, code, out, lines)))
+            print(f"  {label:>5} {tool:<10} {wall:7.2f} s  {rss:7.0f} MB", file=sys.stderr, flush=True)
+    return [
+        Run(label, tool, size / 1e6, lines, statistics.median(s[0] for s in got), max(s[1] for s in got),
+            [round(s[0], 3) for s in got], got[-1][2])
+        for tool, got in samples.items()
+    ]
+
+
+def table(runs: list[Run]) -> str:
+    head = ("| size | tool | MB | lines | s | MB/s | lines/s | peak RSS MB | × grep | vs line loop |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    rows = []
+    for run in runs:
+        same = {r.tool: r for r in runs if r.size == run.size}
+        grep, loop = same.get("grep"), same.get("line-loop")
+        ratio = f"{run.seconds / grep.seconds:.1f}" if grep else ""
+        speedup = f"{loop.seconds / run.seconds:.1f}×" if loop else ""
+        rows.append(f"| {run.size} | {run.tool} | {run.mb:.0f} | {run.lines:,} | {run.seconds:.2f} | {run.mb_s:.0f} | "
+                    f"{run.lines_s / 1e6:.2f} M | {run.peak_rss_mb:.0f} | {ratio} | {speedup} |")
+    return head + "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100M,1G", help="comma-separated, e.g. 100M,1G,2G,4G")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/logscope-bench"),
+                    help="where generated job folders are cached (outside the repository)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per tool and size; the median is reported")
+    ap.add_argument("--tools", default=",".join(TOOLS), help=f"a subset of {','.join(TOOLS)}")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args(argv)
+    tools = tuple(t for t in args.tools.split(",") if t)
+    if unknown := set(tools) - set(TOOLS):
+        ap.error(f"unknown tool(s): {', '.join(sorted(unknown))}")
+    workdir = args.workdir.resolve()
+    if workdir == REPO or REPO in workdir.parents:
+        ap.error("--workdir must be outside the repository (generated logs are never committed)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    runs: list[Run] = []
+    for label in args.sizes.split(","):
+        runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools)
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"{datetime.now(timezone.utc):%Y-%m-%d}, {machine}, median of {args.repeat}\n")
+    print(table(runs))
+    print()
+    for run in runs:
+        if run.note:
+            print(f"{run.size} {run.tool}: {run.note}")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine, "date": f"{datetime.now(timezone.utc):%Y-%m-%d}",
+                                         "runs": [asdict(r) | {"mb_s": r.mb_s, "lines_s": r.lines_s} for r in runs]},
+                                        indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

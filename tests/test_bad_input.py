@@ -1,0 +1,449 @@
+"""Bad input through the command line: one ``Error:`` line and exit code 2, or a partial analysis
+that names what it skipped and why; never a traceback, never a hang (README, "Guarantees on bad
+input"). Every command that reads files is run on every kind of bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from logscope.cli import main
+
+CRASH = Path(__file__).parent / "goldens" / "LS301-crash-two-nodes" / "logs"
+GOOD = "2026-01-01 00:00:00,000 - INFO - step 1 loss 2.0\n[default0]:ValueError: boom\n"
+ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
+    assert code == 2, err
+    assert err.startswith("Error: ") and err.count("\n") == 1, err
+    assert "internal error" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+# --- the inputs ------------------------------------------------------------------------------
+
+
+def inputs(tmp: Path) -> Path:
+    """A folder for the inputs, apart from where outputs go."""
+    folder = tmp / "in"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def empty_folder(tmp: Path) -> Path:
+    (tmp / "empty").mkdir()
+    return tmp / "empty"
+
+
+def missing(tmp: Path) -> Path:
+    return tmp / "not-here"
+
+
+def symlink_loop(tmp: Path) -> Path:
+    (tmp / "loop-a").symlink_to(tmp / "loop-b")
+    (tmp / "loop-b").symlink_to(tmp / "loop-a")
+    return tmp / "loop-a"
+
+
+def binaries(tmp: Path) -> Path:
+    folder = tmp / "bins"
+    folder.mkdir()
+    (folder / "train-1-node1.out").write_bytes(bytes(range(256)) * 64)
+    (folder / "train-1-node2.log").write_bytes(zstandard.ZstdCompressor().compress(os.urandom(20000)))
+    (folder / "train-1-node3.err").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(4000))
+    return folder
+
+
+def corrupt_gz(tmp: Path) -> Path:
+    path = tmp / "train-1-node1.out.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00 not really gzip" * 20)
+    return path
+
+
+def fifo(tmp: Path) -> Path:
+    path = tmp / "train-1-node1.out"
+    os.mkfifo(path)  # open() of a FIFO blocks without a writer: must be skipped, even as root
+    return path
+
+
+def folder_named_like_a_log(tmp: Path) -> Path:
+    path = tmp / "train-1-node1.out"
+    path.mkdir()
+    return path
+
+
+def dangling_link(tmp: Path) -> Path:
+    path = tmp / "train-1-node1.out"
+    path.symlink_to(tmp / "gone" / "train-1-node1.out")
+    return path
+
+
+UNUSABLE: dict[str, tuple[Callable[[Path], Path], str]] = {
+    # name: (builder, what analyze's message must say)
+    "empty folder": (empty_folder, "no files found"),
+    "missing path": (missing, "no such file or directory"),
+    "symlink loop": (symlink_loop, "symbolic link"),
+    "folder of binaries": (binaries, "binary data"),
+    "corrupt gz": (corrupt_gz, "cannot read"),
+    "fifo": (fifo, "not a regular file"),
+    "dangling link": (dangling_link, "No such file or directory"),
+    "folder named like a log": (folder_named_like_a_log, "no files found"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNUSABLE))
+@pytest.mark.parametrize("command", ["analyze", "analyze-json", "report"])
+def test_unusable_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str,
+                                               command: str) -> None:
+    build, message = UNUSABLE[case]
+    target = build(inputs(tmp_path))
+    args = {"analyze": ["analyze", str(target)], "analyze-json": ["analyze", str(target), "--format", "json"],
+            "report": ["report", str(target), "-o", str(tmp_path / "out" / "r.html")]}[command]
+    code, out, err = run(capsys, *args)
+    assert_one_line_error(code, err, message if case != "symlink loop" else "Too many levels of symbolic links")
+    assert out == ""
+    assert not (tmp_path / "out").exists()  # nothing written for an input that could not be read
+
+
+@pytest.mark.skipif(ROOT, reason="root reads files whatever their mode; the FIFO, dangling-link and "
+                                 "folder-named-like-a-log cases above make open() fail as root too")
+def test_unreadable_file_chmod_000(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = inputs(tmp_path) / "train-1-node1.out"
+    path.write_text(GOOD)
+    path.chmod(0)
+    try:
+        code, _, err = run(capsys, "analyze", str(path))
+        assert_one_line_error(code, err, "cannot open", "Permission denied")
+        code, _, err = run(capsys, "lint", str(path))
+        assert_one_line_error(code, err, "cannot read", "Permission denied")
+    finally:
+        path.chmod(0o644)
+
+
+@pytest.mark.parametrize("case", ["empty folder", "missing path", "symlink loop"])
+def test_scan_of_nothing_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 case: str) -> None:
+    target = UNUSABLE[case][0](inputs(tmp_path))
+    code, out, err = run(capsys, "scan", str(target), "-o", str(tmp_path / "out" / "t.parquet"))
+    assert out == ""
+    assert_one_line_error(code, err, {"empty folder": "no log files found", "missing path": "no such file",
+                                      "symlink loop": "broken or looping symbolic link"}[case])
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("case", ["folder of binaries", "corrupt gz", "fifo"])
+def test_scan_reports_unreadable_jobs_and_why(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                              case: str) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "good-7-node1.out").write_text(GOOD)
+    bad = UNUSABLE[case][0](logs)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1")
+    assert code == 0, err
+    if case == "fifo":  # the FIFO shares job 1 with nothing else: its job is the unreadable one
+        assert "unreadable 1" in out and "not a regular file" in out
+    else:
+        assert "unreadable 1" in out and ("binary data" in out or "cannot read" in out), out
+    assert str(bad.name if case != "folder of binaries" else bad) in out
+
+
+@pytest.mark.parametrize("case", ["empty folder", "missing path", "symlink loop", "fifo", "dangling link",
+                                  "folder named like a log"])
+def test_lint_on_unusable_paths(capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str) -> None:
+    target = UNUSABLE[case][0](tmp_path)
+    code, _, err = run(capsys, "lint", str(target))
+    assert_one_line_error(code, err, str(target))
+
+
+def test_lint_on_binary_and_empty_scripts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "lint", str(binaries(tmp_path) / "train-1-node1.out"))
+    assert_one_line_error(code, err, "binary file")
+    (tmp_path / "empty.sbatch").write_bytes(b"")
+    code, out, _ = run(capsys, "lint", str(tmp_path / "empty.sbatch"))
+    assert code in (0, 1) and out
+    (tmp_path / "odd.sbatch").write_bytes(b"#!/bin/bash\r\n#SBATCH -N 2\r\n\xff\xfe srun \x1b[31m python x.py\r\n")
+    code, out, _ = run(capsys, "lint", str(tmp_path / "odd.sbatch"), "--format", "json")
+    assert code in (0, 1) and isinstance(json.loads(out), list)
+
+
+@pytest.mark.parametrize("code_or_name", ["", " ", "LS", "ls301", "<script>", "LS301\x00", "é" * 300])
+def test_explain_any_argument(capsys: pytest.CaptureFixture[str], code_or_name: str) -> None:
+    code, out, err = run(capsys, "explain", code_or_name)
+    if code == 0:
+        assert "What it detects" in out
+    else:
+        assert_one_line_error(code, err, "no detector")
+
+
+# --- partial analyses: what could be read is analysed, the rest is named with its reason -------
+
+
+def test_good_file_beside_bad_ones_is_analysed_and_the_bad_ones_named(capsys: pytest.CaptureFixture[str],
+                                                                       tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "train-1-node1.out").write_text(GOOD)
+    (logs / "train-1-node2.out").write_bytes(bytes(range(256)) * 64)
+    (logs / "train-1-node3.out.gz").write_bytes(b"garbage" * 100)
+    os.mkfifo(logs / "train-1-node4.out")
+    (logs / "train-1-node5.out").write_bytes(b"")
+    (logs / "loop").symlink_to(logs)
+    (logs / "dangling-1-node6.out").symlink_to(tmp_path / "nowhere")
+    code, out, err = run(capsys, "analyze", str(logs), "--format", "json")
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["verdict"]["category"] == "crash"
+    reasons = {Path(s["file"]).name: s["reason"] for s in data["skipped"]}
+    assert "binary data" in reasons["train-1-node2.out"]
+    assert "cannot read" in reasons["train-1-node3.out.gz"]
+    assert "not a regular file" in reasons["train-1-node4.out"]
+    assert "cannot read" in reasons["dangling-1-node6.out"]
+    assert any("empty file" in w for w in data["warnings"])
+    assert data["job"]["lines_read"] == 2
+    # the text output names them too
+    code, out, _ = run(capsys, "analyze", str(logs))
+    assert code == 1 and "skipped" in out and "binary data" in out
+
+
+def test_zero_byte_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = inputs(tmp_path) / "train-1-node1.out"
+    path.write_bytes(b"")
+    code, out, _ = run(capsys, "analyze", str(path), "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["job"]["lines_read"] == 0 and data["verdict"]["category"] == "healthy"
+    assert any("empty file" in w for w in data["warnings"])
+    code, out, _ = run(capsys, "report", str(path), "-o", str(tmp_path / "r.md"))
+    assert code == 0 and (tmp_path / "r.md").is_file()
+
+
+def test_truncated_zst_is_analysed_up_to_the_damage(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    body = "".join(f"2026-01-01 00:00:{i % 60:02d},000 - INFO - step {i}\n" for i in range(20000))
+    blob = zstandard.ZstdCompressor().compress((body + "[default0]:ValueError: end\n").encode())
+    path = tmp_path / "train-1-node1.out.zst"
+    path.write_bytes(blob[: len(blob) // 2])
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert 0 < data["job"]["lines_read"] < 20001
+    assert any("truncated" in w for w in data["warnings"])
+
+
+def test_gzip_of_binary_is_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "train-1-node1.out.gz").write_bytes(gzip.compress(bytes(range(256)) * 100))
+    code, _, err = run(capsys, "analyze", str(tmp_path))
+    assert_one_line_error(code, err, "binary data")
+
+
+# --- huge inputs: read in bounded time (memory: test_readonly.py measures it) ----------------
+
+
+def _sparse(path: Path, size: int, head: bytes = b"", tail: bytes = b"") -> Path:
+    with path.open("wb") as f:
+        f.write(head)
+        f.seek(size - len(tail))
+        f.write(tail)
+        f.truncate(size)
+    if path.stat().st_blocks * 512 > 64 * 1024 * 1024:
+        pytest.skip("this file system does not make sparse files")
+    return path
+
+
+def test_ten_gigabyte_sparse_file_is_skipped_quickly(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _sparse(tmp_path / "train-1-node1.out", 10 * 1024**3)
+    started = time.monotonic()
+    code, _, err = run(capsys, "analyze", str(path))
+    assert time.monotonic() - started < 15
+    assert_one_line_error(code, err, "only NUL bytes")
+
+
+def test_ten_gigabyte_hole_after_real_lines_is_jumped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A node that died while writing leaves its log NUL-padded (a hole): the lines before and
+    after the hole are read, the hole is skipped and said so, in seconds."""
+    path = _sparse(tmp_path / "train-1-node1.out", 10 * 1024**3, head=GOOD.encode(),
+                   tail=b"[default1]:RuntimeError: after the hole\n")
+    started = time.monotonic()
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert time.monotonic() - started < 30
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["job"]["lines_read"] == 3  # two lines, then the hole and the last line on the third
+    assert data["job"]["lines_recognised"] == 3  # the step line, the ValueError, the RuntimeError
+    assert any("NUL bytes skipped" in w for w in data["warnings"])
+
+
+def test_single_fifty_megabyte_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = inputs(tmp_path) / "train-1-node1.out"
+    with path.open("wb") as f:
+        f.write(b"[default0]:ValueError: before\n")
+        f.write(b"<" * (50 * 1024 * 1024))
+        f.write(b"\n[default1]:RuntimeError: after\n")
+    started = time.monotonic()
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert time.monotonic() - started < 30
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["job"]["lines_read"] == 3 and data["job"]["lines_recognised"] == 2
+    assert data["verdict"]["category"] == "crash"
+    code, _, err = run(capsys, "report", str(path), "-o", str(tmp_path / "out" / "r.html"))
+    assert code == 1, err
+    assert (tmp_path / "out" / "r.html").stat().st_size < 5_000_000  # the long line is clipped
+
+
+# --- outputs ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "train-1-node1.out").write_text(GOOD)
+    return folder
+
+
+def test_a_folder_given_for_a_file_output(capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path) -> None:
+    folder = tmp_path / "out.html"
+    folder.mkdir()
+    code, _, err = run(capsys, "report", str(logs), "-o", str(folder))
+    assert_one_line_error(code, err, "is a folder")
+    code, _, err = run(capsys, "report", str(logs), "-o", str(tmp_path))
+    assert_one_line_error(code, err, "cannot tell the report format")
+    code, _, err = run(capsys, "scan", str(logs), "-o", str(folder))
+    assert_one_line_error(code, err, "is a folder")
+    code, _, err = run(capsys, "scan", str(logs), "-o", str(tmp_path / "t.parquet"), "--cache", str(folder))
+    assert_one_line_error(code, err, "is a folder")
+    assert not (tmp_path / "t.parquet").exists()  # refused before any work
+
+
+def test_a_file_given_for_the_charts_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path) -> None:
+    blocker = tmp_path / "charts"
+    blocker.write_text("I am a file")
+    code, _, err = run(capsys, "analyze", str(logs), "--charts", str(blocker))
+    assert_one_line_error(code, err, "wants a folder")
+    code, _, err = run(capsys, "analyze", str(logs), "--charts", str(blocker / "sub"))
+    assert_one_line_error(code, err, "cannot write the charts")
+    code, _, err = run(capsys, "report", str(logs), "-o", str(blocker / "r.html"))
+    assert_one_line_error(code, err, "cannot write")
+
+
+@pytest.mark.parametrize("args", [
+    ("report", "{logs}", "-o", "{logs}/r.html"),
+    ("report", "{logs}/train-1-node1.out", "-o", "{logs}/r.md"),
+    ("report", "{logs}", "-o", "{link}/r.html"),
+    ("analyze", "{logs}", "--charts", "{logs}"),
+    ("analyze", "{logs}", "--charts", "{link}/charts"),
+    ("scan", "{logs}", "-o", "{logs}/deep/t.parquet"),
+    ("scan", "{logs}", "-o", "{tmp}/t.parquet", "--cache", "{logs}/c.json"),
+    ("scan", "{tmp}", "-o", "{logs}/t.csv"),
+])
+def test_outputs_inside_the_log_folder_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path,
+                                                    args: tuple[str, ...]) -> None:
+    (tmp_path / "link").symlink_to(logs)  # a way into the logs that does not look like one
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    code, _, err = run(capsys, *[a.format(logs=logs, link=tmp_path / "link", tmp=tmp_path) for a in args])
+    assert_one_line_error(code, err, "inside the log folder")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.skipif(ROOT, reason="root writes into read-only folders")
+def test_unwritable_output_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path) -> None:
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o555)
+    try:
+        code, _, err = run(capsys, "report", str(logs), "-o", str(out / "r.html"))
+        assert_one_line_error(code, err, "cannot write")
+        code, _, err = run(capsys, "scan", str(logs), "-o", str(out / "t.parquet"))
+        assert_one_line_error(code, err, "cannot write")
+    finally:
+        out.chmod(0o755)
+
+
+# --- hostile names and text ------------------------------------------------------------------
+
+
+def test_file_names_with_newlines_and_bytes_that_are_not_utf8(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    logs = inputs(tmp_path)
+    try:
+        (logs / os.fsdecode(b"\xff\xfe-1-node1.out")).write_text(GOOD)
+    except OSError:
+        pytest.skip("this file system wants UTF-8 file names")
+    (logs / "new\nline-1-node2.out").write_bytes(bytes(range(256)) * 10)
+    script = logs / os.fsdecode(b"\xff-job.sbatch")
+    script.write_bytes(b"#!/bin/bash\n#SBATCH -N 2\nsrun python train.py\n")
+    out_dir = tmp_path / "out"
+    code, out, _ = run(capsys, "analyze", str(logs))
+    assert code == 1
+    assert "\\xff\\xfe-1-node1.out:2" in out  # the name, escaped
+    assert "new\nline" not in out  # the newline is escaped (rich may still wrap the long line)
+    code, out, _ = run(capsys, "analyze", str(logs), "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["job"]["files"][0].endswith("\\xff\\xfe-1-node1.out")
+    assert any(s["file"].endswith("new\\nline-1-node2.out") for s in data["skipped"])
+    for name in ("r.html", "r.md"):
+        code, _, err = run(capsys, "report", str(logs), "-o", str(out_dir / name))
+        assert code == 1, err
+        assert "\\xff\\xfe" in (out_dir / name).read_text(encoding="utf-8")
+    code, out, err = run(capsys, "scan", str(logs), "-o", str(out_dir / "t.jsonl"), "-j", "1")
+    assert code == 0, err
+    row = json.loads((out_dir / "t.jsonl").read_text(encoding="utf-8"))
+    assert row["job_name"] == "\\xff\\xfe" and row["category"] == "crash"
+    code, out, _ = run(capsys, "lint", str(script), "--format", "json")
+    assert json.loads(out)[0]["path"].endswith("\\xff-job.sbatch")
+    (logs / "new\nline-1-node2.out").unlink()
+    code, _, err = run(capsys, "analyze", str(logs / "gone\nfile-1-node1.out"))
+    assert_one_line_error(code, err, "gone\\nfile")
+
+
+def test_terminal_escapes_in_a_log_never_reach_the_terminal(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    """A logger's colours, or a hostile line that would clear the screen or retitle the window."""
+    logs = inputs(tmp_path)
+    (logs / "train-1-node1.out").write_bytes(
+        b"2026-01-01 00:00:00,000 - \x1b[32mINFO\x1b[0m - step 1 loss 2.0\n"
+        b"[default0]:ValueError: \x1b[2J\x1b]0;pwned\x07 bad \x0e\xc2\x9b31m batch \x1bc\x1b(B\n")
+    code, out, _ = run(capsys, "analyze", str(logs), "--verbose")
+    assert code == 1
+    assert "ValueError:  bad 31m batch" in out
+    assert not any(ch in out for ch in "\x1b\x07\x0e\x9b")
+    code, out, _ = run(capsys, "analyze", str(logs), "--format", "json")
+    data = json.loads(out)
+    assert data["verdict"]["summary"].endswith("ValueError:  bad 31m batch ")
+    assert "\\u001b" not in out and "\\u009b" not in out
+
+
+def test_tens_of_thousands_of_failure_lines_are_analysed_in_seconds(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    """A job that printed an error on every step: the detectors stay linear in the failure lines
+    (comparing each with every other took minutes)."""
+    logs = inputs(tmp_path)
+    lines = []
+    for i in range(5000):
+        lines.append(f"socketProgressOpt: Call to recv from 10.0.0.{i % 250}<{i}> failed : Connection reset by peer")
+        lines.append(f"ValueError: bad batch {i}")
+        lines.append(f"slurmstepd: error: *** JOB {i} ON node1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***")
+    (logs / "train-1-node1.out").write_text("\n".join(lines) + "\n")
+    (logs / "train-1-node2.out").write_text("".join(
+        f"[2026-01-01 00:00:00,000] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process {i} "
+        f"closing signal SIGTERM\n[default{i % 8}]:RuntimeError: step {i}\n" for i in range(5000)))
+    started = time.monotonic()
+    code, _, err = run(capsys, "analyze", str(logs))
+    assert code == 1, err
+    assert time.monotonic() - started < 30

@@ -1,0 +1,107 @@
+"""The shortcuts of the reading engine give what the plain way gives.
+
+* the stacked-prefix match equals peeling one prefix at a time;
+* COLL lines set aside before classification (``coll_keep``) leave the file's events unchanged;
+* reading a job in worker processes gives what reading it in-process gives, and a worker that
+  cannot start costs nothing but time.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from logscope import ingest
+from logscope.ingest import FileRead, Skipped, discover, read_file, read_files
+from logscope.parsers import lines as engine
+from logscope.parsers.prefixes import MAX_PREFIXES, ONE_PREFIX, split_prefix
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+PIECES = [" 3: ", "12: ", "[0] ", "(RayWorkerWrapper pid=4009) ", "[default3]:", "[rank11]:", "[rank7]: ",
+          "[host1:3]:", "[host13]:", "[worker:3]", "2026-09-18 19:29:24 [rank3]:", "node-7: ", "[rank", "3:", ": ",
+          "[", "]", " ", "1", "é1: "]
+BODIES = ["hello", "node0:13571:13571 [0] NCCL INFO Bootstrap", "", "10:", "[E ProcessGroupNCCL.cpp:1537] y", "é"]
+
+
+def peel_one_at_a_time(line: str) -> str:
+    for _ in range(MAX_PREFIXES):
+        m = re.match(ONE_PREFIX, line)
+        if m is None or not m.group("whole"):
+            break
+        line = line[m.end():]
+    return line
+
+
+def test_stacked_prefix_match_equals_peeling_one_at_a_time() -> None:
+    rng = random.Random(7)
+    lines = ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 7))) + rng.choice(BODIES) for _ in range(5000)]
+    out = split_prefix(pl.DataFrame({"raw": lines}))
+    assert out["body"].to_list() == [peel_one_at_a_time(line) for line in lines]
+    assert out["prefix"].to_list() == [line[: len(line) - len(peel_one_at_a_time(line))] or None for line in lines]
+
+
+def coll_heavy_log(path: Path) -> Path:
+    rng = random.Random(3)
+    rows = []
+    for n in range(6000):
+        host, pid = f"gpu{n % 3}", 100 + n % 3
+        stamp = rng.choice(["", "[2026-05-05 06:16:47] "])
+        pid_text = rng.choice([str(pid), f"0{pid}"])  # the same process, written two ways
+        comm = rng.choice(["0x55aa01", "0x55aa02", "(nil)"])
+        if rng.random() < 0.9:
+            rows.append(f"[default{pid % 8}]:{stamp}{host}:{pid_text}:{pid + 1} [0] NCCL INFO AllReduce: opCount "
+                        f"{n:x} sendbuff 0x7f recvbuff 0x7f count 9 datatype 7 op 0 root 0 comm {comm} [nranks=8]")
+        else:
+            rows.append(rng.choice([
+                "x: opCount 5 comm 0x1 not an NCCL line",
+                f"{host}:{pid}:{pid} [0] NCCL INFO AllReduce: opCount 1 comm zz no pointer",
+                f"2026-11-03 14:{n % 60:02d}:00,532 - INFO - iteration {n:8d}/  100000 | lm loss: 2.5E+00 |",
+                "ValueError: boom",
+            ]))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 64 * 1024)  # several chunks
+    source = discover([coll_heavy_log(tmp_path / "coll-1-gpu0.out")])[0][0]
+    fast = read_file(source)
+    plain_parse = engine.parse_chunk
+    monkeypatch.setattr(ingest, "parse_chunk",
+                        lambda lines, year, carry, coll_keep=None: plain_parse(lines, year, carry))
+    plain = read_file(source)
+    assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
+    assert (fast.lines_read, fast.lines_recognised) == (plain.lines_read, plain.lines_recognised)
+    assert_frame_equal(fast.events, plain.events)
+    assert fast.events.filter(pl.col("event") == "nccl_coll").height == 3 * 3 * (ingest.COLL_HEAD + ingest.COLL_TAIL)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_reading_in_workers_matches_reading_here(monkeypatch: pytest.MonkeyPatch, broken: bool) -> None:
+    files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "oom"])
+    here = [read_file(f) for f in files]
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    if broken:  # no worker can start: everything is read here
+        monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    seen: list[str] = []
+    there = read_files(files, lambda source, n: seen.append(source.display))
+    assert len(there) == len(here) == len(files) and set(seen) == {f.display for f in files}
+    for a, b in zip(here, there, strict=True):
+        assert not isinstance(a, Skipped) and not isinstance(b, Skipped)
+        assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
+                                                                             b.warnings)
+        assert_frame_equal(a.events, b.events)
+
+
+def test_non_ascii_digits_in_a_prefix_are_not_fatal() -> None:
+    # \d matches "٣" (Arabic-Indic three); it used to stop the whole chunk with a cast error.
+    out = engine.parse_chunk(pl.DataFrame({"line": [1, 2], "raw": ["٣: ValueError: x", "[default٣]:ValueError: y"]},
+                                          schema={"line": pl.Int64, "raw": pl.String}), 2026, None)
+    assert out.events["event"].to_list() == ["exception", "exception"]
+    assert out.events["task"].to_list() == [None, None] and out.events["local_rank"].to_list() == [None, None]
