@@ -52,6 +52,10 @@ NUL_RUN = 4096  # NUL bytes in a row beyond this are a hole in the file, not tex
 COLL_HEAD = 2
 COLL_TAIL = 64
 PROGRESS_TAIL = 4096
+# Other repeated lines: first and last kept per (process, kind of line); multi-line records more.
+REPEAT_KEEP = 64
+RECORD_KEEP = 4096
+_RECORD_EVENTS = [Event.CHILD_FAILURE.value, Event.LAUNCH_CONFIG.value, Event.RENDEZVOUS.value]
 # Jobs at least this big are read by several processes (read_files). Below it the gain is small
 # (starting a worker takes ~0.3 s) and each worker costs ~130 MB (an interpreter with polars).
 PARALLEL_MIN_BYTES = 128 * 1024 * 1024
@@ -550,7 +554,17 @@ def _thin(events: pl.DataFrame) -> pl.DataFrame:
         .unique(subset=channel_key, keep="first", maintain_order=True)
         .drop("_transport", "_from", "_to")
     )
-    rest = events.filter(~coll & ~progress & ~channel)
+    # Everything else: a process repeating the same kind of line thousands of times (a retry loop
+    # of NCCL WARNs, tracebacks in a crash loop) keeps its first and last ones. What detectors use
+    # is there: a process's first failure, and its last activity. Record lines (ChildFailedError,
+    # launch configs, rendezvous results) span several lines each, so they get far more room.
+    records = pl.col("event").is_in(_RECORD_EVENTS)
+    key_rest = [pl.col("host"), pl.col("pid"), pl.col("rank"), pl.col("local_rank"), pl.col("task"),
+                pl.col("event")]
+    pos_r = pl.int_range(pl.len()).over(key_rest)
+    n_r = pl.len().over(key_rest).cast(pl.Int64)
+    limit = pl.when(records).then(RECORD_KEEP).otherwise(REPEAT_KEEP)
+    rest = events.filter(~coll & ~progress & ~channel).filter((pos_r < limit) | (pos_r >= n_r - limit))
     return pl.concat([rest, keep_coll, keep_progress, keep_channel]).sort("line", maintain_order=True)
 
 

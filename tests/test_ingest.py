@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import polars as pl
 import pytest
 import zstandard
 
@@ -63,7 +64,10 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     result = only(write(tmp_path / "t-1-n1.out.gz", blob[: len(blob) // 2]))
     assert result.warnings and "truncated" in result.warnings[0]
     assert 0 < result.lines_read < 5000
-    assert result.events.height == result.lines_recognised
+    # Repeated lines are thinned to their first and last ones: the last lines before the damage,
+    # the ones a post-mortem needs, are always kept.
+    assert 0 < result.events.height <= result.lines_recognised
+    assert result.events["line"].max() == result.lines_read
 
 
 def test_non_utf8_and_nul_bytes_are_replaced_not_fatal(tmp_path: Path) -> None:
@@ -119,3 +123,15 @@ def test_garbage_archives_are_skipped_with_a_reason(tmp_path: Path, suffix: str)
     result = read_file(files[0])
     assert isinstance(result, Skipped)
     assert "cannot read" in result.reason
+
+
+def test_repeated_lines_keep_each_processes_first_and_last(tmp_path: Path) -> None:
+    lines = []
+    for i in range(1000):
+        lines.append(f"node1:{100 + i % 2}:7 [0] NCCL WARN retry {i} failed")
+    result = only(write(tmp_path / "r-1-n1.out", "\n".join(lines) + "\n"))
+    assert result.lines_recognised == 1000
+    per_pid = result.events.group_by("pid").agg(pl.col("line").min().alias("first"), pl.col("line").max().alias("last"),
+                                                pl.len().alias("kept")).sort("pid").to_dicts()
+    assert [(r["pid"], r["first"], r["last"]) for r in per_pid] == [(100, 1, 999), (101, 2, 1000)]
+    assert all(r["kept"] == 2 * ingest.REPEAT_KEEP for r in per_pid)
