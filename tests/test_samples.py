@@ -45,3 +45,12 @@ def test_samples_are_what_the_simulator_writes() -> None:
     done = subprocess.run([sys.executable, str(SAMPLES.parent / "tools" / "make_samples.py"), "--check"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_analysis_is_deterministic() -> None:
+    """Same logs, same answer: polars' group_by order must never leak into findings or evidence."""
+    import json as _json
+
+    for name in ("rank0-misresolution", "hang-quiet-rank", "crash-cascade"):
+        outs = {_json.dumps(analyze([SAMPLES / name]).to_json(), sort_keys=True, default=str) for _ in range(4)}
+        assert len(outs) == 1, name

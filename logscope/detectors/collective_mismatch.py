@@ -100,13 +100,13 @@ class CollectiveMismatch(Detector):
         ).join(ids, on=["host", "pid", "comm"], how="left")
         per_position = rows.group_by("communicator", "op_count").agg(
             pl.col("op").n_unique().alias("ops"), pl.len().alias("n"))
-        bad = per_position.filter(pl.col("ops") > 1).sort("op_count")
+        bad = per_position.filter(pl.col("ops") > 1).sort("op_count", "communicator")
         if bad.height == 0:
             return []
         first = bad.row(0, named=True)
         at = rows.filter((pl.col("communicator") == first["communicator"]) & (pl.col("op_count") == first["op_count"]))
         counts = at.group_by("op").agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.len().alias("n"))
-        counts = counts.sort("n")
+        counts = counts.sort("n", "op")
         minority = counts.row(0, named=True)
         majority = counts.row(counts.height - 1, named=True)
         odd_ranks = [int(r) for r in minority["ranks"]]
@@ -140,9 +140,9 @@ class CollectiveMismatch(Detector):
         bad = per_seq.filter(pl.col("ops") > 1)
         if bad.height == 0:
             return []
-        first = bad.sort("seq").row(0, named=True)
+        first = bad.sort("seq", "pg").row(0, named=True)
         at = timeouts.filter(pl.col("pg").eq_missing(first["pg"]) & pl.col("seq").eq_missing(first["seq"]))
-        ops = at.group_by("op").agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.len().alias("n")).sort("n")
+        ops = at.group_by("op").agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.len().alias("n")).sort("n", "op")
         minority = ops.row(0, named=True)
         odd = [int(r) for r in minority["ranks"]]
         return [self.finding(

@@ -56,7 +56,7 @@ class MasterAddrMismatch(Detector):
             return []
         per_kind = rows.group_by("event").agg(pl.col("endpoint").n_unique().alias("n"),
                                              pl.col("place").n_unique().alias("places"))
-        bad = per_kind.filter((pl.col("n") > 1) & (pl.col("places") > 1))
+        bad = per_kind.filter((pl.col("n") > 1) & (pl.col("places") > 1)).sort("event")
         if bad.height == 0:
             return []
         kind = bad["event"][0]

@@ -107,7 +107,7 @@ class NodeRankCollision(Detector):
         if claims.height == 0:
             return [], ""
         clash = claims.group_by("round", "claimed", "how").agg(pl.col("place").n_unique().alias("places")).filter(
-            pl.col("places") > 1).sort("claimed")
+            pl.col("places") > 1).sort("claimed", "how", "round")  # group_by order is not stable
         if clash.height == 0:
             return [], ""
         first = clash.row(0, named=True)
