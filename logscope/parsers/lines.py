@@ -85,7 +85,7 @@ class ChunkResult:
 
 @cache
 def _triggers() -> list[str]:
-    return sorted({p.trigger for p in PATTERNS})
+    return sorted({t for p in PATTERNS for t in p.triggers})
 
 
 def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
@@ -249,13 +249,19 @@ def _classify(candidates: pl.DataFrame) -> pl.DataFrame:
         candidates.select("idx", "body", "kw").explode("kw").unique(["idx", "kw"], maintain_order=True)
         .partition_by("kw", as_dict=True, include_key=False)
     )
+    def rows_for(pattern: LinePattern) -> pl.DataFrame | None:
+        parts = [by_trigger[(t,)] for t in pattern.triggers if (t,) in by_trigger]
+        if len(parts) > 1:  # a line holding two of the pattern's triggers is tried once
+            return pl.concat(parts).unique("idx", maintain_order=True)
+        return parts[0] if parts else None
+
     queries = [
         rows.lazy()
         .select("idx", _extract(pattern.regex))
         .filter(pl.col("g").struct.field("__m").is_not_null())
         .select(pl.lit(order, dtype=pl.UInt32).alias("order"), *_event_row_exprs(pattern))
         for order, pattern in enumerate(PATTERNS)
-        if (rows := by_trigger.get((pattern.trigger,))) is not None
+        if (rows := rows_for(pattern)) is not None
     ]
     # All patterns in one call: a chunk runs dozens of them, mostly on a handful of rows, where
     # the cost of a call is the cost of the pattern; polars also runs the queries side by side.

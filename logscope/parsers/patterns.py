@@ -29,8 +29,12 @@ class LinePattern:
     event: Event
     source: str
     severity: Severity
-    trigger: str  # literal substring required before the regex runs
+    trigger: str | tuple[str, ...]  # literal substring(s); the regex runs on lines holding one
     regex: str
+
+    @property
+    def triggers(self) -> tuple[str, ...]:
+        return (self.trigger,) if isinstance(self.trigger, str) else self.trigger
 
 
 # An NCCL debug line: optional "[timestamp] ", then "host:pid:tid [cudaDev] [file.cc:NN ]NCCL ".
@@ -314,11 +318,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     # ---------------------------------------------------------------- Python
     LinePattern(Event.TRACEBACK, "python", I, "Traceback", r"^Traceback \(most recent call last\):"),
     LinePattern(Event.EXCEPTION, "python", E, "what():", r"^\s*what\(\):\s+(?P<message>.*?)\s*$"),
-    LinePattern(Event.EXCEPTION, "python", E, "Error", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
-    LinePattern(Event.EXCEPTION, "python", E, "Exception", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
-    LinePattern(Event.EXCEPTION, "python", E, "Exit", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
-    LinePattern(Event.EXCEPTION, "python", E, "Failure", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
-    LinePattern(Event.EXCEPTION, "python", E, "Timeout", r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, ("Error", "Exception", "Exit", "Failure", "Timeout"),
+                r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
     LinePattern(Event.EXCEPTION, "python", E, "KeyboardInterrupt", r"^(?P<error_type>KeyboardInterrupt)\s*$"),
     LinePattern(Event.EXCEPTION, "nccl", E, "nccl", r"^(?P<error_type>" + _NCCL_EXC + r"): ?(?P<message>.*?)\s*$"),
     LinePattern(Event.TEARDOWN, "c10d", E, "Some NCCL operations have failed or timed out",
