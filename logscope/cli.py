@@ -291,7 +291,7 @@ def _scan_progress() -> tuple[Any, Any, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     if not sys.stderr.isatty():
-        return _NoProgress(), None, None
+        return contextlib.nullcontext(), None, None
     progress = Progress(TextColumn("scanning jobs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                         console=Console(stderr=True), transient=True)
     task = progress.add_task("scan", total=None)
@@ -384,27 +384,19 @@ def _output_file(target: Path, inputs: Sequence[Path]) -> Path:
     return target
 
 
-class _NoProgress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def _progress(paths: Sequence[Path], patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]
     """A rich progress bar on stderr for big inputs read from a terminal."""
     if not sys.stderr.isatty():
-        return _NoProgress()
+        return contextlib.nullcontext()
     from logscope.ingest import discover
 
     try:
         files, _ = discover(paths, patterns)
     except LogscopeError:
-        return _NoProgress()
+        return contextlib.nullcontext()
     total = sum(f.size for f in files)
     if total < 32 * 1024 * 1024:
-        return _NoProgress()
+        return contextlib.nullcontext()
     from contextlib import contextmanager
 
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn

@@ -120,7 +120,7 @@ def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
             for root, dirs, files in os.walk(given, onerror=walk_errors.append, followlinks=False):
                 dirs.sort()
                 for name in sorted(files):
-                    if _not_a_log(name):
+                    if is_not_a_log(name):
                         ignored.append(str(Path(root) / name))
                         continue
                     _add(Path(root) / name, given, found, skipped, seen, patterns)
@@ -134,7 +134,8 @@ def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     return found, skipped
 
 
-def _not_a_log(name: str) -> bool:
+def is_not_a_log(name: str) -> bool:
+    """Whether a file met while walking a folder is skipped by its name (see NOT_LOG_SUFFIXES)."""
     plain, _ = strip_compression(name)
     if plain.endswith("error.json"):
         return False  # torchrun's per-worker error file

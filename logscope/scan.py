@@ -29,8 +29,8 @@ from typing import Any
 import polars as pl
 
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
-from logscope.ingest import NOT_LOG_SUFFIXES
-from logscope.parsers.filenames import DEFAULT_PATTERNS, describe, strip_compression
+from logscope.ingest import is_not_a_log
+from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
 
 SCAN_SCHEMA: dict[str, pl.DataType] = {
     "job_key": pl.String(),
@@ -115,9 +115,7 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
         for folder, dirs, files in walker:
             dirs.sort()
             for name in sorted(files):
-                plain, _ = strip_compression(name)
-                if name.startswith(".") or (Path(plain).suffix.lower() in NOT_LOG_SUFFIXES
-                                            and not plain.endswith("error.json")):
+                if is_not_a_log(name):
                     continue
                 path = Path(folder) / name
                 try:

@@ -208,14 +208,18 @@ def process_key(row: dict[str, Any]) -> tuple[str, str]:
     return str(place), "?"
 
 
+def _failure_records(job: JobView) -> list[dict[str, Any]]:
+    """Every failure, reaction and launcher-report row, in failure order."""
+    return sorted(job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS).to_dicts(), key=order_key)
+
+
 def root_failure(job: JobView) -> dict[str, Any] | None:
-    """The row LS301 names as the job's first real failure (None when every failure line is a
-    reaction). Other detectors use it to tell whether their evidence may be a consequence."""
-    rows = job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS)
-    if rows.height == 0:
-        return None
-    records = sorted(rows.to_dicts(), key=order_key)
-    return ExitCascade._root(records, ExitCascade._signalled(records))
+    """The job's first failure that was not a reaction, by LS301's rules (None when every failure
+    line is a reaction). Other detectors use it to tell whether their evidence may be a
+    consequence. Unlike LS301 itself, it also answers when no process failed (an Xid or a node
+    failure alone), since those can still be what a peer's error reacts to."""
+    records = _failure_records(job)
+    return ExitCascade._root(records, ExitCascade._signalled(records)) if records else None
 
 
 class ExitCascade(Detector):
@@ -226,10 +230,7 @@ class ExitCascade(Detector):
     specificity = 40
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS)
-        if rows.height == 0:
-            return []
-        records = sorted(rows.to_dicts(), key=order_key)
+        records = _failure_records(job)
         if not any(Event(r["event"]) in PROCESS_FAILURES for r in records):
             return []
         signalled = self._signalled(records)
