@@ -348,7 +348,7 @@ def _record_event(header: dict[str, object], values: dict[str, str]) -> dict[str
         if when:
             parsed = pl.select(parse_event_time(pl.lit(when))).item()
             if parsed is not None:
-                row.update(time=parsed, time_inferred=False)
+                row.update(time=parsed, time_latest=parsed, time_inferred=False)
     elif event == Event.LAUNCH_CONFIG.value:
         endpoint = values.get("rdzv_endpoint", "")
         addr, _, port = endpoint.rpartition(":") if ":" in endpoint else (endpoint, "", "")

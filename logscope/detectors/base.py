@@ -120,7 +120,7 @@ class Detector:
 def order_key(row: dict[str, Any]) -> tuple[datetime, str, int]:
     """Failure order for a row dict: its latest possible time (see TIMELINE_SCHEMA's
     ``time_latest``; unknown last), then file and line."""
-    when = row.get("time_latest") or row.get("time") or datetime.max
+    when = seen_at(row) or datetime.max
     return (when, str(row.get("file") or ""), int(row.get("line") or 0))
 
 
