@@ -46,21 +46,36 @@ def test_stacked_prefix_match_equals_peeling_one_at_a_time() -> None:
     assert out["prefix"].to_list() == [line[: len(line) - len(peel_one_at_a_time(line))] or None for line in lines]
 
 
-def coll_heavy_log(path: Path) -> Path:
+def coll_heavy_log(path: Path, count: int = 24000) -> Path:
     rng = random.Random(3)
     rows = []
-    for n in range(6000):
+    for n in range(count):
         host, pid = f"gpu{n % 3}", 100 + n % 3
-        stamp = rng.choice(["", "[2026-05-05 06:16:47] "])
-        pid_text = rng.choice([str(pid), f"0{pid}"])  # the same process, written two ways
+        # The same process written three ways, and a time in front of the host (never set aside).
+        stamp = rng.choice(["", "", "[2026-05-05 06:16:47] ", "2026-09-18 19:29:24 [rank3]:"])
+        pid_text = f"0{pid}" if rng.random() < 0.1 else str(pid)
         comm = rng.choice(["0x55aa01", "0x55aa02", "(nil)"])
-        if rng.random() < 0.9:
+        # Odd lines share the head and the bytes after "comm " of a main line, so that any check
+        # the fast path skipped would put them in a main line's group.
+        head = f"[default{pid % 8}]:{host}:{pid}:{pid + 1} [0] NCCL INFO"
+        rest = f"comm {comm} [nranks=8]"
+        if rng.random() < 0.8:
             rows.append(f"[default{pid % 8}]:{stamp}{host}:{pid_text}:{pid + 1} [0] NCCL INFO AllReduce: opCount "
-                        f"{n:x} sendbuff 0x7f recvbuff 0x7f count 9 datatype 7 op 0 root 0 comm {comm} [nranks=8]")
+                        f"{n:x} sendbuff 0x7f recvbuff 0x7f count 9 datatype 7 op 0 root 0 {rest}")
         else:
             rows.append(rng.choice([
-                "x: opCount 5 comm 0x1 not an NCCL line",
-                f"{host}:{pid}:{pid} [0] NCCL INFO AllReduce: opCount 1 comm zz no pointer",
+                f"x: opCount 5 {rest} not an NCCL line",
+                f"{head} AllReduce: opCount 1 comm zz no pointer",
+                f"{head} AllReduce: opCount zz sendbuff 0x7f {rest}",  # not hex
+                f"{head} AllReduce: opCount {n:x}",  # no comm
+                f"{head} All Reduce: opCount 5 {rest}",
+                f"{head} AllReduce: opCount 1f2{head} AllReduce: opCount 5 {rest}",  # two writes glued
+                f"{head} AllReduce: opCount 5 sendbuff é0x7f {rest}",  # UTF-8 before comm
+                f"{head} AllReduce: opCount 5 comm 0x55aa0123456789abcdef0123 [nranks=8]",  # longer than a slice
+                f"{head} AllReduce: opCount 5 comm {comm}",  # the line ends with the pointer
+                f"{head} AllReduce: opCount 5 comm 0x55aa01zz [nranks=8]",
+                f"é{head} AllReduce: opCount {n:x} {rest}",
+                f"[default{pid % 8}]:{host}:{pid}:{pid + 1} [0] NCCL WARN AllReduce: opCount 5 {rest}",
                 f"2026-11-03 14:{n % 60:02d}:00,532 - INFO - iteration {n:8d}/  100000 | lm loss: 2.5E+00 |",
                 "ValueError: boom",
             ]))
@@ -69,17 +84,22 @@ def coll_heavy_log(path: Path) -> Path:
 
 
 def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 64 * 1024)  # several chunks
+    # Several chunks, each with more lines per process and comm than thinning keeps.
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 1024 * 1024)
     source = discover([coll_heavy_log(tmp_path / "coll-1-gpu0.out")])[0][0]
     fast = read_file(source)
-    plain_parse = engine.parse_chunk
-    monkeypatch.setattr(ingest, "parse_chunk",
-                        lambda lines, year, carry, coll_keep=None: plain_parse(lines, year, carry))
+    plain_prepare = engine.prepare_chunk
+    monkeypatch.setattr(ingest, "prepare_chunk",
+                        lambda lines, year, carry, coll_keep=None: plain_prepare(lines, year, carry))
     plain = read_file(source)
     assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
     assert (fast.lines_read, fast.lines_recognised) == (plain.lines_read, plain.lines_recognised)
     assert_frame_equal(fast.events, plain.events)
-    assert fast.events.filter(pl.col("event") == "nccl_coll").height == 3 * 3 * (ingest.COLL_HEAD + ingest.COLL_TAIL)
+    # Thinned: COLL_HEAD + COLL_TAIL rows for each (host, pid, comm) of the main lines.
+    comm = pl.col("fields").struct.field("comm")
+    main = fast.events.filter((pl.col("event") == "nccl_coll") & pl.col("host").is_in(["gpu0", "gpu1", "gpu2"])
+                              & comm.is_in(["0x55aa01", "0x55aa02", "(nil)"]))
+    assert main.group_by("host", "pid", comm).len()["len"].to_list() == [ingest.COLL_HEAD + ingest.COLL_TAIL] * 9
 
 
 @pytest.mark.parametrize("broken", [False, True])
@@ -105,3 +125,20 @@ def test_non_ascii_digits_in_a_prefix_are_not_fatal() -> None:
                                           schema={"line": pl.Int64, "raw": pl.String}), 2026, None)
     assert out.events["event"].to_list() == ["exception", "exception"]
     assert out.events["task"].to_list() == [None, None] and out.events["local_rank"].to_list() == [None, None]
+
+
+@pytest.mark.parametrize("batch_rows", [1, 50, 10**9])
+def test_classifying_blocks_of_several_files_together_matches_one_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int) -> None:
+    coll_heavy_log(tmp_path / "coll-1-gpu0.out", 3000)
+    files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "rank0-misresolution", tmp_path])
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 16 * 1024)  # files of several blocks
+    alone = [read_file(f) for f in files]
+    monkeypatch.setattr(ingest, "BATCH_ROWS", batch_rows)  # 1: each block alone; 10**9: one batch
+    together = list(ingest.read_in_order(files))
+    assert len(together) == len(alone) == len(files)
+    for a, b in zip(alone, together, strict=True):
+        assert not isinstance(a, Skipped) and not isinstance(b, Skipped)
+        assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
+                                                                             b.warnings)
+        assert_frame_equal(a.events, b.events)

@@ -9,18 +9,23 @@ How one chunk is processed:
 
 1. lines holding carriage returns (tqdm redraws, ``\\r``-glued output) are split into segments
    that keep their physical line number;
-2. launcher prefixes are split off (:mod:`logscope.parsers.prefixes`): one capture-free match per
+2. when the caller thins NCCL COLL lines (``coll_keep``), the COLL lines that the thinning would
+   drop anyway are set aside before anything else (:func:`_coll_surplus`: substring searches and
+   byte slices, checks per distinct value): they are counted as recognised, never classified.
+   Most of a COLL-heavy log goes no further, and this step is most of what reading it costs;
+3. launcher prefixes are split off (:mod:`logscope.parsers.prefixes`): one capture-free match per
    line, and what the prefixes say is worked out once per distinct prefix string;
-3. a leading timestamp is parsed for every line that can start with one (a capture-free test
+4. a leading timestamp is parsed for every line that can start with one (a capture-free test
    picks them), so untimed events can take the time of the nearest timed line above them
    (``time_inferred``);
-4. when the caller thins NCCL COLL lines (``coll_keep``), the COLL lines that the thinning would
-   drop anyway are set aside before any pattern runs (:func:`_coll_surplus`): they are counted as
-   recognised but never classified, which is most of the cost of a COLL-heavy log;
 5. one Aho-Corasick pass finds which pattern triggers each remaining line contains; lines with
    none are unrecognised and dropped here;
 6. each pattern's regex runs only on the lines holding its trigger; a line is the event of the
    first pattern, in table order, that matches it.
+
+Steps 1-5 are :func:`prepare_chunk`, per chunk; step 6 and the assembly of event rows are
+:func:`finish_chunks`, for many chunks at once, since their cost is mostly a fixed ~10 ms a call
+(a query per pattern). :func:`parse_chunk` is both for one chunk.
 
 Every per-line step is a polars expression over the whole chunk; Python only loops over patterns
 and distinct prefixes.
@@ -28,6 +33,7 @@ and distinct prefixes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -43,18 +49,17 @@ MAX_TEXT = 4096  # characters of a line kept in the timeline; evidence never nee
 
 IDENTITY_GROUPS = ("host", "pid", "dev", "rank", "pg_rank", "local_rank")
 
-# The COLL fast path (see _coll_surplus). A line matching _COLL_HEAD and holding _COLL_COMM is
-# certainly matched by the NCCL_COLL pattern, which comes first in PATTERNS and whose trigger it
-# holds. Its head cannot contain "comm " (the timestamp is digits and punctuation, the host has no
-# space, the op count is hex), so the first _COLL_COMM in the line is the pattern's ``comm``, and
-# _COLL_PROCESS reads the pattern's host and pid. Both are short matches: cheap, unlike the full
-# pattern's seven groups resolved over the whole line.
+# The COLL fast path (see _coll_surplus): a COLL line is cut at these literals, by byte offset.
+_COLL_INFO = " NCCL INFO "
 _COLL_TRIGGER = ": opCount "
-_COLL_STAMP = r"(?:\[\d{4}-\d{2}-\d{2}[ T][\d:.,]*\] )?"
-_COLL_HEAD = (r"^" + _COLL_STAMP + r"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?NCCL INFO [A-Za-z]+: opCount "
-              r"[0-9a-fA-F]+ ")
-_COLL_PROCESS = r"^" + _COLL_STAMP + r"([^\s:\[\]]+:\d+):"
-_COLL_COMM = r"comm (?:0x[0-9a-fA-F]+|\(nil\))"
+_COLL_COMM = "comm "
+_COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex value and more
+_COLL_OP_COUNT = r": opCount [0-9a-fA-F]+ "
+_COLL_OP = r"^[A-Za-z]+$"
+# What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
+# the NCCL_COLL pattern's head without its optional timestamp (a timed line is never set aside).
+_COLL_HEAD_BODY = r"^[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?$"
+_COLL_POINTER = r"^(?:0x[0-9a-fA-F]+|\(nil\))"
 
 # Columns of the frame parse_chunk returns, in order.
 EVENT_COLUMNS: dict[str, pl.DataType] = {
@@ -88,6 +93,17 @@ def _triggers() -> list[str]:
     return sorted({t for p in PATTERNS for t in p.triggers})
 
 
+@dataclass
+class PreparedChunk:
+    """A chunk taken as far as it goes alone: its candidate lines, waiting to be classified
+    together with other chunks' (see :func:`finish_chunks`)."""
+
+    candidates: pl.DataFrame  # line, prefix, body, lead_time, near_time, next_time, kw (triggers held)
+    set_aside: pl.Series  # line numbers of the COLL lines left out (recognised, never classified)
+    was_split: bool  # some line was split at \r, so one line may be several rows
+    last_time: datetime | None  # the last timestamp seen in the chunk, carried into the next one
+
+
 def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
                 coll_keep: tuple[int, int] | None = None) -> ChunkResult:
     """Recognise the events in ``lines`` (columns ``line``: Int64, ``raw``: String).
@@ -96,40 +112,75 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
     COLL events per (host, pid, comm) of a file; COLL events of this chunk that cannot be among
     those are then left out of ``events`` (still counted in ``lines_recognised``).
     """
+    return finish_chunks([prepare_chunk(lines, reference_year, carry_time, coll_keep)])[0]
+
+
+def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
+                  coll_keep: tuple[int, int] | None = None) -> PreparedChunk:
+    """Steps 1-5 of the module's recipe for one chunk: what :func:`parse_chunk` does before it
+    classifies. Every per-line step of a chunk is here; what is left costs a fixed ~10 ms a call,
+    whatever the number of lines, and is paid once for many chunks by :func:`finish_chunks`."""
     segments = _split_carriage_returns(lines)
+    was_split = segments is not lines
+    surplus = _coll_surplus(segments, *coll_keep) if coll_keep is not None else None
+    if surplus is not None:
+        set_aside = segments["line"].gather(surplus)
+        segments = segments.filter(pl.repeat(True, segments.height, eager=True).scatter(surplus, False))
+    else:
+        set_aside = segments["line"].clear()
     frame = split_prefix(segments.with_row_index("idx"), "raw").drop("raw")
     if frame.height == 0:
-        return ChunkResult(_empty_events(), 0, carry_time)
+        return PreparedChunk(_empty_candidates(), set_aside, was_split, carry_time)
     prefixes = prefix_fields(frame["prefix"])
     frame = frame.with_columns(_leading_times(frame, prefixes, reference_year))
     # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour.
-    frame = frame.with_columns(
-        pl.col("lead_time").forward_fill().alias("near_time"),
-        pl.col("lead_time").backward_fill().alias("next_time"),
-    )
+    # (The lines set aside above hold no time: they cannot change this.)
+    near = pl.col("lead_time").forward_fill()
     if carry_time is not None:
-        frame = frame.with_columns(pl.col("near_time").fill_null(pl.lit(carry_time, dtype=pl.Datetime("us"))))
-    timed = frame["lead_time"].drop_nulls()
-    last_time = timed[-1] if timed.len() else carry_time
-
-    surplus = _coll_surplus(frame, *coll_keep) if coll_keep is not None else None
-    rest = frame.select("idx", "body")
-    if surplus is not None:
-        rest = rest.filter(pl.repeat(True, frame.height, eager=True).scatter(surplus, False))
-        surplus_recognised = frame["line"].gather(surplus)
-    else:
-        surplus_recognised = frame["line"].clear()
-
-    candidates = rest.with_columns(
-        pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw")
+        near = near.fill_null(pl.lit(carry_time, dtype=pl.Datetime("us")))
+    candidates = frame.select(
+        "line", "prefix", "body", "lead_time",
+        near.alias("near_time"),
+        pl.col("lead_time").backward_fill().alias("next_time"),
+        pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw"),
     ).filter(pl.col("kw").list.len() > 0)
-    classified = _classify(candidates) if candidates.height else pl.DataFrame(schema={"idx": pl.UInt32})
-    if classified.height == 0:
-        return ChunkResult(_empty_events(), surplus_recognised.n_unique(), last_time)
+    timed = frame["lead_time"].drop_nulls()
+    return PreparedChunk(candidates, set_aside, was_split, timed[-1] if timed.len() else carry_time)
 
+
+def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
+    """Steps 6 on: classify the candidate lines of all ``chunks`` at once and build their events;
+    one result per chunk, in order."""
+    if not chunks:
+        return []
+    frame = pl.concat(
+        [c.candidates.with_columns(pl.lit(n, dtype=pl.UInt32).alias("chunk")) for n, c in enumerate(chunks)]
+    ).with_row_index("idx")
+    events = _events(frame) if frame.height else None
+    by_chunk = events.partition_by("chunk", as_dict=True) if events is not None and events.height else {}
+    results = []
+    for n, chunk in enumerate(chunks):
+        found = by_chunk.get((n,))
+        if found is None:
+            results.append(ChunkResult(_empty_events(), chunk.set_aside.n_unique(), chunk.last_time))
+            continue
+        if not chunk.was_split:  # one row per line, and the two sets are disjoint
+            recognised = found.height + chunk.set_aside.len()
+        else:
+            recognised = pl.concat([found["line"], chunk.set_aside]).n_unique()
+        results.append(ChunkResult(found.select(list(EVENT_COLUMNS)), recognised, chunk.last_time))
+    return results
+
+
+def _events(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """The events of candidate rows (``idx``: row position, the PreparedChunk columns, ``chunk``),
+    in row order, with the columns of EVENT_COLUMNS and ``chunk``; None when no row is one."""
+    classified = _classify(frame.select("idx", "body", "kw"))
+    if classified.height == 0:
+        return None
     # idx is the row position in frame: a gather, not a join.
-    events = pl.concat([classified, frame[classified["idx"]].drop("idx")], how="horizontal")
-    events = events.join(prefixes, on="prefix", how="left", maintain_order="left")
+    events = pl.concat([classified, frame[classified["idx"]].drop("idx", "kw")], how="horizontal")
+    events = events.join(prefix_fields(events["prefix"]), on="prefix", how="left", maintain_order="left")
     events = events.with_columns(
         pl.coalesce("lead_time", _event_time()).alias("exact_time"),
     ).with_columns(
@@ -156,12 +207,7 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
         .otherwise(pl.col("pid"))
         .alias("pid")
     )
-    if segments is lines:  # no line was split at \r: one row per line, and the two sets are disjoint
-        recognised = events.height + surplus_recognised.len()
-    else:
-        recognised = pl.concat([events["line"], surplus_recognised]).n_unique()
-    events = events.sort("idx").select(list(EVENT_COLUMNS))
-    return ChunkResult(events.cast(EVENT_COLUMNS), recognised, last_time)  # type: ignore[arg-type]
+    return events.sort("idx").select(*EVENT_COLUMNS, "chunk").cast(EVENT_COLUMNS)  # type: ignore[arg-type]
 
 
 def _leading_times(frame: pl.DataFrame, prefixes: pl.DataFrame, reference_year: int) -> pl.Series:
@@ -195,32 +241,99 @@ def _leading_time(reference_year: int, column: str) -> pl.Expr:
     return leading_time(pl.col(column).fill_null(""), reference_year)
 
 
-def _coll_surplus(frame: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
-    """Row positions of the NCCL COLL lines that are neither among the first ``head`` nor the last
-    ``tail`` of their (host, pid, comm) in this chunk, so not among them in the file either: the
-    thinning the caller applies later would drop them.
+def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
+    """Row positions of the NCCL COLL lines of ``lines`` (column ``raw``) that are neither among
+    the first ``head`` nor the last ``tail`` of their (host, pid, comm) in this chunk, so not among
+    them in the file either: the thinning the caller applies later would drop them.
 
-    The key used here, (``host:pid`` text, ``comm``), may split one (host, pid, comm) in two (a pid
-    written with a leading zero) but never merges two, so it keeps a superset of what the caller
-    keeps, and the caller's thinning of that superset gives the same rows.
+    This runs on every line of a COLL-heavy log before anything else, so each line pays only for
+    three substring searches (the second a regex led by its literal) and three byte slices: it is
+    cut at the first " NCCL INFO ", the first ": opCount <hex> " and the first "comm ". The
+    text before " NCCL INFO " (launcher prefixes and ``host:pid:tid [dev]``), the operation
+    between, and the bytes after "comm " are checked once per *distinct* value, a handful per
+    chunk. A line passing every check is one the NCCL_COLL pattern (first in PATTERNS) matches,
+    with that host, pid and comm, and one with no leading time, so leaving it out changes no
+    other line's time.
+
+    The key, (head text, the bytes after "comm "), may split one (host, pid, comm) in two (two
+    threads, a pid written with a leading zero) but never merges two, so it keeps a superset of
+    what the caller keeps, and the caller's thinning of that superset gives the same rows.
     """
-    coll = frame.select("idx", "body").filter(pl.col("body").str.contains(_COLL_TRIGGER, literal=True))
+    raw = pl.col("raw")
+    data = raw.cast(pl.Binary)  # byte offsets (str.find) need byte slices: lines may hold any UTF-8
+    at_info, at_op, at_comm = pl.col("_info"), pl.col("_op"), pl.col("_comm")
+    coll = (
+        lines.lazy()
+        .select(
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
+            raw,
+            raw.str.find(_COLL_INFO, literal=True).alias("_info"),
+            # The first op count written in hex and followed by a space (a regex led by a literal):
+            # if an earlier ": opCount " is not, the operation slice below holds it and fails.
+            raw.str.find(_COLL_OP_COUNT).alias("_op"),
+        )
+        .filter(at_info < at_op)
+        .with_columns(raw.str.find(_COLL_COMM, literal=True).alias("_comm"))
+        .filter(at_comm > at_op)
+        .select(
+            "idx",
+            data.bin.slice(0, at_info).alias("head"),
+            data.bin.slice(at_info + len(_COLL_INFO), at_op - at_info - len(_COLL_INFO)).alias("op"),
+            data.bin.slice(at_comm + len(_COLL_COMM), _COLL_SLICE).alias("comm"),
+        )
+        .collect()
+    )
     if coll.height <= head + tail:
         return None
-    coll = coll.select(
-        "idx",
-        pl.col("body").str.contains(_COLL_HEAD).alias("certain"),
-        pl.col("body").str.extract(_COLL_PROCESS, 1).alias("process"),
-        pl.col("body").str.extract(_COLL_COMM, 0).alias("comm"),
-    ).filter(pl.col("certain") & pl.col("comm").is_not_null())
+    # Each valid distinct head and pointer becomes a small number, and the key one integer: a
+    # group_by on one integer column, far cheaper than on two columns of bytes. A head or a
+    # pointer that is not valid maps to null, and its lines stay.
+    heads = _valid_heads(coll["head"].unique())
+    pointers = _valid_pointers(coll["comm"].unique())
+    ops = coll["op"].unique()
+    ops = ops.filter(ops.cast(pl.String, strict=False).str.contains(_COLL_OP).fill_null(False))
+    if heads.len() == 0 or pointers.len() == 0 or ops.len() == 0:
+        return None
+    key = (
+        pl.col("head").replace_strict(heads, pl.int_range(heads.len(), dtype=pl.UInt64, eager=True), default=None)
+        * pointers.len()
+        + pl.col("comm").replace_strict(pointers, pl.int_range(pointers.len(), dtype=pl.UInt64, eager=True),
+                                        default=None)
+    )
     surplus = (
-        coll.group_by("process", "comm")
+        coll.lazy()
+        .filter(pl.col("op").is_in(ops.implode()))
+        .select("idx", key.alias("key"))
+        .drop_nulls("key")
+        .group_by("key")
         .agg(pl.col("idx").slice(head, (pl.len().cast(pl.Int64) - head - tail).clip(0)))
-        .get_column("idx")
-        .explode()
-        .drop_nulls()
+        .select(pl.col("idx").explode().drop_nulls())
+        .collect()
+        .to_series()
     )
     return surplus if surplus.len() else None
+
+
+def _valid_heads(heads: pl.Series) -> pl.Series:
+    """The distinct texts before " NCCL INFO " that are launcher prefixes with no time in them,
+    then an NCCL ``host:pid:tid [dev] [file:line]`` head with no time either."""
+    frame = split_prefix(heads.cast(pl.String, strict=False).to_frame("text").with_columns(
+        (pl.col("text") + _COLL_INFO).alias("raw")))
+    frame = frame.join(prefix_fields(frame["prefix"]), on="prefix", how="left")
+    return frame.filter(
+        pl.col("p_app_time").is_null()
+        & (pl.col("body").str.strip_suffix("NCCL INFO ")).str.contains(_COLL_HEAD_BODY)
+        & ~pl.col("body").str.contains(ANY_LEADING_TIME)
+    )["text"].cast(pl.Binary)
+
+
+def _valid_pointers(slices: pl.Series) -> pl.Series:
+    """The distinct slices after "comm " that start with the whole pointer the pattern reads: it
+    ends inside the slice, or the line does."""
+    text = slices.cast(pl.String, strict=False)
+    pointer = text.str.extract(_COLL_POINTER, 0)
+    whole = pointer.str.len_bytes() < text.str.len_bytes()
+    return slices.filter((pointer.is_not_null() & (whole | (slices.bin.size() < _COLL_SLICE))).fill_null(False))
 
 
 def _split_carriage_returns(lines: pl.DataFrame) -> pl.DataFrame:
@@ -351,4 +464,10 @@ def _empty_events() -> pl.DataFrame:
     return pl.DataFrame(schema=EVENT_COLUMNS)
 
 
-__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "parse_chunk"]
+def _empty_candidates() -> pl.DataFrame:
+    return pl.DataFrame(schema={"line": pl.Int64, "prefix": pl.String, "body": pl.String,
+                                "lead_time": pl.Datetime("us"), "near_time": pl.Datetime("us"),
+                                "next_time": pl.Datetime("us"), "kw": pl.List(pl.String)})
+
+
+__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "finish_chunks", "parse_chunk", "prepare_chunk"]
