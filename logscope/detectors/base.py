@@ -12,6 +12,7 @@ have the headings in :data:`DOC_HEADINGS`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -33,6 +34,15 @@ class JobView:
     nodes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     file_nodes: dict[str, str | None] = field(default_factory=dict)
+    # Facts several detectors ask for (the root failure), worked out once per view. The view
+    # never changes, so a remembered answer stays true.
+    _remembered: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def remember(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, worked out the first time ``key`` is asked for on this view."""
+        if key not in self._remembered:
+            self._remembered[key] = compute()
+        return self._remembered[key]
 
     def of(self, *events: Event) -> pl.DataFrame:
         """The rows of the given event kinds, in timeline order."""

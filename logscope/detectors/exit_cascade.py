@@ -218,8 +218,20 @@ def root_failure(job: JobView) -> dict[str, Any] | None:
     line is a reaction). Other detectors use it to tell whether their evidence may be a
     consequence. Unlike LS301 itself, it also answers when no process failed (an Xid or a node
     failure alone), since those can still be what a peer's error reacts to."""
-    records = _failure_records(job)
-    return ExitCascade._root(records, ExitCascade._signalled(records)) if records else None
+    root = _failures(job)[2]
+    return None if root is None else dict(root)  # a copy: callers may annotate their row
+
+
+def _failures(job: JobView) -> tuple[list[dict[str, Any]], Signalled, dict[str, Any] | None]:
+    """The failure records, the signal exits someone asked for, and the root failure; worked out
+    once per view (LS301 and every detector asking for root_failure share them)."""
+    def compute() -> tuple[list[dict[str, Any]], Signalled, dict[str, Any] | None]:
+        records = _failure_records(job)
+        signalled = ExitCascade._signalled(records)
+        return records, signalled, ExitCascade._root(records, signalled) if records else None
+
+    found: tuple[list[dict[str, Any]], Signalled, dict[str, Any] | None] = job.remember("failures", compute)
+    return found
 
 
 class ExitCascade(Detector):
@@ -230,11 +242,9 @@ class ExitCascade(Detector):
     specificity = 40
 
     def detect(self, job: JobView) -> list[Finding]:
-        records = _failure_records(job)
+        records, signalled, root = _failures(job)
         if not any(Event(r["event"]) in PROCESS_FAILURES for r in records):
             return []
-        signalled = self._signalled(records)
-        root = self._root(records, signalled)
         if root is None:
             return []
         root_key = process_key(root)
