@@ -243,9 +243,11 @@ class _Batch:
                 for block in _blocks(reading.stream, result):
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
-                    lines = _lines_frame(_without_nul(block), result.lines_read)
+                    block = _without_nul(block)
+                    lines = _lines_frame(block, result.lines_read)
                     result.lines_read += lines.height
-                    prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=(COLL_HEAD, COLL_TAIL))
+                    prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=(COLL_HEAD, COLL_TAIL),
+                                             carriage_returns=b"\r" in block)
                     carry_time = prepared.last_time
                     self._pending.append((reading, prepared))
                     reading.waiting += 1

@@ -90,7 +90,7 @@ def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, m
     fast = read_file(source)
     plain_prepare = engine.prepare_chunk
     monkeypatch.setattr(ingest, "prepare_chunk",
-                        lambda lines, year, carry, coll_keep=None: plain_prepare(lines, year, carry))
+                        lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
     plain = read_file(source)
     assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
     assert (fast.lines_read, fast.lines_recognised) == (plain.lines_read, plain.lines_recognised)

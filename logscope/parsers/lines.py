@@ -54,8 +54,7 @@ _COLL_INFO = " NCCL INFO "
 _COLL_TRIGGER = ": opCount "
 _COLL_COMM = "comm "
 _COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex value and more
-_COLL_OP_COUNT = r": opCount [0-9a-fA-F]+ "
-_COLL_OP = r"^[A-Za-z]+$"
+_COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]+ "
 # What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
 # the NCCL_COLL pattern's head without its optional timestamp (a timed line is never set aside).
 _COLL_HEAD_BODY = r"^[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?$"
@@ -116,11 +115,14 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
 
 
 def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
-                  coll_keep: tuple[int, int] | None = None) -> PreparedChunk:
+                  coll_keep: tuple[int, int] | None = None, *, carriage_returns: bool = True) -> PreparedChunk:
     """Steps 1-5 of the module's recipe for one chunk: what :func:`parse_chunk` does before it
     classifies. Every per-line step of a chunk is here; what is left costs a fixed ~10 ms a call,
-    whatever the number of lines, and is paid once for many chunks by :func:`finish_chunks`."""
-    segments = _split_carriage_returns(lines)
+    whatever the number of lines, and is paid once for many chunks by :func:`finish_chunks`.
+
+    ``carriage_returns=False``: the caller knows no line holds ``\\r`` (a byte search of the
+    block costs far less than a search of every line)."""
+    segments = _split_carriage_returns(lines) if carriage_returns else lines
     was_split = segments is not lines
     surplus = _coll_surplus(segments, *coll_keep) if coll_keep is not None else None
     if surplus is not None:
@@ -247,11 +249,11 @@ def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None
     them in the file either: the thinning the caller applies later would drop them.
 
     This runs on every line of a COLL-heavy log before anything else, so each line pays only for
-    three substring searches (the second a regex led by its literal) and three byte slices: it is
-    cut at the first " NCCL INFO ", the first ": opCount <hex> " and the first "comm ". The
-    text before " NCCL INFO " (launcher prefixes and ``host:pid:tid [dev]``), the operation
-    between, and the bytes after "comm " are checked once per *distinct* value, a handful per
-    chunk. A line passing every check is one the NCCL_COLL pattern (first in PATTERNS) matches,
+    three substring searches, three byte slices and one anchored regex on a short slice: it is
+    cut at the first " NCCL INFO ", ": opCount " and "comm "; the operation and the op count
+    between are checked on the line; the text before " NCCL INFO " (launcher prefixes and
+    ``host:pid:tid [dev]``) and the bytes after "comm " are checked once per *distinct* value, a
+    handful per chunk. A line passing every check is one the NCCL_COLL pattern (first in PATTERNS) matches,
     with that host, pid and comm, and one with no leading time, so leaving it out changes no
     other line's time.
 
@@ -262,15 +264,13 @@ def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None
     raw = pl.col("raw")
     data = raw.cast(pl.Binary)  # byte offsets (str.find) need byte slices: lines may hold any UTF-8
     at_info, at_op, at_comm = pl.col("_info"), pl.col("_op"), pl.col("_comm")
-    coll = (
+    groups = (
         lines.lazy()
         .select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
             raw,
             raw.str.find(_COLL_INFO, literal=True).alias("_info"),
-            # The first op count written in hex and followed by a space (a regex led by a literal):
-            # if an earlier ": opCount " is not, the operation slice below holds it and fails.
-            raw.str.find(_COLL_OP_COUNT).alias("_op"),
+            raw.str.find(_COLL_TRIGGER, literal=True).alias("_op"),
         )
         .filter(at_info < at_op)
         .with_columns(raw.str.find(_COLL_COMM, literal=True).alias("_comm"))
@@ -278,39 +278,23 @@ def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None
         .select(
             "idx",
             data.bin.slice(0, at_info).alias("head"),
-            data.bin.slice(at_info + len(_COLL_INFO), at_op - at_info - len(_COLL_INFO)).alias("op"),
             data.bin.slice(at_comm + len(_COLL_COMM), _COLL_SLICE).alias("comm"),
+            # From the operation to the op count and the space after it, checked by an anchored
+            # regex on this short slice (a regex search of the whole line costs more).
+            data.bin.slice(at_info + len(_COLL_INFO), at_op - at_info - len(_COLL_INFO) + len(_COLL_TRIGGER)
+                           + _COLL_SLICE).cast(pl.String, strict=False).alias("_op_count"),
         )
-        .collect()
-    )
-    if coll.height <= head + tail:
-        return None
-    # Each valid distinct head and pointer becomes a small number, and the key one integer: a
-    # group_by on one integer column, far cheaper than on two columns of bytes. A head or a
-    # pointer that is not valid maps to null, and its lines stay.
-    heads = _valid_heads(coll["head"].unique())
-    pointers = _valid_pointers(coll["comm"].unique())
-    ops = coll["op"].unique()
-    ops = ops.filter(ops.cast(pl.String, strict=False).str.contains(_COLL_OP).fill_null(False))
-    if heads.len() == 0 or pointers.len() == 0 or ops.len() == 0:
-        return None
-    key = (
-        pl.col("head").replace_strict(heads, pl.int_range(heads.len(), dtype=pl.UInt64, eager=True), default=None)
-        * pointers.len()
-        + pl.col("comm").replace_strict(pointers, pl.int_range(pointers.len(), dtype=pl.UInt64, eager=True),
-                                        default=None)
-    )
-    surplus = (
-        coll.lazy()
-        .filter(pl.col("op").is_in(ops.implode()))
-        .select("idx", key.alias("key"))
-        .drop_nulls("key")
-        .group_by("key")
+        .filter(pl.col("_op_count").str.contains(_COLL_OP_COUNT))
+        .group_by("head", "comm")
         .agg(pl.col("idx").slice(head, (pl.len().cast(pl.Int64) - head - tail).clip(0)))
-        .select(pl.col("idx").explode().drop_nulls())
         .collect()
-        .to_series()
     )
+    # A handful of groups: their heads and pointers are checked here, once each.
+    groups = groups.filter(
+        pl.col("head").is_in(_valid_heads(groups["head"].unique()).implode())
+        & pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode())
+    )
+    surplus = groups["idx"].explode().drop_nulls()
     return surplus if surplus.len() else None
 
 
