@@ -39,7 +39,7 @@ def work(paths: list[str], stage: str) -> int:
     lines = 0
     for path in paths:
         pending = b""
-        with open(path, "rb") as stream:
+        with Path(path).open("rb") as stream:
             while data := stream.read(CHUNK_BYTES):
                 data = pending + data
                 cut = data.rfind(b"\n") + 1
