@@ -187,7 +187,7 @@ def read_in_order(sources: Sequence[SourceFile],
         if isinstance(opened, _Reading):
             batch.read(opened, on_bytes)
         else:
-            batch.results.append(opened)
+            batch.done(opened)
         yield from batch.ready()
     batch.finish()
     yield from batch.ready()
@@ -228,14 +228,18 @@ class _Batch:
     order (a file's result waits for its last block)."""
 
     def __init__(self) -> None:
-        self.results: deque[_Reading | FileRead | Skipped] = deque()
+        self._results: deque[_Reading | FileRead | Skipped] = deque()
         self._pending: list[tuple[_Reading, PreparedChunk]] = []
         self._rows = 0
         self._bytes = 0
 
+    def done(self, result: FileRead | Skipped) -> None:
+        """A file's result that needs no block read, in its place in the order."""
+        self._results.append(result)
+
     def read(self, reading: _Reading, on_bytes: Callable[[SourceFile, int], None] | None) -> None:
         """Read every block of a file, finishing the batch whenever it is full."""
-        self.results.append(reading)
+        self._results.append(reading)
         result = reading.result
         carry_time: datetime | None = None
         with reading.stream:
@@ -270,8 +274,8 @@ class _Batch:
 
     def ready(self) -> Iterator[FileRead | Skipped]:
         """The results at the front that are complete, in order."""
-        while self.results and not (isinstance(self.results[0], _Reading) and self.results[0].waiting):
-            done = self.results.popleft()
+        while self._results and not (isinstance(self._results[0], _Reading) and self._results[0].waiting):
+            done = self._results.popleft()
             yield done.finished() if isinstance(done, _Reading) else done
 
 
@@ -676,8 +680,17 @@ def _thin(events: pl.DataFrame) -> pl.DataFrame:
 
 def _finish_times(events: pl.DataFrame) -> pl.DataFrame:
     """Untimed events before the file's first timestamp take that first timestamp (inferred);
-    an untimed event at the end of a block takes the next block's first time as its latest."""
-    return events.with_columns(pl.col("time").backward_fill(), pl.col("time_latest").backward_fill())
+    an untimed event at the end of a block takes the next block's first time as its latest.
+
+    An untimed event lies between the timed lines around it, earliest ``time``, latest
+    ``time_latest``. Processes writing to one file do not keep its times in order (a rank's
+    buffered output lands after the agent's later lines), so the line below can be older than
+    the one above: the window is then the span between the two, whichever comes first."""
+    events = events.with_columns(pl.col("time").backward_fill(), pl.col("time_latest").backward_fill())
+    return events.with_columns(
+        pl.min_horizontal("time", "time_latest").alias("time"),
+        pl.max_horizontal("time", "time_latest").alias("time_latest"),
+    )
 
 
 def _read_error_json(source: SourceFile) -> FileRead | Skipped:
