@@ -192,11 +192,13 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64(),  # global rank
     "task": pl.Int64(),  # srun task id from an `srun --label` prefix
     "time": pl.Datetime("us"),
-    "time_inferred": pl.Boolean(),  # True when ``time`` came from the nearest timed line above
+    "time_inferred": pl.Boolean(),  # True when ``time`` came from the timed lines around it
     # For an inferred time: the time of the next timed line in the file, the latest the line can
     # have been written (null when no timed line follows). Equal to ``time`` for timed lines.
     # Failures are ordered by it: an untimed error is printed just before the timed teardown
-    # lines that follow it, while the timed line above it can be hours old.
+    # lines that follow it, while the timed line above it can be hours old. Never before ``time``:
+    # where the file's times go backwards around a line, ``time`` is the earlier of its two
+    # neighbours and ``time_latest`` the later (ingest._finish_times).
     "time_latest": pl.Datetime("us"),
     "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app
     "event": pl.String(),  # an Event value

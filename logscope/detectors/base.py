@@ -138,10 +138,7 @@ def window_of(row: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
     """(earliest, latest) time a row's line can have been written."""
     if not row.get("time_inferred"):
         return row.get("time"), row.get("time")
-    low, high = row.get("time"), row.get("time_latest")
-    if low is not None and high is not None and high < low:
-        return high, low  # the log's clock went backwards around the line: it is somewhere between
-    return low, high
+    return row.get("time"), row.get("time_latest")  # never inverted (TIMELINE_SCHEMA)
 
 
 def seen_at(row: dict[str, Any]) -> datetime | None:
