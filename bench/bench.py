@@ -72,17 +72,17 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
-def job_folder(workdir: Path, label: str, size: int) -> Path:
+def job_folder(workdir: Path, label: str, size: int, nccl_timestamps: bool = False) -> Path:
     """The cached job folder for ``size`` bytes, generated when missing or made by another jobsim."""
     sys.path.insert(0, str(REPO))
     from tools.jobsim import JobSpec, write_job
 
-    spec = JobSpec(scenario=SCENARIO, nodes=NODES, coll=True, size_bytes=size)
+    spec = JobSpec(scenario=SCENARIO, nodes=NODES, coll=True, size_bytes=size, nccl_timestamps=nccl_timestamps)
     stamp = {
         "spec": repr(spec),
         "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest(),
     }
-    folder = workdir / f"{SCENARIO}-{NODES}n-coll-{label}"
+    folder = workdir / f"{SCENARIO}-{NODES}n-coll{'-stamped' if nccl_timestamps else ''}-{label}"
     # The stamp lives next to the folder, not in it: logscope reads every file of the folder.
     stamp_file = workdir / f"{folder.name}.json"
     if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
@@ -203,8 +203,9 @@ def check(tool: str, code: int, out: bytes, lines: int) -> str:
     return f"{verdict['category']} {verdict['finding']} rank {root.get('rank')}"
 
 
-def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...]) -> list[Run]:
-    folder = job_folder(workdir, label, parse_size(label))
+def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...],
+               nccl_timestamps: bool = False) -> list[Run]:
+    folder = job_folder(workdir, label, parse_size(label), nccl_timestamps)
     files = sorted(p for p in folder.iterdir() if p.is_file())
     size, lines = warm(files)
     names = [str(p) for p in files]
@@ -243,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool and size; the median is reported")
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"a subset of {','.join(TOOLS)}")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--nccl-timestamps", action="store_true",
+                    help="jobs logged with NCCL_DEBUG_TIMESTAMP_LEVELS=ALL: a time in front of every NCCL line")
     args = ap.parse_args(argv)
     tools = tuple(t for t in args.tools.split(",") if t)
     if unknown := set(tools) - set(TOOLS):
@@ -253,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
     for label in args.sizes.split(","):
-        runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools)
+        runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools, args.nccl_timestamps)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(f"{datetime.now(timezone.utc):%Y-%m-%d}, {machine}, median of {args.repeat}\n")
     print(table(runs))

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import polars as pl
 import pytest
@@ -142,3 +144,37 @@ def test_classifying_blocks_of_several_files_together_matches_one_at_a_time(
         assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
                                                                              b.warnings)
         assert_frame_equal(a.events, b.events)
+
+
+def jobsim() -> ModuleType:
+    """tools/jobsim.py, loaded from its file (tools/ is not an installed package)."""
+    spec = importlib.util.spec_from_file_location("jobsim", Path(__file__).resolve().parents[1] / "tools" / "jobsim.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["jobsim"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_coll_lines_with_nccl_timestamps_set_aside_early_leave_the_events_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # NCCL_DEBUG_TIMESTAMP_LEVELS=ALL: every COLL line has its own time. Lines set aside must not
+    # take a time away from the lines around them.
+    sim = jobsim()
+    sim.write_job(sim.JobSpec(scenario="crash-cascade", nodes=2, coll=True, nccl_timestamps=True, steps=400), tmp_path)
+    for path in tmp_path.iterdir():  # untimed events amid the COLL lines: they take their times from them
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(f"{line}\nValueError: odd sample {n}" if n % 500 == 250 else line
+                                  for n, line in enumerate(lines)) + "\n")
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 256 * 1024)
+    plain_prepare = engine.prepare_chunk
+    for source in discover([tmp_path])[0]:
+        fast = read_file(source)
+        with monkeypatch.context() as plain_only:
+            plain_only.setattr(ingest, "prepare_chunk",
+                               lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
+            plain = read_file(source)
+        assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
+        assert (fast.lines_read, fast.lines_recognised) == (plain.lines_read, plain.lines_recognised)
+        assert_frame_equal(fast.events, plain.events)
+        assert fast.lines_read > 5 * fast.events.height  # most COLL lines were thinned away

@@ -77,6 +77,9 @@ class JobSpec:
     seed: int = 0
     coll: bool = False  # NCCL_DEBUG_SUBSYS=INIT,ENV,COLL: one COLL line per collective per rank
     coll_per_step: int = 2  # collectives per training step (gradient buckets + loss all-reduce)
+    # NCCL_DEBUG_TIMESTAMP_LEVELS=ALL (NCCL >= 2.23): "[2026-11-03 14:00:02] " in front of every
+    # NCCL line, in the default NCCL_DEBUG_TIMESTAMP_FORMAT ("[%F %T] ").
+    nccl_timestamps: bool = False
     prefix: str = "default"  # "default" -> [default3]: ; "host" -> [gpu-node01:3]: (--role $(hostname -s):)
     scenario: str = "healthy"
     fail_rank: int | None = None  # global rank that fails first (scenario default when None)
@@ -313,12 +316,16 @@ class _Sim:
         for line in rest:
             self.w(p, t, line)
 
+    def ts_nccl(self, t: float) -> str:
+        """NCCL's own timestamp in front of its lines, when the spec asks for it ("" otherwise)."""
+        return f"[{self.at(t):%Y-%m-%d %H:%M:%S}] " if self.spec.nccl_timestamps else ""
+
     def nccl(self, p: _Proc, t: float, msg: str, tid: int | None = None, head: bool = False) -> None:
-        self.w(p, t, f"{p.host}:{p.pid}:{tid or p.pid} [{p.dev}] NCCL INFO {msg}", head)
+        self.w(p, t, f"{self.ts_nccl(t)}{p.host}:{p.pid}:{tid or p.pid} [{p.dev}] NCCL INFO {msg}", head)
 
     def nccl_warn(self, p: _Proc, t: float, loc: str, msg: str, tid: int | None = None) -> None:
         self.w(p, t, "")  # src/debug.cc prints an empty line before every WARN
-        self.w(p, t, f"{p.host}:{p.pid}:{tid or p.pid} [{p.dev}] {loc} NCCL WARN {msg}")
+        self.w(p, t, f"{self.ts_nccl(t)}{p.host}:{p.pid}:{tid or p.pid} [{p.dev}] {loc} NCCL WARN {msg}")
 
     def pylog(self, p: _Proc, t: float, msg: str, level: str = "INFO", head: bool = False) -> None:
         self.w(p, t, f"{self.ts_py(t)} - {level} - {msg}", head)
@@ -664,7 +671,7 @@ class _Sim:
         last_node = (self.world - 1) // s.gpus
         rng = self._rng(f"stream{node}")
         k = s.coll_per_step
-        pre = [f"{p.prefix}{p.host}:{p.pid}:{p.pid} [{p.dev}] NCCL INFO AllReduce: opCount " for p in procs]
+        pre = [f"{p.host}:{p.pid}:{p.pid} [{p.dev}] NCCL INFO AllReduce: opCount " for p in procs]
         suf = []
         for p in procs:
             row = []
@@ -680,11 +687,12 @@ class _Sim:
             t = self.step_t(step)
             if s.coll:
                 t_coll = self.step_t(step - 1)
+                stamp = self.ts_nccl(t_coll)
                 for j in range(k):
                     op = f"{self.seq_of(step, j) - 1:x}"
                     rng.shuffle(order)
                     for i in order:
-                        yield t_coll, pre[i] + op + suf[i][j]
+                        yield t_coll, procs[i].prefix + stamp + pre[i] + op + suf[i][j]
             if last is not None and s.progress_style != "none" and step % s.log_interval == 0:
                 yield t, last.prefix + self.progress_line(step)
             if node == 0 and step % 500 == 0 and step != self.no_save_step:

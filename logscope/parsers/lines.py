@@ -56,8 +56,8 @@ _COLL_COMM = "comm "
 _COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex value and more
 _COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]+ "
 # What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
-# the NCCL_COLL pattern's head without its optional timestamp (a timed line is never set aside).
-_COLL_HEAD_BODY = r"^[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?$"
+# the NCCL_COLL pattern's head, its optional timestamp apart from the rest (the key).
+_COLL_HEAD_BODY = r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?(?P<key>[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?)$"
 _COLL_POINTER = r"^(?:0x[0-9a-fA-F]+|\(nil\))"
 
 # Columns of the frame parse_chunk returns, in order.
@@ -286,29 +286,70 @@ def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None
         )
         .filter(pl.col("_op_count").str.contains(_COLL_OP_COUNT))
         .group_by("head", "comm")
-        .agg(pl.col("idx").slice(head, (pl.len().cast(pl.Int64) - head - tail).clip(0)))
+        .agg("idx")
         .collect()
     )
-    # A handful of groups: their heads and pointers are checked here, once each.
-    groups = groups.filter(
-        pl.col("head").is_in(_valid_heads(groups["head"].unique()).implode())
-        & pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode())
+    # A handful of groups: their heads and pointers are checked here, once each. A valid head
+    # gets its key: the NCCL head without a timestamp in front (launcher prefixes dropped too:
+    # the host and pid that follow name the process).
+    groups = (
+        groups.join(_head_keys(groups["head"].unique()), on="head")
+        .filter(pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode()))
     )
-    surplus = groups["idx"].explode().drop_nulls()
+    if groups.height == 0:
+        return None
+    count = pl.col("idx").list.len().cast(pl.Int64)
+    if not groups["timed"].any():
+        # No line set aside has a time: a group is a key already, or a part of one.
+        surplus = groups.select(pl.col("idx").list.slice(head, (count - head - tail).clip(0)).explode()).to_series()
+    else:
+        surplus = _untimed_or_unneeded(groups, head, tail)
+    surplus = surplus.drop_nulls()
     return surplus if surplus.len() else None
 
 
-def _valid_heads(heads: pl.Series) -> pl.Series:
-    """The distinct texts before " NCCL INFO " that are launcher prefixes with no time in them,
-    then an NCCL ``host:pid:tid [dev] [file:line]`` head with no time either."""
+def _untimed_or_unneeded(groups: pl.DataFrame, head: int, tail: int) -> pl.Series:
+    """The surplus rows of COLL lines some of which carry a time (NCCL_DEBUG_TIMESTAMP_LEVELS):
+    a group per (key, comm), the key leaving out the time, so lines of one second and the next
+    are one group. Set aside, a timed line would take its time away from the lines around it
+    (an untimed event takes its time from the nearest timed lines above and below, and a chunk
+    hands its last time to the next). So in every run of lines set aside back to back, the
+    first and the last timed one stay: those are the only ones any other line can take a time
+    from. They become events the caller's thinning drops again."""
+    rows = groups.select("key", "comm", "timed", "idx").explode("idx").sort("idx")
+    key = [pl.col("key"), pl.col("comm")]
+    position = pl.int_range(pl.len()).over(key)
+    rows = rows.with_columns(
+        ((position >= head) & (position < pl.len().over(key).cast(pl.Int64) - tail)).alias("surplus")
+    )
+    # A run: rows set aside with consecutive positions in the chunk (any other line between them,
+    # or a line that stays, ends it).
+    follows = (pl.col("idx").cast(pl.Int64) - pl.col("idx").shift().cast(pl.Int64) == 1).fill_null(False)
+    rows = rows.with_columns((~(pl.col("surplus") & follows & pl.col("surplus").shift().fill_null(False)))
+                             .cum_sum().alias("run"))
+    timed = rows.filter(pl.col("surplus") & pl.col("timed"))
+    needed = pl.concat([timed.unique("run", keep="first")["idx"], timed.unique("run", keep="last")["idx"]])
+    return rows.filter(pl.col("surplus") & ~pl.col("idx").is_in(needed.implode()))["idx"]
+
+
+def _head_keys(heads: pl.Series) -> pl.DataFrame:
+    """For each distinct text before " NCCL INFO " that is launcher prefixes, an optional NCCL
+    timestamp and an NCCL ``host:pid:tid [dev] [file:line]`` head: ``head``, its ``key`` (the
+    head without prefixes or timestamp) and whether the line has a leading time (``timed``, as
+    :func:`_leading_times` would find it). Other texts are left out."""
     frame = split_prefix(heads.cast(pl.String, strict=False).to_frame("text").with_columns(
         (pl.col("text") + _COLL_INFO).alias("raw")))
     frame = frame.join(prefix_fields(frame["prefix"]), on="prefix", how="left")
-    return frame.filter(
-        pl.col("p_app_time").is_null()
-        & (pl.col("body").str.strip_suffix("NCCL INFO ")).str.contains(_COLL_HEAD_BODY)
-        & ~pl.col("body").str.contains(ANY_LEADING_TIME)
-    )["text"].cast(pl.Binary)
+    parts = pl.col("body").str.strip_suffix("NCCL INFO ").str.extract_groups(_COLL_HEAD_BODY)
+    return (
+        frame.with_columns(parts.struct.field("key").alias("key"))
+        .filter(pl.col("key").is_not_null())
+        .select(
+            pl.col("text").cast(pl.Binary).alias("head"),
+            "key",
+            (pl.col("p_app_time").is_not_null() | pl.col("body").str.contains(ANY_LEADING_TIME)).alias("timed"),
+        )
+    )
 
 
 def _valid_pointers(slices: pl.Series) -> pl.Series:
