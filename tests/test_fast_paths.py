@@ -77,10 +77,18 @@ def coll_heavy_log(path: Path, count: int = 24000) -> Path:
                 f"{head} AllReduce: opCount 5 comm {comm}",  # the line ends with the pointer
                 f"{head} AllReduce: opCount 5 comm 0x55aa01zz [nranks=8]",
                 f"é{head} AllReduce: opCount {n:x} {rest}",
+                # an NCCL timestamp where the pattern does not read one, and one followed by a non-head
+                f"[default{pid % 8}]:x[2026-05-05 06:16:47] {host}:{pid}:{pid + 1} [0] NCCL INFO AllReduce: "
+                f"opCount {n:x} {rest}",
+                f"[default{pid % 8}]:[2026-05-05 06:16:47] node-7: {host}:{pid}:{pid + 1} [0] NCCL INFO AllReduce: "
+                f"opCount {n:x} {rest}",
                 f"[default{pid % 8}]:{host}:{pid}:{pid + 1} [0] NCCL WARN AllReduce: opCount 5 {rest}",
                 f"2026-11-03 14:{n % 60:02d}:00,532 - INFO - iteration {n:8d}/  100000 | lm loss: 2.5E+00 |",
                 "ValueError: boom",
             ]))
+    # Many odd lines of one key in a row: a check skipped would set the middle ones aside.
+    rows += [f"[default0]:[2026-05-05 06:16:47] node-7: gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} "
+             f"comm 0x55aa01 [nranks=8]" for n in range(300)]
     path.write_text("\n".join(rows) + "\n")
     return path
 

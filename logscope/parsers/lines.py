@@ -57,7 +57,12 @@ _COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex 
 _COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]+ "
 # What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
 # the NCCL_COLL pattern's head, its optional timestamp apart from the rest (the key).
-_COLL_HEAD_BODY = r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?(?P<key>[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?)$"
+_NCCL_STAMP = r"\[\d{4}-\d{2}-\d{2}[^\]]*\] "  # NCCL_DEBUG_TIMESTAMP_FORMAT's default, "[%F %T] "
+_NCCL_HEAD = r"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?"
+_COLL_HEAD_BODY = r"^(?:" + _NCCL_STAMP + r")?(?P<key>" + _NCCL_HEAD + r")$"
+# A COLL line with NCCL's own timestamp, and how many lines of a chunk are searched for one.
+_STAMPED_COLL = _NCCL_STAMP + _NCCL_HEAD + r"NCCL INFO [A-Za-z]+: opCount "
+_STAMP_SAMPLE = 4096
 _COLL_POINTER = r"^(?:0x[0-9a-fA-F]+|\(nil\))"
 
 # Columns of the frame parse_chunk returns, in order.
@@ -251,20 +256,22 @@ def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None
     This runs on every line of a COLL-heavy log before anything else, so each line pays only for
     three substring searches, three byte slices and one anchored regex on a short slice: it is
     cut at the first " NCCL INFO ", ": opCount " and "comm "; the operation and the op count
-    between are checked on the line; the text before " NCCL INFO " (launcher prefixes and
-    ``host:pid:tid [dev]``) and the bytes after "comm " are checked once per *distinct* value, a
-    handful per chunk. A line passing every check is one the NCCL_COLL pattern (first in PATTERNS) matches,
-    with that host, pid and comm, and one with no leading time, so leaving it out changes no
-    other line's time.
+    between are checked on the line. The text before " NCCL INFO " (launcher prefixes, NCCL's
+    optional timestamp, ``host:pid:tid [dev]``) and the bytes after "comm " are checked once per
+    *distinct* value, a handful per chunk (a timestamp is split off first: see _keyed). A line
+    passing every check is one the NCCL_COLL pattern (first in PATTERNS) matches, with that host,
+    pid and comm.
 
-    The key, (head text, the bytes after "comm "), may split one (host, pid, comm) in two (two
-    threads, a pid written with a leading zero) but never merges two, so it keeps a superset of
-    what the caller keeps, and the caller's thinning of that superset gives the same rows.
+    The key, (``host:pid:tid [dev]``, the bytes after "comm "), may split one (host, pid, comm) in
+    two (two threads, a pid written with a leading zero) but never merges two, so it keeps a
+    superset of what the caller keeps, and the caller's thinning of that superset gives the same
+    rows. Lines with a leading time are set aside only where no other line needs that time (see
+    _untimed_or_unneeded).
     """
     raw = pl.col("raw")
     data = raw.cast(pl.Binary)  # byte offsets (str.find) need byte slices: lines may hold any UTF-8
-    at_info, at_op, at_comm = pl.col("_info"), pl.col("_op"), pl.col("_comm")
-    groups = (
+    at_info, at_op, at_comm, at = pl.col("_info"), pl.col("_op"), pl.col("_comm"), pl.col("_at")
+    coll = (
         lines.lazy()
         .select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
@@ -285,17 +292,25 @@ def _coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None
                            + _COLL_SLICE).cast(pl.String, strict=False).alias("_op_count"),
         )
         .filter(pl.col("_op_count").str.contains(_COLL_OP_COUNT))
-        .group_by("head", "comm")
-        .agg("idx")
-        .collect()
     )
+    if lines.head(_STAMP_SAMPLE).select(raw.str.contains(_STAMPED_COLL).any()).item():
+        # NCCL's own timestamp (NCCL_DEBUG_TIMESTAMP_LEVELS) changes line by line: the head is
+        # split at it, so that the groups stay a handful. (A chunk whose first lines show none is
+        # not split: what it holds is still checked per distinct head, only at a higher cost.)
+        text = pl.col("head")
+        coll = coll.with_columns(text.cast(pl.String, strict=False).str.find(_NCCL_STAMP).alias("_at")).with_columns(
+            pl.when(at.is_null()).then(text).otherwise(text.bin.slice(0, at)),
+            text.bin.slice(at + text.bin.slice(at).cast(pl.String, strict=False).str.find("] ", literal=True) + 2)
+            .cast(pl.String, strict=False).alias("after"),
+        )
+        groups = coll.group_by("head", "after", "comm").agg("idx").collect()
+    else:
+        groups = coll.group_by("head", "comm").agg("idx").collect().with_columns(
+            pl.lit(None, dtype=pl.String).alias("after"))
     # A handful of groups: their heads and pointers are checked here, once each. A valid head
     # gets its key: the NCCL head without a timestamp in front (launcher prefixes dropped too:
     # the host and pid that follow name the process).
-    groups = (
-        groups.join(_head_keys(groups["head"].unique()), on="head")
-        .filter(pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode()))
-    )
+    groups = _keyed(groups).filter(pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode()))
     if groups.height == 0:
         return None
     count = pl.col("idx").list.len().cast(pl.Int64)
@@ -330,6 +345,33 @@ def _untimed_or_unneeded(groups: pl.DataFrame, head: int, tail: int) -> pl.Serie
     timed = rows.filter(pl.col("surplus") & pl.col("timed"))
     needed = pl.concat([timed.unique("run", keep="first")["idx"], timed.unique("run", keep="last")["idx"]])
     return rows.filter(pl.col("surplus") & ~pl.col("idx").is_in(needed.implode()))["idx"]
+
+
+def _keyed(groups: pl.DataFrame) -> pl.DataFrame:
+    """Groups of COLL lines (``head``: the text before their NCCL timestamp, or before " NCCL
+    INFO " when there is none; ``after``: the text between the timestamp and " NCCL INFO ", null
+    when there is none; ``comm``; ``idx``) with their ``key`` and ``timed`` (see _head_keys); the
+    groups that are not valid are left out.
+
+    With a timestamp, what comes before it must be launcher prefixes and nothing else (so that
+    the timestamp stands where the NCCL_COLL pattern reads it) and what follows it an NCCL
+    ``host:pid:tid [dev]`` head, the key; each distinct part is checked once. Such a line is
+    ``timed``."""
+    plain = groups.filter(pl.col("after").is_null()).drop("after")
+    plain = plain.join(_head_keys(plain["head"].unique()), on="head")
+    stamped = groups.filter(pl.col("after").is_not_null())
+    if stamped.height == 0:
+        return plain
+    befores = split_prefix(stamped["head"].unique().cast(pl.String).to_frame("raw")).filter(pl.col("body") == "")
+    afters = stamped["after"].unique().to_frame("after").filter(
+        (pl.col("after") + " ").str.contains("^" + _NCCL_HEAD + "$")
+        & ~pl.col("after").str.contains(ANY_LEADING_TIME)
+    )
+    stamped = stamped.filter(
+        pl.col("head").is_in(befores["raw"].cast(pl.Binary).implode())
+        & pl.col("after").is_in(afters["after"].implode())
+    ).select("head", "comm", "idx", pl.col("after").alias("key"), pl.lit(True).alias("timed"))
+    return pl.concat([plain.select("head", "comm", "idx", "key", "timed"), stamped])
 
 
 def _head_keys(heads: pl.Series) -> pl.DataFrame:
