@@ -12,6 +12,7 @@ import importlib.util
 import random
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -20,7 +21,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from logscope import ingest
-from logscope.ingest import FileRead, Skipped, discover, read_file, read_files
+from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_file, read_files
 from logscope.parsers import lines as engine
 from logscope.parsers.prefixes import MAX_PREFIXES, ONE_PREFIX, split_prefix
 
@@ -46,6 +47,25 @@ def test_stacked_prefix_match_equals_peeling_one_at_a_time() -> None:
     out = split_prefix(pl.DataFrame({"raw": lines}))
     assert out["body"].to_list() == [peel_one_at_a_time(line) for line in lines]
     assert out["prefix"].to_list() == [line[: len(line) - len(peel_one_at_a_time(line))] or None for line in lines]
+
+
+def assert_same_reads(expected: Sequence[FileRead | Skipped], got: Sequence[FileRead | Skipped]) -> None:
+    """The same files read, with the same line counts, warnings and events."""
+    assert len(got) == len(expected)
+    for a, b in zip(expected, got, strict=True):
+        assert isinstance(a, FileRead) and isinstance(b, FileRead)
+        assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
+                                                                             b.warnings)
+        assert_frame_equal(a.events, b.events)
+
+
+def read_plainly(source: SourceFile, monkeypatch: pytest.MonkeyPatch) -> FileRead | Skipped:
+    """read_file with no COLL line set aside before classification."""
+    plain_prepare = engine.prepare_chunk
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "prepare_chunk",
+                      lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
+        return read_file(source)
 
 
 def coll_heavy_log(path: Path, count: int = 24000) -> Path:
@@ -98,13 +118,8 @@ def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, m
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 1024 * 1024)
     source = discover([coll_heavy_log(tmp_path / "coll-1-gpu0.out")])[0][0]
     fast = read_file(source)
-    plain_prepare = engine.prepare_chunk
-    monkeypatch.setattr(ingest, "prepare_chunk",
-                        lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
-    plain = read_file(source)
-    assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
-    assert (fast.lines_read, fast.lines_recognised) == (plain.lines_read, plain.lines_recognised)
-    assert_frame_equal(fast.events, plain.events)
+    assert_same_reads([read_plainly(source, monkeypatch)], [fast])
+    assert isinstance(fast, FileRead)
     # Thinned: COLL_HEAD + COLL_TAIL rows for each (host, pid, comm) of the main lines.
     comm = pl.col("fields").struct.field("comm")
     main = fast.events.filter((pl.col("event") == "nccl_coll") & pl.col("host").is_in(["gpu0", "gpu1", "gpu2"])
@@ -121,12 +136,8 @@ def test_reading_in_workers_matches_reading_here(monkeypatch: pytest.MonkeyPatch
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     seen: list[str] = []
     there = read_files(files, lambda source, n: seen.append(source.display))
-    assert len(there) == len(here) == len(files) and set(seen) == {f.display for f in files}
-    for a, b in zip(here, there, strict=True):
-        assert not isinstance(a, Skipped) and not isinstance(b, Skipped)
-        assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
-                                                                             b.warnings)
-        assert_frame_equal(a.events, b.events)
+    assert len(here) == len(files) and set(seen) == {f.display for f in files}
+    assert_same_reads(here, there)
 
 
 def test_non_ascii_digits_in_a_prefix_are_not_fatal() -> None:
@@ -145,13 +156,8 @@ def test_classifying_blocks_of_several_files_together_matches_one_at_a_time(
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 16 * 1024)  # files of several blocks
     alone = [read_file(f) for f in files]
     monkeypatch.setattr(ingest, "BATCH_ROWS", batch_rows)  # 1: each block alone; 10**9: one batch
-    together = list(ingest.read_in_order(files))
-    assert len(together) == len(alone) == len(files)
-    for a, b in zip(alone, together, strict=True):
-        assert not isinstance(a, Skipped) and not isinstance(b, Skipped)
-        assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
-                                                                             b.warnings)
-        assert_frame_equal(a.events, b.events)
+    assert len(alone) == len(files)
+    assert_same_reads(alone, list(ingest.read_in_order(files)))
 
 
 def jobsim() -> ModuleType:
@@ -175,14 +181,7 @@ def test_coll_lines_with_nccl_timestamps_set_aside_early_leave_the_events_unchan
         path.write_text("\n".join(f"{line}\nValueError: odd sample {n}" if n % 500 == 250 else line
                                   for n, line in enumerate(lines)) + "\n")
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 256 * 1024)
-    plain_prepare = engine.prepare_chunk
     for source in discover([tmp_path])[0]:
         fast = read_file(source)
-        with monkeypatch.context() as plain_only:
-            plain_only.setattr(ingest, "prepare_chunk",
-                               lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
-            plain = read_file(source)
-        assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
-        assert (fast.lines_read, fast.lines_recognised) == (plain.lines_read, plain.lines_recognised)
-        assert_frame_equal(fast.events, plain.events)
-        assert fast.lines_read > 5 * fast.events.height  # most COLL lines were thinned away
+        assert_same_reads([read_plainly(source, monkeypatch)], [fast])
+        assert isinstance(fast, FileRead) and fast.lines_read > 5 * fast.events.height  # most COLL lines thinned
