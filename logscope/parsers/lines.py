@@ -362,7 +362,8 @@ def _keyed(groups: pl.DataFrame) -> pl.DataFrame:
     stamped = groups.filter(pl.col("after").is_not_null())
     if stamped.height == 0:
         return plain
-    befores = split_prefix(stamped["head"].unique().cast(pl.String).to_frame("raw")).filter(pl.col("body") == "")
+    befores = split_prefix(stamped["head"].unique().cast(pl.String, strict=False).to_frame("raw")).filter(
+        pl.col("raw").is_not_null() & (pl.col("body") == ""))
     afters = stamped["after"].unique().to_frame("after").filter(
         (pl.col("after") + " ").str.contains("^" + _NCCL_HEAD + "$")
         & ~pl.col("after").str.contains(ANY_LEADING_TIME)
