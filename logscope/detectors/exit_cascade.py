@@ -80,6 +80,9 @@ PROCESS_FAILURES = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FAT
                     Event.ERROR_FILE, Event.CPP_EXCEPTION, Event.WORKER_FAILED, Event.CHILD_FAILURE,
                     Event.SRUN_TASK_EXIT)
 
+# The launcher's reports that a process it watched has exited.
+EXIT_REPORTS = (Event.WORKER_FAILED, Event.CHILD_FAILURE)
+
 SIGNAL_EXIT = {-15, -9, -1, 143, 137, 15, 9}
 ROOT_CATEGORY = {
     Event.CUDA_OOM: Category.OOM,
@@ -321,9 +324,13 @@ class ExitCascade(Detector):
         something else: its later lines, and the launcher's reports about it, are consequences.
         """
         scheduler = (Event.CANCELLED, Event.STEP_ABORTED, Event.SRUN_TASK_EXIT, Event.NODE_FAILURE, Event.HOST_OOM)
-        # A process's first failure line is the one that can have been written earliest.
+        # A process's first failure line is the one that can have been written earliest. The
+        # launcher's reports on its exit (failed (exitcode), ChildFailedError) come after anything
+        # the process wrote itself, whatever their second-truncated time says, so they only count
+        # for a process that wrote no failure line of its own.
         own_lines = sorted((r for r in records if Event(r["event"]) not in scheduler),
-                           key=lambda r: (window_of(r)[0] or datetime.max, order_key(r)))
+                           key=lambda r: (Event(r["event"]) in EXIT_REPORTS, window_of(r)[0] or datetime.max,
+                                          order_key(r)))
         # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
         seen = _ProcessIndex()
         reacting = _ProcessIndex()
@@ -353,7 +360,7 @@ class ExitCascade(Detector):
         summaries = [r for r in records if Event(r["event"]) in SUMMARY_EVENTS and not is_victim(r, signalled)
                      and (not reacted(r) or Event(r["event"]) in (Event.NODE_FAILURE, Event.HOST_OOM))]
         cpp = [r for r in records if Event(r["event"]) == Event.CPP_EXCEPTION and not is_victim(r, signalled)]
-        by_node_time = cls._root_by_childfailed(records)
+        by_node_time = cls._root_by_childfailed([r for r in records if not reacted(r)])
         if detailed:
             if by_node_time is not None:
                 on_node = [r for r in detailed if process_key(r)[0] == by_node_time]
@@ -370,7 +377,9 @@ class ExitCascade(Detector):
 
     @staticmethod
     def _root_by_childfailed(records: list[dict[str, Any]]) -> str | None:
-        """torchrun's per-node "Root Cause" records, compared across nodes by their time."""
+        """torchrun's per-node "Root Cause" records, compared across nodes by their time. The
+        caller leaves out records about a process that had already reacted to someone else: such
+        a record says that node's first observed failure came from elsewhere."""
         best: tuple[datetime, int, str] | None = None
         for r in records:
             if Event(r["event"]) != Event.CHILD_FAILURE or field_of(r, "key") != "root":
