@@ -239,7 +239,8 @@ def merge(
 
 @app.command()
 def lint(
-    scripts: Annotated[list[Path], typer.Argument(help="sbatch job scripts.", show_default=False)],
+    scripts: Annotated[list[Path], typer.Argument(
+        help="sbatch job scripts; - reads standard input.", show_default=False)],
     select: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--select", help="Only rules whose code starts with this; repeatable.")] = None,
     output_format: FormatOption = "text",

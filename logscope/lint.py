@@ -12,7 +12,9 @@ Exit codes follow ruff: 0 no problems, 1 problems found, 2 the script could not 
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,15 +97,36 @@ class Script:
 
 
 def read_script(path: Path) -> Script:
+    """Read a job script: a file, ``-`` for standard input, or a pipe (``<(sed ... job.slurm)``)."""
     try:
-        if path.exists() and not path.is_file() and not path.is_dir():
-            raise InputError(f"{path}: not a regular file")  # a FIFO would block the read forever
-        data = path.read_bytes()
+        if str(path) == "-":
+            data = sys.stdin.buffer.read()
+            path = Path("<stdin>")
+        elif path.is_fifo():
+            data = _read_pipe(path)
+            if not data:
+                raise InputError(f"{path}: a pipe with nothing written to it")
+        elif path.exists() and not path.is_file() and not path.is_dir():
+            raise InputError(f"{path}: not a regular file or pipe")
+        else:
+            data = path.read_bytes()
     except OSError as error:
         raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
     if b"\x00" in data[:4096]:
         raise InputError(f"{path}: binary file, not a job script")
     return parse_script(data.decode("utf-8", "replace"), printable(str(path)))
+
+
+def _read_pipe(path: Path) -> bytes:
+    """A pipe's whole content. Opened without blocking, so a named FIFO nobody writes to reads
+    as empty instead of hanging; then read blocking, to wait for a writer that is still busy."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(descriptor, True)
+        with os.fdopen(descriptor, "rb", closefd=False) as stream:
+            return stream.read()
+    finally:
+        os.close(descriptor)
 
 
 def parse_script(text: str, path: str = "<script>") -> Script:

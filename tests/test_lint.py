@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -78,3 +81,26 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)[0]["code"] == "LL001"
     assert main(["lint", "--explain", "LL004", str(bad)]) == 0
     assert main(["lint", str(tmp_path / "missing.slurm")]) == 2
+
+
+def test_cli_reads_standard_input_and_pipes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = HEADER + 'L="torchrun --node_rank $SLURM_PROCID --nnodes $SLURM_NNODES"\n' + GOOD_SRUN
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(bad.encode())))
+    assert main(["lint", "-"]) == 1
+    assert "<stdin>:5:" in capsys.readouterr().out
+    # What `logscope lint <(sed ... job.slurm)` receives: /dev/fd/N, a pipe with a writer.
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write_end, bad.encode()), os.close(write_end)))
+    writer.start()
+    try:
+        assert main(["lint", f"/dev/fd/{read_end}"]) == 1
+    finally:
+        writer.join()
+        os.close(read_end)
+    assert "LL001" in capsys.readouterr().out
+    # A named FIFO nobody writes to reads as empty at once instead of hanging.
+    fifo = tmp_path / "job.fifo"
+    os.mkfifo(fifo)
+    assert main(["lint", str(fifo)]) == 2
+    assert "nothing written" in capsys.readouterr().err
