@@ -4,7 +4,8 @@ Each ``tests/goldens/<CODE>-<case>/`` holds:
 
 * ``logs/`` — the input log files, named as SLURM/torchrun/NCCL name them;
 * ``case.json`` — ``{"detector": "LS301", "kind": "positive" | "negative" | "known-miss",
-  "verdict": {...optional end-to-end expectations...}}``;
+  "verdict": {...optional end-to-end expectations: category, finding (the root's code), host, node,
+  rank, local_rank...}}``;
 * ``README.md`` — starts with ruff's "Should emit: ..." line, then the story;
 * ``expected.json`` — the detector's findings, summarised; rewrite with
   ``pytest --update-goldens`` and review the diff.
@@ -87,6 +88,8 @@ def test_golden(case: Path, update_goldens: bool) -> None:
     if verdict:
         result = analyze_job(job)
         assert result.verdict.category.value == verdict["category"], result.verdict.summary
+        if "finding" in verdict:
+            assert result.verdict.finding == verdict["finding"], result.verdict.summary
         root = result.verdict.root_cause
         for key in ("host", "node", "rank", "local_rank"):
             if key in verdict:

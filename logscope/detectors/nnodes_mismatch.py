@@ -11,9 +11,9 @@ Why it matters
     ``--nnodes`` is usually typed by hand while ``#SBATCH --nodes`` changes. With more agents
     than ``max_nodes``, the extra nodes never join (they wait for the next round, or fail with
     ``RendezvousClosedError``) and the job hangs or fails at start. With fewer nodes than
-    ``min_nodes``, every agent waits until the join timeout and fails with
-    ``RendezvousTimeoutError``. With an elastic range, the rendezvous may complete with fewer
-    nodes than were started and the rest sit idle.
+    ``min_nodes``, the agents wait until the join timeout; one fails with
+    ``RendezvousTimeoutError``, the others then see ``RendezvousClosedError``. With an elastic
+    range, the rendezvous may complete with fewer nodes than were started and the rest sit idle.
 
 Evidence
     ``launch_config`` records (``nnodes`` = ``min:max``), ``launch_command`` rows (``SLURM_NNODES``
@@ -30,7 +30,8 @@ Example
 
 False positives
     Agents are counted from launch-config blocks; when some nodes' logs are missing the count is
-    low. One node per torchrun agent is assumed. ``--nnodes=1`` on several nodes that each formed
+    low: fewer agents than ``min_nodes`` with a rendezvous that timed out is reported as a
+    mismatch, though a node whose torchrun never started gives the same picture. One node per torchrun agent is assumed. ``--nnodes=1`` on several nodes that each formed
     their own world is reported by LS203 (split-world), not here.
 
 Advice
@@ -102,6 +103,12 @@ class NnodesMismatch(Detector):
                              f"the job has {slurm_nodes} node(s) but min_nodes is {lo}: the rendezvous waits for "
                              "nodes that never come"))
             blocking = True
+        elif slurm_nodes is None and lo is not None and agents < lo and not world_sizes and self._join_timed_out(job):
+            problems.append((f"{agents} agent(s) started for min_nodes={lo}",
+                             f"only {agents} torchrun agent(s) started but min_nodes is {lo}: the rendezvous waited "
+                             "for the rest until its join timeout (RendezvousTimeoutError). If a node's log is "
+                             "missing here, check it: its agent may not have started"))
+            blocking = True
         elif slurm_nodes is not None and hi is not None and slurm_nodes > hi:
             problems.append((f"the job has {slurm_nodes} nodes for max_nodes={hi}",
                              f"the job has {slurm_nodes} nodes but torchrun accepts at most {hi}: "
@@ -135,6 +142,13 @@ class NnodesMismatch(Detector):
             severity=Severity.CRITICAL if blocking else Severity.WARNING,
             hosts=[],
         )]
+
+    @staticmethod
+    def _join_timed_out(job: JobView) -> bool:
+        """A rendezvous that waited for nodes until its join timeout (dynamic_rendezvous raises a
+        bare RendezvousTimeoutError only then; an unreachable store is a RendezvousConnectionError)."""
+        errors = job.of(Event.STORE_ERROR).select(pl.col("fields").struct.field("error_type")).to_series()
+        return bool(errors.str.ends_with("RendezvousTimeoutError").any())
 
     @staticmethod
     def _agents(configs: list[dict[str, Any]]) -> int:

@@ -6,8 +6,9 @@ What it detects
     connect to [host]:port`` / ``to any network address of (host, port)``, ``The client socket
     cannot be initialized to connect to host:port``, ``TCP client failed to connect/validate to host
     H:P``, raised as ``DistNetworkError``/``TimeoutError``/``RuntimeError``, and torchrun's
-    ``RendezvousConnectionError`` / ``RendezvousTimeoutError``. It names the endpoint, the nodes
-    that could not reach it, and the nodes that did.
+    ``RendezvousConnectionError``. It names the endpoint, the nodes that could not reach it, and
+    the nodes that did. A ``RendezvousTimeoutError`` is not one: the store answered, but too few
+    nodes joined before the join timeout (LS207 when the node count is wrong).
 
 Why it matters
     Every node must reach the store on the master node before anything else happens. When they
@@ -54,7 +55,7 @@ from logscope.timeline import node_of_host
 
 CLIENT_FAILURE = re.compile(
     r"The client socket (?:has timed out|has failed to connect|cannot be initialized)|TCP client failed to connect"
-    r"|Rendezvous(?:Connection|Timeout)Error", re.IGNORECASE)
+    r"|RendezvousConnectionError", re.IGNORECASE)
 _LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 

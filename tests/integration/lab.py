@@ -74,6 +74,8 @@ SCENARIOS: dict[str, tuple[str, int]] = {
     "procid-unescaped-c10d": ("procid-unescaped-c10d.sbatch", 180),
     "timelimit": ("timelimit.sbatch", 240),
     "sigkill": ("sigkill.sbatch", 180),
+    "nnodes-mismatch": ("nnodes-mismatch.sbatch", 180),
+    "port-in-use": ("port-in-use.sbatch", 180),
 }
 
 

@@ -70,6 +70,10 @@ def cap(captures: Path):  # type: ignore[no-untyped-def]
     return lambda scenario: Capture(captures, scenario)
 
 
+# Scenarios whose rendezvous never completes, so no worker ever starts.
+NO_WORKERS = {"procid-unescaped", "nnodes-mismatch", "port-in-use"}
+
+
 # --------------------------------------------------------------------------- every scenario
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_one_file_per_node(cap, scenario: str) -> None:  # type: ignore[no-untyped-def]
@@ -89,7 +93,7 @@ def test_torchrun_prefixes_and_hostnames(cap, scenario: str) -> None:  # type: i
     for node in ("node01", "node02"):
         text = c.text(node)
         assert f"[{node}:] starting workers for entrypoint: python" in text
-        if scenario != "procid-unescaped":  # there no worker ever starts
+        if scenario not in NO_WORKERS:
             assert re.search(rf"^\[{node}:[01]\]:", text, re.M)
         other = "node02" if node == "node01" else "node01"
         assert f"[{other}:" not in text
@@ -151,6 +155,31 @@ def test_sigkill(cap) -> None:  # type: ignore[no-untyped-def]
     # srun reports the task whose agent exits first: node02's (the failing rank's) or, when its
     # agent is still tearing down, node01's, whose ranks died of the lost peer (seen in CI).
     assert re.search(r"srun: error: node0[12]: task [01]: Exited with exit code 1", n1)
+
+
+def test_nnodes_mismatch(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("nnodes-mismatch")
+    n1, n2 = c.text("node01"), c.text("node02")
+    for text in (n1, n2):
+        assert re.search(r"min_nodes\s+: 3\n.*max_nodes\s+: 3\n", text)
+        # the store answers: this is a join timeout, not an unreachable endpoint
+        assert "TCP client connected to host node01:29500" in text
+        assert "Rendezvous complete" not in text
+    # the host of the store gives up after the join timeout; the other then finds the rendezvous closed
+    assert re.search(r"^torch\.distributed\.elastic\.rendezvous\.api\.RendezvousTimeoutError$", n1, re.M)
+    assert re.search(r"^torch\.distributed\.elastic\.rendezvous\.api\.RendezvousClosedError$", n2, re.M)
+
+
+def test_port_in_use(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("port-in-use")
+    n1, n2 = c.text("node01"), c.text("node02")
+    assert "Failed to bind to ipv6 address, trying ipv4. Error: The server socket has failed to listen" in n1
+    assert re.search(r"^torch\.distributed\.DistNetworkError: The server socket has failed to listen on any local "
+                     r"network address\. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE", n1, re.M)
+    assert "srun: error: node01: task 0: Exited with exit code 1" in n1
+    # node02's agent reached the stale listener, which never answers, until srun ended its task
+    assert "TCP client connected to host node01:29500" in n2
+    assert "EADDRINUSE" not in n2
 
 
 def test_timelimit(cap) -> None:  # type: ignore[no-untyped-def]
@@ -237,6 +266,8 @@ EXPECTED = {
     "timelimit": ("scheduler", "LS701", None, None),
     "procid-unescaped": ("launch", "LS201", None, None),  # both nodes launch as node 0 (static rdzv)
     "procid-unescaped-c10d": ("healthy", None, None, None),  # c10d ignores --node_rank: harmless
+    "nnodes-mismatch": ("launch", "LS207", None, None),  # --nnodes 3 on 2 nodes: the join times out
+    "port-in-use": ("launch", "LS205", "node01", None),  # a stale listener holds MASTER_PORT on node01
 }
 
 
@@ -250,6 +281,7 @@ def test_verdict(captures: Path, scenario: str) -> None:
 LINT = {
     "procid-unescaped": {"LL001"},  # the unescaped $SLURM_PROCID that broke the job
     "procid-unescaped-c10d": {"LL001"},  # same mistake (harmless under c10d; LL007 warns about that)
+    "nnodes-mismatch": {"LL003"},  # --nnodes typed by hand
 }
 
 
