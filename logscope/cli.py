@@ -239,8 +239,8 @@ def merge(
 
 @app.command()
 def lint(
-    scripts: Annotated[list[Path], typer.Argument(
-        help="sbatch job scripts; - reads standard input.", show_default=False)],
+    scripts: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
+        help="sbatch job scripts; - reads standard input.", show_default=False)] = None,
     select: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--select", help="Only rules whose code starts with this; repeatable.")] = None,
     output_format: FormatOption = "text",
@@ -260,6 +260,8 @@ def lint(
             raise UsageError(f"no lint rule {explain_rule!r}")
         typer.echo(text)
         return 0
+    if not scripts:
+        raise UsageError("give one or more job scripts to lint (or --explain CODE)")
     problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path),
                                                                  {s.upper() for s in select or []})]
     if fmt == "json":

@@ -323,34 +323,38 @@ def output_without_node(script: Script) -> Iterator[Problem]:
                       "warning")
 
 
-_MASTER = re.compile(r"\bMASTER_ADDR=(\S+)")
+_MASTER = re.compile(r"\bMASTER_ADDR=(\S+)|--(rdzv[_-]endpoint|master[_-]addr)[= ](\S+)")
+# Expanded by each task's shell, not once by the batch shell: escaped inside a double-quoted launcher.
+_PER_NODE = re.compile(r"\\\$\(hostname|\\`hostname|\\\$\{?(?:HOSTNAME|SLURMD_NODENAME)\b")
+_FROM_ALLOCATION = "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)"
 
 
 @rule("LL006", "master-addr-not-from-nodelist")
 def master_addr_not_from_nodelist(script: Script) -> Iterator[Problem]:
-    """``MASTER_ADDR`` not taken from the job's node list.
+    r"""``MASTER_ADDR`` (or ``--rdzv_endpoint`` / ``--master_addr``) not taken from the job's node list.
 
     It must name the same host for every node: ``$(scontrol show hostnames $SLURM_JOB_NODELIST |
     head -n 1)``. ``localhost``/``127.0.0.1`` make every node its own master (split world);
-    ``$(hostname)`` evaluated per task does the same.
+    ``\$(hostname)``, ``\$HOSTNAME`` or ``\$SLURMD_NODENAME``, escaped so that every task expands
+    it, do the same: each node hosts its own store and waits there for the others until the
+    rendezvous times out.
     """
     for command in script.commands:
         for m in _MASTER.finditer(command.text):
-            value = m.group(1)
+            name, value = ("MASTER_ADDR", m.group(1)) if m.group(1) is not None else (f"--{m.group(2)}", m.group(3))
             line, column = command.where(m.start())
             if re.search(r"localhost|127\.0\.0\.1", value):
                 yield Problem(script.path, line, column, "LL006",
-                              f"MASTER_ADDR={value} makes every node its own master",
-                              "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)")
-            elif "\\$(hostname" in value or "\\`hostname" in value:  # escaped: evaluated on every node
+                              f"{name} {value} makes every node its own master", _FROM_ALLOCATION)
+            elif _PER_NODE.search(value):
                 yield Problem(script.path, line, column, "LL006",
-                              "MASTER_ADDR from hostname evaluated on every node",
-                              "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)")
-            elif not re.search(r"scontrol|SLURM_JOB_NODELIST|SLURM_NODELIST|SLURM_LAUNCH_NODE|hostname|\$\{?\w+",
-                               value):
+                              f"{name} from the host name evaluated on every node: each node its own master",
+                              _FROM_ALLOCATION)
+            elif name == "MASTER_ADDR" and not re.search(
+                    r"scontrol|SLURM_JOB_NODELIST|SLURM_NODELIST|SLURM_LAUNCH_NODE|hostname|\$\{?\w+", value):
                 yield Problem(script.path, line, column, "LL006",
-                              f"MASTER_ADDR={value} is fixed, not taken from the allocation",
-                              "MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)", "warning")
+                              f"MASTER_ADDR={value} is fixed, not taken from the allocation", _FROM_ALLOCATION,
+                              "warning")
 
 
 @rule("LL007", "node-rank-with-c10d")

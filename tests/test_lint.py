@@ -38,6 +38,14 @@ def codes(text: str) -> list[str]:
      'LAUNCHER="torchrun --nnodes $SLURM_NNODES"\n' + GOOD_SRUN, []),
     ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d --node_rank \\$SLURM_PROCID"\n' + GOOD_SRUN,
      ["LL007"]),
+    # the endpoint on the launcher's command line: per node when escaped, shared when expanded once
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_endpoint \\$(hostname -s):29500"\n' + GOOD_SRUN, ["LL006"]),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv-endpoint=\\$SLURMD_NODENAME:29500"\n' + GOOD_SRUN, ["LL006"]),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --master_addr \\${HOSTNAME}"\n' + GOOD_SRUN, ["LL006"]),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_endpoint localhost:29500"\n' + GOOD_SRUN, ["LL006"]),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_endpoint $(hostname -s):29500"\n' + GOOD_SRUN, []),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_endpoint $MASTER_ADDR:$MASTER_PORT"\n' + GOOD_SRUN, []),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --master_addr node01 --master_port 29500"\n' + GOOD_SRUN, []),
 ])
 def test_rules(body: str, expected: list[str]) -> None:
     assert codes(HEADER + body) == expected
@@ -80,6 +88,10 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lint", str(bad), "--format", "json"]) == 1
     assert json.loads(capsys.readouterr().out)[0]["code"] == "LL001"
     assert main(["lint", "--explain", "LL004", str(bad)]) == 0
+    assert main(["lint", "--explain", "LL006"]) == 0
+    assert "every task expands" in capsys.readouterr().out
+    assert main(["lint"]) == 2
+    assert "give one or more job scripts" in capsys.readouterr().err
     assert main(["lint", str(tmp_path / "missing.slurm")]) == 2
 
 
