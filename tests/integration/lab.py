@@ -76,6 +76,8 @@ SCENARIOS: dict[str, tuple[str, int]] = {
     "sigkill": ("sigkill.sbatch", 180),
     "nnodes-mismatch": ("nnodes-mismatch.sbatch", 180),
     "port-in-use": ("port-in-use.sbatch", 180),
+    "segfault": ("segfault.sbatch", 180),
+    "endpoint-per-node": ("endpoint-per-node.sbatch", 180),
 }
 
 

@@ -19,6 +19,7 @@ Modes:
 from __future__ import annotations
 
 import argparse
+import ctypes
 import logging
 import os
 import signal
@@ -42,7 +43,7 @@ def _env(name: str, default: str) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default=_env("mode", "healthy"),
-                    choices=["healthy", "raise", "hang", "sigkill", "slow"])
+                    choices=["healthy", "raise", "hang", "sigkill", "segfault", "slow"])
     ap.add_argument("--steps", type=int, default=int(_env("steps", "10")))
     ap.add_argument("--fail-rank", type=int, default=int(_env("fail_rank", "3")))
     ap.add_argument("--fail-step", type=int, default=int(_env("fail_step", "5")))
@@ -88,6 +89,10 @@ def main(argv: list[str] | None = None) -> None:
                 log.error("injecting failure: SIGKILL to self (pid %d) at step %d", os.getpid(), step)
                 sys.stdout.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
+            if args.mode == "segfault":
+                log.error("injecting failure: reading address 0 (pid %d) at step %d", os.getpid(), step)
+                sys.stdout.flush()
+                ctypes.string_at(0)  # a real SIGSEGV, as from a native extension's bug
             if args.mode == "hang":
                 log.warning("injecting hang: sleeping %.0fs before the all_reduce of step %d",
                             args.hang_seconds, step)
