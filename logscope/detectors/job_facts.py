@@ -40,14 +40,19 @@ _IF_ADDRESS = re.compile(r"[\w.-]+:(" + _IPV4 + r"|[0-9a-fA-F:]*:[0-9a-fA-F]+)(?
 def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """True when row ``a`` is known to come before row ``b``.
 
-    Lines of one file are in the order they were written. Across files, ``a`` must have been
-    written before ``b``: an untimed line lies between the timed lines around it, so its latest
-    possible time is the next timed line (``time_latest``) and its earliest the one above
-    (``time``). With no timed line below it, the one above stands in (a traceback is printed
-    right after the last log line). Lines with no time at all are never ordered across files.
+    Lines one process wrote to one file are in the order it wrote them. Lines of different
+    processes are not, even in one file: torchrun's ``--tee`` copies each worker's output into the
+    agent's by polling, so a peer's reaction can land above the crash that caused it (seen in the
+    lab). Those, and lines of different files, are ordered by time: ``a`` must have been written
+    before ``b``. An untimed line lies between the timed lines around it, so its latest possible
+    time is the next timed line (``time_latest``) and its earliest the one above (``time``). With
+    no timed line below it, the one above stands in (a traceback is printed right after the last
+    log line). Lines with no time at all are never ordered across files; within a file, file
+    order is all there is.
     """
     records = (Event.CHILD_FAILURE.value,)
-    if a.get("file") == b.get("file") and a.get("event") not in records and b.get("event") not in records:
+    same_file = a.get("file") == b.get("file") and a.get("event") not in records and b.get("event") not in records
+    if same_file and _writer(a) == _writer(b):
         return int(a.get("line") or 0) < int(b.get("line") or 0)
     # A ChildFailedError record is written after the death it reports, with that death's time
     # truncated to the second: compare it by that time, never by where it sits in the file.
@@ -55,9 +60,21 @@ def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if latest_a is not None and a.get("event") in records:
         latest_a = latest_a + timedelta(seconds=1)
     earliest_b = b.get("time")
+    above = same_file and int(a.get("line") or 0) < int(b.get("line") or 0)
     if latest_a is None or earliest_b is None:
-        return False
-    return bool(latest_a < earliest_b)
+        return above
+    # in one file, a tie goes to file order: b may be the very timed line that bounds a
+    return bool(latest_a < earliest_b or (above and latest_a == earliest_b))
+
+
+_WRITER_TAG = re.compile(r"\s*(\[[^\]]*\]|\d+:)")
+
+
+def _writer(row: dict[str, Any]) -> str:
+    """Which process wrote a line into a shared file, as its launcher prefix's first tag tells
+    (``[node02:1]:[rank3]:`` -> ``[node02:1]``, ``3: `` -> ``3:``); unprefixed lines share ``""``."""
+    match = _WRITER_TAG.match(row.get("prefix") or "")
+    return match.group(1) if match else ""
 
 
 def first_failure(job: JobView, *, before: dict[str, Any] | None = None,

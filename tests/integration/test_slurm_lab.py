@@ -126,7 +126,10 @@ def test_raise(cap) -> None:  # type: ignore[no-untyped-def]
     # srun reports the task whose agent exits first: node02's (the failing rank's) or, when its
     # agent is still tearing down, node01's, whose ranks died of the lost peer (seen in CI).
     assert re.search(r"srun: error: node0[12]: task [01]: Exited with exit code 1", n1)
-    assert re.search(r"\*\*\* STEP \d+\.0 ON node01 CANCELLED AT \S+ \*\*\*", n1)
+    # srun then ends the other task: node01's stepd says so in its file; node02's leaves only
+    # srun's "Terminated" (seen in the lab).
+    assert (re.search(r"\*\*\* STEP \d+\.0 ON node01 CANCELLED AT \S+ \*\*\*", n1)
+            or "srun: error: node02: task 1: Terminated" in n1)
 
 
 def test_hang(cap) -> None:  # type: ignore[no-untyped-def]
