@@ -117,18 +117,22 @@ class CollectiveHang(Detector):
             )]
         seq_text = f"SeqNum {waited_seq}" if waited_seq is not None else "a collective"
         timeout_ms = first_timeout and field_of(first_timeout, "timeout_ms")
+        # An untimed timeout line (gloo's RuntimeError in a traceback) borrows a neighbour's time,
+        # which can be the quiet rank's last step, not the moment the timeout fired.
+        fired = first_timeout.get("time") if first_timeout and not first_timeout.get("time_inferred") else None
         stopped = culprit.time
-        if stopped is None and first_timeout and first_timeout.get("time") and timeout_ms:
+        if stopped is None and fired and timeout_ms:
             from datetime import timedelta
 
-            stopped = first_timeout["time"] - timedelta(milliseconds=int(timeout_ms))
+            stopped = fired - timedelta(milliseconds=int(timeout_ms))
         title = (f"Hang: {who(culprit)} stopped advancing"
                  + (f" (last seen {when(culprit.time)})" if culprit.time else "")
                  + f"; {len(reporting)} rank(s) timed out waiting in {seq_text}")
         explanation = (
-            f"{how}. The other ranks entered collective {seq_text} and waited for it until the watchdog "
-            f"timeout{f' of {int(timeout_ms) // 1000} s' if timeout_ms else ''} fired"
-            + (f" at {when(first_timeout.get('time'))}" if first_timeout and first_timeout.get("time") else "")
+            f"{how}. The other ranks entered "
+            f"{'collective ' + seq_text if waited_seq is not None else seq_text} and waited for it until the "
+            f"watchdog timeout{f' of {int(timeout_ms) // 1000} s' if timeout_ms else ''} fired"
+            + (f" at {when(fired)}" if fired else "")
             + ". Their timeout errors, and the process teardown that follows, are consequences of the quiet "
             f"rank{'s' if len(quiet) > 1 else ''}."
         )
@@ -208,9 +212,9 @@ class CollectiveHang(Detector):
     @staticmethod
     def _last_activity(job: JobView, ranks: list[int]) -> list[dict[str, Any]]:
         """The quiet ranks' own lines, newest first; what others wrote about them (failure
-        records, closing signals) does not count as activity."""
+        records, closing signals, a desync report naming them) does not count as activity."""
         about_them = [e.value for e in (Event.CHILD_FAILURE, Event.WORKER_FAILED, Event.CLOSING_SIGNAL,
-                                        Event.SRUN_TASK_EXIT, Event.ERROR_FILE)]
+                                        Event.SRUN_TASK_EXIT, Event.ERROR_FILE, Event.DESYNC_REPORT)]
         own = job.events.filter(pl.col("rank").is_in(ranks) & ~pl.col("event").is_in(about_them))
         rows = own.filter(~pl.col("time_inferred"))
         if rows.height == 0:

@@ -4,8 +4,9 @@ What it detects
     Two ranks of the same communicator issuing *different* operations at the same position:
     NCCL COLL lines with the same ``opCount`` but a different op (``AllReduce`` on one rank,
     ``Broadcast`` on another), or c10d watchdog timeouts on the same ``SeqNum`` with different
-    ``OpType``. It also flags ranks that issued collectives with a different element count at the
-    same position, when the lines carry it.
+    ``OpType``. It does not compare element counts yet (``count`` in COLL lines, ``NumelIn`` in
+    watchdog timeouts; the parsers do not keep them), so ranks that run the same operation with
+    different sizes at the same position are missed.
 
 Why it matters
     NCCL matches collectives by order, not by name. If one rank takes a code path the others
@@ -125,6 +126,7 @@ class CollectiveMismatch(Detector):
             rows=evidence,
             severity=Severity.CRITICAL,
             ranks=odd_ranks,
+            hosts=_hosts_of(at, odd_ranks),
         )]
 
     def _from_watchdog(self, job: JobView) -> list[Finding]:
@@ -155,4 +157,14 @@ class CollectiveMismatch(Detector):
             rows=at.drop("seq", "op", "pg"),
             severity=Severity.CRITICAL,
             ranks=odd,
+            hosts=_hosts_of(at, odd),
         )]
+
+
+def _hosts_of(rows: pl.DataFrame, ranks: list[int]) -> list[str] | None:
+    """The hosts of the odd ranks, not of every rank in the evidence (the majority's lines are
+    there for comparison); None, so the evidence decides, when the odd ranks are unknown."""
+    if not ranks:
+        return None
+    hosts = rows.filter(pl.col("rank").is_in(ranks))["host"].drop_nulls().unique().sort().to_list()
+    return [str(h) for h in hosts] or None

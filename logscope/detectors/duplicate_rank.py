@@ -25,8 +25,10 @@ Example
 
 False positives
     Sub-communicators (tensor/pipeline parallel groups) legitimately reuse small ranks on every
-    node; they are told apart by ``commId``, or ignored when NCCL prints none. Logs of two jobs
-    analysed together can look like duplicates.
+    node; they are told apart by ``commId``, or ignored when NCCL prints none. Without
+    ``commId``, ranks 0..N-1 each seen the same number of times are complete, separate worlds
+    (each finished init, which a world holding a rank twice cannot): that is LS203 split-world,
+    not flagged here. Logs of two jobs analysed together can look like duplicates.
 
 Advice
     Check how RANK/node rank reach each process: escape ``\\$SLURM_PROCID`` in the launcher, use
@@ -88,6 +90,11 @@ class DuplicateRank(Detector):
             # known to be the world.
             top = rows["n"].max()
             rows = rows.filter(pl.col("communicator").str.ends_with("#0") & (pl.col("n") == top))
+            # Every rank 0..N-1 the same number of times: complete, separate worlds of N that each
+            # finished init (NCCL refuses a rank that checks in twice). That is LS203 split-world.
+            counts = rows.group_by("crank").len()["len"]
+            if counts.len() == top and counts.n_unique() == 1 and counts[0] > 1:
+                return [], [], ""
         clash = rows.group_by("communicator", "crank").agg(pl.col("host").n_unique().alias("hosts")).filter(
             pl.col("hosts") > 1)
         if clash.height == 0:

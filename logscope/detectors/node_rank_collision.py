@@ -25,8 +25,10 @@ Example
         [gpu-node01] group_rank=0 ... [gpu-node02] group_rank=0
 
 False positives
-    A single-node job launched with a literal ``--node_rank 0`` is fine and not flagged. Logs of
-    two separate jobs analysed together look like a collision.
+    A single-node job launched with a literal ``--node_rank 0`` is fine and not flagged. Claims
+    collide only within one rendezvous (the same master address): nodes that each formed their
+    own world are all group rank 0, and that is LS203 split-world. Logs of two separate jobs
+    analysed together look like a collision.
 
 Advice
     Escape the variable so each task expands it: ``--node_rank \\$SLURM_PROCID`` inside double
@@ -103,19 +105,25 @@ class NodeRankCollision(Detector):
                 pl.col("fields").struct.field("node_rank").alias("claimed"),
                 pl.lit("static").alias("round"),
                 pl.lit("node rank (static rendezvous 'rank')").alias("how")),
-        ]).filter(pl.col("claimed").is_not_null()).with_columns(pl.coalesce("node", "host", "file").alias("place"))
+        ]).filter(pl.col("claimed").is_not_null()).with_columns(
+            pl.coalesce("node", "host", "file").alias("place"),
+            # Only claims made in one rendezvous collide: nodes that each formed their own world
+            # (every one is group_rank 0, with its own master) are LS203 split-world.
+            pl.col("fields").struct.field("master_addr").fill_null("").alias("master"))
         if claims.height == 0:
             return [], ""
-        clash = claims.group_by("round", "claimed", "how").agg(pl.col("place").n_unique().alias("places")).filter(
-            pl.col("places") > 1).sort("claimed", "how", "round")  # group_by order is not stable
+        clash = claims.group_by("round", "master", "claimed", "how").agg(
+            pl.col("place").n_unique().alias("places")).filter(
+            pl.col("places") > 1).sort("claimed", "how", "round", "master")  # group_by order is not stable
         if clash.height == 0:
             return [], ""
         first = clash.row(0, named=True)
-        rows = claims.filter((pl.col("claimed") == first["claimed"]) & (pl.col("round") == first["round"]))
+        rows = claims.filter((pl.col("claimed") == first["claimed"]) & (pl.col("round") == first["round"])
+                             & (pl.col("master") == first["master"]))
         places = sorted({str(p) for p in rows["place"].to_list()})
         how = (f"{first['how']} {first['claimed']} on {len(places)} nodes "
                f"({', '.join(places[:4])}{'...' if len(places) > 4 else ''})")
-        return rows.drop("claimed", "place", "round", "how").to_dicts(), how
+        return rows.drop("claimed", "place", "round", "how", "master").to_dicts(), how
 
     @staticmethod
     def _expanded_in_trace(job: JobView) -> list[dict[str, Any]]:

@@ -104,7 +104,14 @@ class ProgressStall(Detector):
             seconds = median(per_iter)
             step_gap = progress.select(pl.col("fields").struct.field("step").diff().drop_nulls().median()).item()
             return max(MIN_STALL, timedelta(seconds=seconds * ITERATIONS * max(1.0, float(step_gap or 1))))
-        exact = progress.filter(~pl.col("time_inferred")).sort("time")
+        # Every rank prints each step: the spacing is between steps (their first line), not between
+        # the lines of one step, which are milliseconds apart.
+        # Lines without a step number each count on their own.
+        timed = progress.filter(~pl.col("time_inferred")).with_row_index("row")
+        step = pl.col("fields").struct.field("step")
+        exact = (timed.group_by(pl.when(step.is_not_null()).then(step.cast(pl.String))
+                                .otherwise(pl.format("line-{}", pl.col("row"))).alias("key"))
+                 .agg(pl.col("time").min()).sort("time"))
         if exact.height >= 3:
             spacing = exact.select(pl.col("time").diff().drop_nulls().median()).item()
             if isinstance(spacing, timedelta) and spacing:
