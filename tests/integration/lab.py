@@ -78,6 +78,7 @@ SCENARIOS: dict[str, tuple[str, int]] = {
     "port-in-use": ("port-in-use.sbatch", 180),
     "segfault": ("segfault.sbatch", 180),
     "endpoint-per-node": ("endpoint-per-node.sbatch", 180),
+    "restart": ("restart.sbatch", 180),
 }
 
 

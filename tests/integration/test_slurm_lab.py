@@ -189,6 +189,20 @@ def test_endpoint_per_node(cap) -> None:  # type: ignore[no-untyped-def]
     assert re.search(r"srun: error: node0[12]: task [01]: Exited with exit code 1", n1)
 
 
+def test_restart(cap) -> None:  # type: ignore[no-untyped-def]
+    c = cap("restart")
+    n1, n2 = c.text("node01"), c.text("node02")
+    assert "[node02:1]:[rank3]: RuntimeError: lab-injected failure on rank 3 at step 4" in n2
+    for node, text in (("node01", n1), ("node02", n2)):
+        assert re.search(rf"\[{node}:\] Worker group FAILED\. 1/1 attempts left; will restart worker group", text)
+        # a second rendezvous round, then a second worker group
+        assert re.search(r"restart_count=0\n.*restart_count=1\n", text, re.S)
+        assert len(re.findall(rf"\[{node}:\] Starting worker group", text)) == 2
+    # the injected failure happens once: the second attempt's failures are its own
+    assert (n1 + n2).count("lab-injected failure on rank 3") == 1
+    assert "torch.distributed.elastic.multiprocessing.errors.ChildFailedError" in n1 + n2
+
+
 def test_nnodes_mismatch(cap) -> None:  # type: ignore[no-untyped-def]
     c = cap("nnodes-mismatch")
     n1, n2 = c.text("node01"), c.text("node02")
@@ -310,6 +324,7 @@ EXPECTED = {
     "port-in-use": ("launch", "LS205", "node01", None),  # a stale listener holds MASTER_PORT on node01
     "segfault": ("crash", "LS301", "node02", 3),  # rank 3 reads address 0: SIGSEGV, faulthandler's report
     "endpoint-per-node": ("launch", "LS204", None, None),  # --rdzv_endpoint $(hostname): one store per node
+    "restart": ("crash", "LS301", "node02", 3),  # rank 3 raises in attempt 0; the restarted attempt fails too
 }
 
 

@@ -13,7 +13,11 @@ Modes:
   hang     rank --fail-rank sleeps --hang-seconds before the collective at step --fail-step; the others
            time out after --timeout seconds (init_process_group(timeout=...)).
   sigkill  rank --fail-rank SIGKILLs itself at step --fail-step.
+  segfault rank --fail-rank reads address 0 at step --fail-step (a real SIGSEGV; faulthandler reports it).
   slow     --steps steps with --step-sleep seconds each, meant to outlive a short `--time`.
+
+--fail-attempts N injects the failure only in torchrun's first N attempts (TORCHELASTIC_RESTART_COUNT
+< N; 0 = every attempt), so a job with --max_restarts >= N recovers.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="process-group timeout in seconds")
     ap.add_argument("--hang-seconds", type=float, default=float(_env("hang_seconds", "600")))
     ap.add_argument("--step-sleep", type=float, default=float(_env("step_sleep", "0.2")))
+    ap.add_argument("--fail-attempts", type=int, default=int(_env("fail_attempts", "0")))
     return ap.parse_args(argv)
 
 
@@ -79,9 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     x = torch.randn(256, 32)
     y = x.sum(dim=1, keepdim=True) * 0.1
 
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    failing_attempt = args.fail_attempts == 0 or attempt < args.fail_attempts
     for step in range(1, args.steps + 1):
         t0 = time.perf_counter()
-        if rank == args.fail_rank and step == args.fail_step:
+        if rank == args.fail_rank and step == args.fail_step and failing_attempt:
             if args.mode == "raise":
                 log.error("injecting failure: raising RuntimeError at step %d", step)
                 raise RuntimeError(f"lab-injected failure on rank {rank} at step {step}")
