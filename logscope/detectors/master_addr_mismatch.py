@@ -20,7 +20,8 @@ Example
         gpu-node02.out:  rdzv_endpoint    : gpu-node02:29500
 
 False positives
-    A host written with different names (short name on one node, FQDN or an IP on another) is
+    Endpoints that change between rendezvous rounds (a torchrun restart) are not a mismatch: only
+    nodes that share no endpoint at all are reported. A host written with different names (short name on one node, FQDN or an IP on another) is
     compared as written; different spellings of one address are reported.
 
 Advice
@@ -54,12 +55,10 @@ class MasterAddrMismatch(Detector):
         ).filter(pl.col("endpoint").is_not_null())
         if rows.height == 0:
             return []
-        per_kind = rows.group_by("event").agg(pl.col("endpoint").n_unique().alias("n"),
-                                             pl.col("place").n_unique().alias("places"))
-        bad = per_kind.filter((pl.col("n") > 1) & (pl.col("places") > 1)).sort("event")
-        if bad.height == 0:
+        kind = next((k for k in sorted(set(rows["event"].to_list()))
+                     if _groups_apart(rows.filter(pl.col("event") == k)) > 1), None)
+        if kind is None:
             return []
-        kind = bad["event"][0]
         subset = rows.filter(pl.col("event") == kind).unique(subset=["place", "endpoint"], keep="first",
                                                              maintain_order=True)
         endpoints = sorted(set(subset["endpoint"].to_list()))
@@ -72,3 +71,25 @@ class MasterAddrMismatch(Detector):
             rows=subset.drop("endpoint", "place").head(6),
             severity=Severity.CRITICAL,
         )]
+
+
+def _groups_apart(rows: pl.DataFrame) -> int:
+    """How many groups of nodes never shared an endpoint. A node's endpoints can change between
+    rendezvous rounds (torchrun restarts; older torch picks a new master port each round), but
+    the nodes of one job share each round's: only nodes with no endpoint in common never met."""
+    per_place = rows.group_by("place").agg(pl.col("endpoint").unique()).rows()
+    parent = list(range(len(per_place)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, (_, endpoints) in enumerate(per_place):
+        for endpoint in endpoints:
+            j = owner.setdefault(endpoint, i)
+            parent[root(i)] = root(j)
+    return len({root(i) for i in range(len(per_place))})
+
