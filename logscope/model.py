@@ -105,6 +105,7 @@ class Event(str, Enum):
     AGENT_SIGNAL = "agent_signal"  # "Received SIGTERM death signal" / "Main process received SIGTERM"
     CHILD_FAILURE = "child_failure"  # one entry of a ChildFailedError block (time, host, rank, exitcode)
     AGENT_FINISHED = "agent_finished"  # "worker group successfully finished" / "(WorkerState.SUCCEEDED)"
+    WORKER_RESTART = "worker_restart"  # "Worker group FAILED. 1/3 attempts left; will restart worker group"
     ERROR_FILE = "error_file"  # torchrun error.json
     # Python / C++ / CUDA
     EXCEPTION = "exception"  # the final "SomeError: message" line of a traceback

@@ -48,6 +48,7 @@ from logscope.detectors.split_world import SplitWorld
 from logscope.detectors.time_limit import TimeLimit
 from logscope.detectors.transport_fallback import TransportFallback
 from logscope.detectors.version_skew import VersionSkew
+from logscope.detectors.worker_restart import WorkerRestart
 
 REGISTRY: tuple[type[Detector], ...] = (
     CollectiveHang,
@@ -77,6 +78,7 @@ REGISTRY: tuple[type[Detector], ...] = (
     TransportFallback,
     VersionSkew,
     ExitCascade,
+    WorkerRestart,
 )
 
 

@@ -59,7 +59,8 @@ from logscope.detectors.base import (
     who,
     window_of,
 )
-from logscope.model import Category, Event, Finding, Severity
+from logscope.detectors.worker_restart import job_recovered
+from logscope.model import Category, Event, Finding, Role, Severity
 
 # Detailed failures: they say what went wrong in the failing process itself.
 DETAIL_EVENTS = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FATAL_SIGNAL, Event.NCCL_CUDA_FAILURE,
@@ -274,6 +275,13 @@ class ExitCascade(Detector):
                f"(SIGTERM from the launcher, lost peers, collective timeouts): they are consequences, "
                f"not causes." if victim_procs else "No other process failed after it.")
         )
+        # torchrun restarted the workers and every agent finished: a failure the job survived
+        # is worth knowing, not the job's verdict.
+        recovered = job_recovered(job)
+        if recovered:
+            title = f"Recovered: {title}"
+            explanation += (" torchrun then restarted the worker group and every agent finished (LS302): the job "
+                            "recovered from this failure.")
         evidence_rows = [root, *[r for r in own if r is not root][:2], *victims[:4]]
         return [self.finding(
             title=title,
@@ -284,7 +292,8 @@ class ExitCascade(Detector):
             rows=evidence_rows,
             culprit=culprit,
             category=category,
-            severity=Severity.CRITICAL,
+            severity=Severity.WARNING if recovered else Severity.CRITICAL,
+            role=Role.CONTEXT if recovered else Role.ROOT,
             ranks=[culprit.rank] if culprit.rank is not None else [],
             hosts=[culprit.node or culprit.host] if (culprit.node or culprit.host) else [],
             ordered=True,

@@ -214,6 +214,12 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"'(?P<key>[^']*)' as rank (?P<group_rank>\d+) in a world of size (?P<group_world_size>\d+)"),
     LinePattern(Event.AGENT_FINISHED, "torchrun", I, "finished",
                 r"(?P<message>worker group successfully finished|Local worker group finished \(WorkerState\.SUCCEEDED\))"),
+    # The agent restarts its workers after a failure (it counts against --max_restarts) or when
+    # a node joins (it does not): torch/distributed/elastic/agent/server/api.py _invoke_run.
+    LinePattern(Event.WORKER_RESTART, "torchrun", W, "will restart worker group",
+                r"Worker group (?P<key>FAILED|UNHEALTHY)\. (?P<value>\d+/\d+) attempts left; will restart worker group"),
+    LinePattern(Event.WORKER_RESTART, "torchrun", I, "will restart worker group",
+                r"Detected (?P<value>\d+) (?P<key>new nodes) from group_rank=(?P<group_rank>\d+); will restart worker group"),
     LinePattern(Event.WORKER_FAILED, "torchrun", E, "FAILED with no error file",
                 r"local_rank (?P<local_rank>\d+) FAILED with no error file"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "ChildFailedError",

@@ -16,6 +16,7 @@ Modes:
   segfault rank --fail-rank reads address 0 at step --fail-step (a real SIGSEGV; faulthandler reports it).
   slow     --steps steps with --step-sleep seconds each, meant to outlive a short `--time`.
 
+--fail-step 0 with raise fails at start-up, before init_process_group.
 --fail-attempts N injects the failure only in torchrun's first N attempts (TORCHELASTIC_RESTART_COUNT
 < N; 0 = every attempt), so a job with --max_restarts >= N recovers.
 """
@@ -74,6 +75,12 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(1234 + rank)
 
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    failing_attempt = args.fail_attempts == 0 or attempt < args.fail_attempts
+    if args.mode == "raise" and args.fail_step == 0 and rank == args.fail_rank and failing_attempt:
+        # before the process group exists, as a start-up error (a config or data file) would
+        log.error("injecting failure: raising RuntimeError before init_process_group (attempt %d)", attempt)
+        raise RuntimeError(f"lab-injected start-up failure on rank {rank} in attempt {attempt}")
     log.info("init_process_group backend=gloo master=%s:%s timeout=%ss mode=%s",
              os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"), args.timeout, args.mode)
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
@@ -84,8 +91,6 @@ def main(argv: list[str] | None = None) -> None:
     x = torch.randn(256, 32)
     y = x.sum(dim=1, keepdim=True) * 0.1
 
-    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
-    failing_attempt = args.fail_attempts == 0 or attempt < args.fail_attempts
     for step in range(1, args.steps + 1):
         t0 = time.perf_counter()
         if rank == args.fail_rank and step == args.fail_step and failing_attempt:

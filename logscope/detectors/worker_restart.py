@@ -1,0 +1,154 @@
+"""LS302 worker-restart: torchrun restarted the worker group, and whether the job recovered.
+
+What it detects
+    torchrun agents restarting their workers: after a failure (``[node02:] Worker group FAILED.
+    1/1 attempts left; will restart worker group``, which counts against ``--max_restarts``) or
+    because a node joined the rendezvous (``[node01:] Detected 1 new nodes from group_rank=0;
+    will restart worker group``, which does not). It tells whether the job recovered: every
+    agent's last word after its restarts is ``worker group successfully finished``.
+
+Why it matters
+    A restart begins a new attempt, and torchrun's ChildFailedError summary and its "Root Cause"
+    describe only the last one: the failure that caused the first restart sits in an earlier
+    attempt's lines. A job that recovered still holds a whole crash in its logs; one that did not
+    can fail differently after the restart and hide the first failure behind the second. In the
+    lab (torch 2.13, gloo, two nodes) every restarted attempt failed to reconnect (``Gloo
+    connectFullMesh failed ... Connection refused``), as pytorch/pytorch#167288 reports for
+    NCCL.
+
+Evidence
+    The agents' restart lines, and each agent's last state line after them: ``worker group
+    successfully finished`` (recovered) or a worker failure / ChildFailedError (failed again).
+
+Example
+    ::
+
+        I1203 07:27:35.510000 21868 torch/distributed/elastic/agent/server/api.py:942] [node02:] Worker group FAILED. 1/1 attempts left; will restart worker group
+        I1203 07:27:37.149000 21868 torch/distributed/elastic/agent/server/api.py:553]   restart_count=1
+
+False positives
+    Logs of several runs of one job (a requeue) read as one run: a later run's success can make
+    an earlier run's restarts look recovered. Only agent lines count, so a job whose agents'
+    output was not collected shows no restart at all.
+
+Advice
+    Fix the first failure (LS301 names it): a restart only helps with transient faults. If the
+    restarted attempt could not connect, the restart itself is broken on this torch version:
+    relaunch the job instead of relying on ``--max_restarts``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+
+from logscope.detectors.base import Detector, JobView, field_of, order_key
+from logscope.model import Category, Event, Finding, Role, Severity
+
+# An agent's own account of its worker group, in the order it logs them.
+_AGENT_STATES = (Event.WORKER_RESTART, Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.AGENT_FINISHED)
+# What a restarted attempt failing to reconnect says (gloo, NCCL's socket layer).
+_RECONNECT = "(?i)connectFullMesh failed|Connection refused"
+
+
+_GLOG_HEAD = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \S+\] ")
+_SOURCE_REF = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|py):\d+\] ")
+
+
+def _said(row: dict[str, Any], limit: int = 160) -> str:
+    """A line's message without the logger's head or C++ source references."""
+    text = _SOURCE_REF.sub("", _GLOG_HEAD.sub("", str(row.get("text") or "")))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _place(row: dict[str, Any]) -> str:
+    return str(row.get("node") or row.get("host") or Path(str(row.get("file"))).name)
+
+
+def last_states(job: JobView) -> dict[str, dict[str, Any]]:
+    """Each node's last agent state line (restart, worker failure, ChildFailedError, finished)."""
+    last: dict[str, dict[str, Any]] = {}
+    for row in sorted(job.of(*_AGENT_STATES).to_dicts(), key=order_key):
+        last[_place(row)] = row
+    return last
+
+
+def job_recovered(job: JobView) -> bool:
+    """True when torchrun restarted workers after a failure and every agent then finished."""
+    restarts = job.of(Event.WORKER_RESTART)
+    if restarts.filter(pl.col("fields").struct.field("key") != "new nodes").height == 0:
+        return False
+    states = last_states(job)
+    return bool(states) and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values())
+
+
+class WorkerRestart(Detector):
+    code = "LS302"
+    name = "worker-restart"
+    category = Category.CRASH
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.WORKER_RESTART})
+    specificity = 10
+
+    def detect(self, job: JobView) -> list[Finding]:
+        rows = sorted(job.of(Event.WORKER_RESTART).to_dicts(), key=order_key)
+        if not rows:
+            return []
+        after_failure = [r for r in rows if field_of(r, "key") != "new nodes"]
+        nodes = sorted({_place(r) for r in rows})
+        first = after_failure[0] if after_failure else rows[0]
+        states = last_states(job)
+        recovered = job_recovered(job)
+        why = (f"after a failure on {', '.join(sorted({_place(r) for r in after_failure}))}"
+               f" ({field_of(after_failure[0], 'value')} attempts left)" if after_failure
+               else "because a node joined the rendezvous")
+        title = f"torchrun restarted the worker group {why}"
+        if recovered:
+            title += ", and every agent then finished: the job recovered"
+            outcome = ("Every agent's last word after the restart is `worker group successfully finished`: the "
+                       "job recovered. The failure before the restart is still in the logs (LS301 names it).")
+        else:
+            failed_after = [r for n, r in sorted(states.items()) if Event(r["event"]) != Event.AGENT_FINISHED]
+            again = self._reconnect_failure(job, first)
+            title += ", and the restarted attempt failed too" if failed_after else ""
+            outcome = (
+                ("The restarted attempt failed too"
+                 + (f" ({_place(failed_after[0])}'s agent: {_said(failed_after[0])})"
+                    if failed_after else "") + ". ")
+                if failed_after else "No agent reported the restarted attempt's end. "
+            ) + (
+                f"It could not connect ({_said(again)}): its workers could not "
+                "reach each other, a known problem of torchrun restarts on several nodes "
+                "(pytorch/pytorch#167288). " if again is not None else ""
+            ) + ("torchrun's ChildFailedError summary covers only the last attempt; the failure that "
+                 "started the restarts is earlier (LS301 names the first one).")
+        explanation = (
+            f"{len(rows)} restart line(s) from the torchrun agent(s) on {', '.join(nodes)}: "
+            f"{len(after_failure)} after a failed worker group (counted against --max_restarts), "
+            f"{len(rows) - len(after_failure)} because a node joined the rendezvous. " + outcome
+        )
+        evidence = [first, *[r for r in rows if r is not first][:3], *list(states.values())[:2]]
+        return [self.finding(
+            title=title,
+            explanation=explanation,
+            advice=("Fix the first failure: a restart only helps with a transient fault. If the restarted attempt "
+                    "could not connect, relaunch the job rather than rely on --max_restarts."),
+            rows=evidence,
+            role=Role.CONTEXT,
+            severity=Severity.WARNING,
+            ordered=True,
+        )]
+
+    @staticmethod
+    def _reconnect_failure(job: JobView, restart: dict[str, Any]) -> dict[str, Any] | None:
+        """The first line after a restart saying a worker could not connect."""
+        said = pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
+                             separator=" ")
+        rows = job.of(Event.EXCEPTION, Event.DIST_ERROR).filter(said.str.contains(_RECONNECT)).to_dicts()
+        later = [r for r in rows if order_key(r) > order_key(restart)]
+        return min(later, key=order_key) if later else None
+
+
+__all__ = ["WorkerRestart", "job_recovered", "last_states"]
