@@ -22,6 +22,7 @@ import polars as pl
 from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, order_key, who
+from logscope.detectors.worker_restart import recovered_until
 from logscope.hints import missing_evidence_hints
 from logscope.model import Category, Culprit, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
@@ -162,12 +163,20 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
 
     Among the roots that may have come first, a non-reactive one beats a reactive one (a crash
     beats the timeouts it causes), then the most specific wins (an OOM beats the generic crash
-    it caused), then the earliest.
+    it caused), then the earliest. Roots from before the last restart of a job that recovered
+    from it are context.
     """
+    survived = recovered_until(view)
+    if survived is not None:
+        # torchrun restarted the workers and every agent finished: what failed before the last
+        # restart is part of the story (LS301/LS302 tell it), not the job's verdict.
+        findings = [dataclasses.replace(f, role=Role.CONTEXT)
+                    if f.role == Role.ROOT and (_window(f)[0] or datetime.min) <= survived else f
+                    for f in findings]
     roots = [f for f in findings if f.role == Role.ROOT and f.severity.rank >= Severity.ERROR.rank]
     if not roots:
         ordered = sorted(findings, key=_moment)
-        return ordered, _no_root_verdict(view, ordered)
+        return ordered, _no_root_verdict(view, ordered, survived)
     contenders = _possibly_first(roots)
     chosen = min(contenders, key=lambda f: (f.reactive, -f.specificity, _moment(f)))
     culprit = _corroborate(chosen, findings)
@@ -204,8 +213,11 @@ def _corroborate(chosen: Finding, findings: list[Finding]) -> Culprit | None:
     return culprit
 
 
-def _no_root_verdict(view: JobView, findings: list[Finding]) -> Verdict:
+def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime | None = None) -> Verdict:
     errors = view.events.filter(pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value]))
+    if survived is not None:
+        # the errors of the attempts a restart replaced are the failure the job recovered from
+        errors = errors.filter(~(pl.coalesce("time_latest", "time") <= survived).fill_null(False))
     # Error lines a finding already cites (as context: a corrected-memory Xid, a killed
     # DataLoader worker) are explained, not unknown.
     cited = {(e.file, e.line) for f in findings for e in f.evidence}
@@ -221,6 +233,9 @@ def _no_root_verdict(view: JobView, findings: list[Finding]) -> Verdict:
             f"{errors.height} error line(s), first from {who(first)}, match no known failure pattern",
             culprit,
         )
+    if survived is not None:
+        return Verdict(Category.HEALTHY, None, "The job recovered: torchrun restarted it after a failure and every "
+                       "agent finished; see the notes below", None)
     if findings:
         return Verdict(Category.HEALTHY, None, "No failure found; see the notes below", None)
     return Verdict(Category.HEALTHY, None, "No failure found: the job looks healthy", None)

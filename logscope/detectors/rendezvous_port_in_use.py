@@ -20,8 +20,10 @@ Example
         torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use
 
 False positives
-    None known: the message is unambiguous. Whether the node is "the master" is judged from the
-    endpoint in the launch config, when it is logged.
+    ``Address already in use`` from another program (a helper server the batch script starts)
+    reads the same; it is ignored when torchrun on that node went on to form the rendezvous or
+    finish. Whether the node is "the master" is judged from the endpoint in the launch config,
+    when it is logged.
 
 Advice
     Pick a free, job-specific port (``MASTER_PORT=$((10000 + SLURM_JOB_ID % 50000))``), make sure
@@ -31,11 +33,11 @@ Advice
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, who
+from logscope.detectors.base import Detector, JobView, field_of, order_key, who
 from logscope.model import Category, Event, Finding, Severity
 from logscope.timeline import node_of_host
 
@@ -48,7 +50,13 @@ class RendezvousPortInUse(Detector):
     specificity = 85
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = job.of(Event.PORT_IN_USE)
+        # A port taken on a node whose torchrun then formed the rendezvous (or finished) did not
+        # stop the launch: some other program's port (a helper server in the batch script).
+        met = [r for r in job.of(Event.RENDEZVOUS, Event.AGENT_FINISHED).to_dicts()
+               if Event(r["event"]) == Event.AGENT_FINISHED or field_of(r, "message") == "rendezvous result"]
+        rows = pl.DataFrame([r for r in job.of(Event.PORT_IN_USE).to_dicts()
+                             if not any(_place(m) == _place(r) and order_key(m) > order_key(r) for m in met)],
+                            schema=job.events.schema)
         if rows.height == 0:
             return []
         first = rows.to_dicts()[0]
@@ -72,3 +80,8 @@ class RendezvousPortInUse(Detector):
             rows=rows.head(4),
             severity=Severity.CRITICAL,
         )]
+
+
+def _place(row: dict[str, Any]) -> str | None:
+    return row.get("node") or row.get("host")
+

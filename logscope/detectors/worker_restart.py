@@ -40,12 +40,13 @@ Advice
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key
+from logscope.detectors.base import Detector, JobView, field_of, order_key, seen_at
 from logscope.model import Category, Event, Finding, Role, Severity
 
 # An agent's own account of its worker group, in the order it logs them.
@@ -83,6 +84,15 @@ def job_recovered(job: JobView) -> bool:
         return False
     states = last_states(job)
     return bool(states) and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values())
+
+
+def recovered_until(job: JobView) -> datetime | None:
+    """When a recovered job's last restart began (what failed before it, the job survived);
+    None when the job did not recover from a restart or the restart line has no time."""
+    if not job_recovered(job):
+        return None
+    last = max(job.of(Event.WORKER_RESTART).to_dicts(), key=order_key)
+    return seen_at(last)
 
 
 class WorkerRestart(Detector):
@@ -151,4 +161,4 @@ class WorkerRestart(Detector):
         return min(later, key=order_key) if later else None
 
 
-__all__ = ["WorkerRestart", "job_recovered", "last_states"]
+__all__ = ["WorkerRestart", "job_recovered", "last_states", "recovered_until"]

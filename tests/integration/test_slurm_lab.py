@@ -165,9 +165,14 @@ def test_segfault(cap) -> None:  # type: ignore[no-untyped-def]
     n1, n2 = c.text("node01"), c.text("node02")
     # faulthandler's report, on rank 3's own prefix and without a timestamp
     assert re.search(r"^\[node02:1\]:Fatal Python error: Segmentation fault$", n2, re.M)
-    assert re.search(r"failed \(exitcode: -11\) local_rank: 1 \(pid: (\d+)\)", n2)
-    assert re.search(r"rank\s+: 3 \(local_rank: 1\)\s+exitcode\s+: -11 \(pid: \d+\)\s+\(SIGSEGV\)", n2)
-    assert "Signal 11 (SIGSEGV) received by PID" in n2
+    if "Failed to parse reply file" in n2:
+        # Seen in CI: the agent SIGTERMed rank 2 while it wrote its error file, then died itself
+        # reading the empty file (json.decoder.JSONDecodeError), before reporting the SIGSEGV.
+        assert re.search(r"^json\.decoder\.JSONDecodeError: Expecting value", n2, re.M)
+    else:
+        assert re.search(r"failed \(exitcode: -11\) local_rank: 1 \(pid: (\d+)\)", n2)
+        assert re.search(r"rank\s+: 3 \(local_rank: 1\)\s+exitcode\s+: -11 \(pid: \d+\)\s+\(SIGSEGV\)", n2)
+        assert "Signal 11 (SIGSEGV) received by PID" in n2
     # the peers die of the lost connection, in gloo
     assert "Connection reset by peer" in n1 + n2 or "Connection closed by peer" in n1 + n2
     assert re.search(r"srun: error: node0[12]: task [01]: Exited with exit code 1", n1)
@@ -200,7 +205,19 @@ def test_restart(cap) -> None:  # type: ignore[no-untyped-def]
         assert len(re.findall(rf"\[{node}:\] Starting worker group", text)) == 2
     # the injected failure happens once: the second attempt's failures are its own
     assert (n1 + n2).count("lab-injected failure on rank 3") == 1
-    assert "torch.distributed.elastic.multiprocessing.errors.ChildFailedError" in n1 + n2
+    if recovered(c.dir):
+        # seen in CI: the restarted attempt connected and trained to the end
+        for node, text in (("node01", n1), ("node02", n2)):
+            assert f"[{node}:] worker group successfully finished" in text
+            assert re.search(rf"\[{node} rank \d/4 local \d\] training done after 8 steps", text)
+    else:
+        # seen in the lab: the restarted attempt failed on its own (connectFullMesh refused, a segfault)
+        assert "torch.distributed.elastic.multiprocessing.errors.ChildFailedError" in n1 + n2
+
+
+def recovered(capture: Path) -> bool:
+    """Whether the restart scenario's restarted attempt finished (srun exited 0)."""
+    return any("srun exit code: 0" in p.read_text(errors="replace") for p in capture.glob("*-node01.out"))
 
 
 def test_nnodes_mismatch(cap) -> None:  # type: ignore[no-untyped-def]
@@ -324,13 +341,15 @@ EXPECTED = {
     "port-in-use": ("launch", "LS205", "node01", None),  # a stale listener holds MASTER_PORT on node01
     "segfault": ("crash", "LS301", "node02", 3),  # rank 3 reads address 0: SIGSEGV, faulthandler's report
     "endpoint-per-node": ("launch", "LS204", None, None),  # --rdzv_endpoint $(hostname): one store per node
-    "restart": ("crash", "LS301", "node02", 3),  # rank 3 raises in attempt 0; the restarted attempt fails too
+    "restart": ("crash", "LS301", "node02", 3),  # rank 3 raises in attempt 0; the restart fails (or recovers)
 }
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_verdict(captures: Path, scenario: str) -> None:
     category, finding, host, rank = EXPECTED[scenario]
+    if scenario == "restart" and recovered(captures / scenario):
+        category, finding, host, rank = "healthy", None, None, None  # a failure the job recovered from
     assert_verdict(captures / scenario, category, finding, root_host=host, root_rank=rank)
 
 
