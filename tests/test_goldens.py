@@ -2,7 +2,9 @@
 
 Each ``tests/goldens/<CODE>-<case>/`` holds:
 
-* ``logs/`` — the input log files, named as SLURM/torchrun/NCCL name them;
+* ``logs/`` — the input log files, named as SLURM/torchrun/NCCL name them; a case built on a
+  third-party log of ``../shared/real_logs`` names it in ``case.json``'s ``"shared_logs"`` instead
+  of copying it (the case is skipped where ``../shared`` is absent);
 * ``case.json`` — ``{"detector": "LS301", "kind": "positive" | "negative" | "known-miss",
   "verdict": {...optional end-to-end expectations: category, finding (the root's code), host, node,
   rank, local_rank...}}``;
@@ -30,15 +32,18 @@ from logscope.model import Finding
 from logscope.timeline import load_job
 
 GOLDENS = Path(__file__).parent / "goldens"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 CASES = sorted(p for p in GOLDENS.iterdir() if p.is_dir()) if GOLDENS.exists() else []
 
 
 def summarise(finding: Finding, base: Path) -> dict[str, Any]:
     def rel(path: str) -> str:
-        try:
-            return str(Path(path).relative_to(base))
-        except ValueError:
-            return path
+        for root, shown in ((base, ""), (SHARED, "../shared/")):
+            try:
+                return shown + str(Path(path).relative_to(root))
+            except ValueError:
+                continue
+        return path
 
     culprit = finding.culprit
     return {
@@ -64,7 +69,10 @@ def test_golden(case: Path, update_goldens: bool) -> None:
     assert (case / "README.md").read_text().splitlines()[0].startswith(("Should emit", "Should not emit",
                                                                          "Known miss"))
     logs = case / "logs"
-    job = load_job([logs])
+    shared = [SHARED / name for name in spec.get("shared_logs", [])]
+    if not all(path.is_file() for path in shared):
+        pytest.skip(f"{case.name}: ../shared/real_logs is not available")
+    job = load_job(([logs] if logs.is_dir() else []) + shared)
     view = JobView(job.timeline, tuple(job.nodes), tuple(f.display for f in job.files),
                    {f.display: f.info.node for f in job.files})
     findings, errors = run_detectors(view, [detector_class])
