@@ -17,7 +17,8 @@ Why it matters
     NCCL.
 
 Evidence
-    The agents' restart lines, and each agent's last state line after them: ``worker group
+    The agents' restart lines (or, where one is missing, the first rendezvous result with
+    ``restart_count`` > 0), and each agent's last state line after them: ``worker group
     successfully finished`` (recovered) or a worker failure / ChildFailedError (failed again).
 
 Example
@@ -77,10 +78,29 @@ def last_states(job: JobView) -> dict[str, dict[str, Any]]:
     return last
 
 
+def restarts(job: JobView) -> list[dict[str, Any]]:
+    """The agents' restart lines, in order. A node whose restart line is missing (a log level
+    above INFO for that logger, a rotated file) still shows the restart in its next rendezvous
+    result: ``restart_count`` grows only after a failed worker group, so its first result with
+    ``restart_count`` > 0 stands in."""
+    lines = job.of(Event.WORKER_RESTART).to_dicts()
+    have = {_place(r) for r in lines}
+    counted: dict[str, dict[str, Any]] = {}
+    for row in sorted(job.of(Event.RENDEZVOUS).to_dicts(), key=order_key):
+        count = str(field_of(row, "key") or "")
+        if field_of(row, "message") == "rendezvous result" and count.isdigit() and int(count) > 0 \
+                and _place(row) not in have:
+            counted.setdefault(_place(row), row)
+    return sorted([*lines, *counted.values()], key=order_key)
+
+
+def _after_failure(row: dict[str, Any]) -> bool:
+    return bool(field_of(row, "key") != "new nodes")
+
+
 def job_recovered(job: JobView) -> bool:
     """True when torchrun restarted workers after a failure and every agent then finished."""
-    restarts = job.of(Event.WORKER_RESTART)
-    if restarts.filter(pl.col("fields").struct.field("key") != "new nodes").height == 0:
+    if not any(_after_failure(r) for r in restarts(job)):
         return False
     states = last_states(job)
     return bool(states) and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values())
@@ -91,28 +111,28 @@ def recovered_until(job: JobView) -> datetime | None:
     None when the job did not recover from a restart or the restart line has no time."""
     if not job_recovered(job):
         return None
-    last = max(job.of(Event.WORKER_RESTART).to_dicts(), key=order_key)
-    return seen_at(last)
+    return seen_at(restarts(job)[-1])
 
 
 class WorkerRestart(Detector):
     code = "LS302"
     name = "worker-restart"
     category = Category.CRASH
-    requires: ClassVar[frozenset[Event]] = frozenset({Event.WORKER_RESTART})
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.WORKER_RESTART, Event.RENDEZVOUS})
     specificity = 10
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = sorted(job.of(Event.WORKER_RESTART).to_dicts(), key=order_key)
+        rows = restarts(job)
         if not rows:
             return []
-        after_failure = [r for r in rows if field_of(r, "key") != "new nodes"]
+        after_failure = [r for r in rows if _after_failure(r)]
         nodes = sorted({_place(r) for r in rows})
         first = after_failure[0] if after_failure else rows[0]
         states = last_states(job)
         recovered = job_recovered(job)
+        left = next((field_of(r, "value") for r in after_failure if Event(r["event"]) == Event.WORKER_RESTART), None)
         why = (f"after a failure on {', '.join(sorted({_place(r) for r in after_failure}))}"
-               f" ({field_of(after_failure[0], 'value')} attempts left)" if after_failure
+               + (f" ({left} attempts left)" if left else "") if after_failure
                else "because a node joined the rendezvous")
         title = f"torchrun restarted the worker group {why}"
         if recovered:
@@ -134,10 +154,13 @@ class WorkerRestart(Detector):
                 "(pytorch/pytorch#167288). " if again is not None else ""
             ) + ("torchrun's ChildFailedError summary covers only the last attempt; the failure that "
                  "started the restarts is earlier (LS301 names the first one).")
+        only_counted = [r for r in rows if Event(r["event"]) == Event.RENDEZVOUS]
         explanation = (
-            f"{len(rows)} restart line(s) from the torchrun agent(s) on {', '.join(nodes)}: "
+            f"{len(rows)} restart(s) by the torchrun agent(s) on {', '.join(nodes)}: "
             f"{len(after_failure)} after a failed worker group (counted against --max_restarts), "
-            f"{len(rows) - len(after_failure)} because a node joined the rendezvous. " + outcome
+            f"{len(rows) - len(after_failure)} because a node joined the rendezvous"
+            + (f"; on {', '.join(sorted({_place(r) for r in only_counted}))} only the rendezvous result's "
+               "restart_count shows it" if only_counted else "") + ". " + outcome
         )
         evidence = [first, *[r for r in rows if r is not first][:3], *list(states.values())[:2]]
         return [self.finding(
@@ -161,4 +184,4 @@ class WorkerRestart(Detector):
         return min(later, key=order_key) if later else None
 
 
-__all__ = ["WorkerRestart", "job_recovered", "last_states", "recovered_until"]
+__all__ = ["WorkerRestart", "job_recovered", "last_states", "recovered_until", "restarts"]
