@@ -234,8 +234,8 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
             culprit,
         )
     if survived is not None:
-        return Verdict(Category.HEALTHY, None, "The job recovered: torchrun restarted it after a failure and every "
-                       "agent finished; see the notes below", None)
+        return Verdict(Category.HEALTHY, None, "The job recovered: it ran again after a failure (a torchrun restart "
+                       "or a new launch) and every agent finished; see the notes below", None)
     if findings:
         return Verdict(Category.HEALTHY, None, "No failure found; see the notes below", None)
     return Verdict(Category.HEALTHY, None, "No failure found: the job looks healthy", None)

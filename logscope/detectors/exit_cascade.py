@@ -280,8 +280,8 @@ class ExitCascade(Detector):
         recovered = job_recovered(job)
         if recovered:
             title = f"Recovered: {title}"
-            explanation += (" torchrun then restarted the worker group and every agent finished (LS302): the job "
-                            "recovered from this failure.")
+            explanation += (" The job then ran again (a torchrun restart or a new launch) and every agent finished "
+                            "(LS302): it recovered from this failure.")
         evidence_rows = [root, *[r for r in own if r is not root][:2], *victims[:4]]
         return [self.finding(
             title=title,

@@ -4,7 +4,8 @@ What it detects
     torchrun agents restarting their workers: after a failure (``[node02:] Worker group FAILED.
     1/1 attempts left; will restart worker group``, which counts against ``--max_restarts``) or
     because a node joined the rendezvous (``[node01:] Detected 1 new nodes from group_rank=0;
-    will restart worker group``, which does not). It tells whether the job recovered: every
+    will restart worker group``, which does not); and torchrun started again on a node after a
+    failure there (a retry loop in the batch script). It tells whether the job recovered: every
     agent's last word after its restarts is ``worker group successfully finished``.
 
 Why it matters
@@ -18,7 +19,8 @@ Why it matters
 
 Evidence
     The agents' restart lines (or, where one is missing, the first rendezvous result with
-    ``restart_count`` > 0), and each agent's last state line after them: ``worker group
+    ``restart_count`` > 0), a ``Starting elastic_operator`` block after a worker failure on the
+    same node, and each agent's last state line after them: ``worker group
     successfully finished`` (recovered) or a worker failure / ChildFailedError (failed again).
 
 Example
@@ -29,7 +31,7 @@ Example
 
 False positives
     Logs of several runs of one job (a requeue) read as one run: a later run's success can make
-    an earlier run's restarts look recovered. Only agent lines count, so a job whose agents'
+    an earlier run's failure look recovered, as a retry loop's does. Only agent lines count, so a job whose agents'
     output was not collected shows no restart at all.
 
 Advice
@@ -91,7 +93,29 @@ def restarts(job: JobView) -> list[dict[str, Any]]:
         if field_of(row, "message") == "rendezvous result" and count.isdigit() and int(count) > 0 \
                 and _place(row) not in have:
             counted.setdefault(_place(row), row)
-    return sorted([*lines, *counted.values()], key=order_key)
+    return sorted([*lines, *counted.values(), *relaunches(job)], key=order_key)
+
+
+def relaunches(job: JobView) -> list[dict[str, Any]]:
+    """torchrun started again on a node, with the same entrypoint, after the previous run's
+    workers had failed there: a retry loop in the batch script (``for attempt in 1 2 3; do srun
+    ... && break; done``) writing into the same per-node files. Each new run starts again from
+    ``restart_count=0``. A different entrypoint (train, then evaluate) is another program."""
+    failures = job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE).to_dicts()
+    starts = sorted((r for r in job.of(Event.LAUNCH_CONFIG).to_dicts() if field_of(r, "message") == "launch config"),
+                    key=order_key)
+    out = []
+    for i, start in enumerate(starts):
+        before = [s for s in starts[:i] if _place(s) == _place(start)]
+        if not before or field_of(before[-1], "value") != field_of(start, "value"):
+            continue
+        if any(_place(f) == _place(start) and order_key(before[-1]) < order_key(f) < order_key(start) for f in failures):
+            out.append(start)
+    return out
+
+
+def _relaunch(row: dict[str, Any]) -> bool:
+    return Event(row["event"]) == Event.LAUNCH_CONFIG
 
 
 def _after_failure(row: dict[str, Any]) -> bool:
@@ -118,7 +142,7 @@ class WorkerRestart(Detector):
     code = "LS302"
     name = "worker-restart"
     category = Category.CRASH
-    requires: ClassVar[frozenset[Event]] = frozenset({Event.WORKER_RESTART, Event.RENDEZVOUS})
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.WORKER_RESTART, Event.RENDEZVOUS, Event.LAUNCH_CONFIG})
     specificity = 10
 
     def detect(self, job: JobView) -> list[Finding]:
@@ -134,7 +158,8 @@ class WorkerRestart(Detector):
         why = (f"after a failure on {', '.join(sorted({_place(r) for r in after_failure}))}"
                + (f" ({left} attempts left)" if left else "") if after_failure
                else "because a node joined the rendezvous")
-        title = f"torchrun restarted the worker group {why}"
+        title = (f"torchrun was started again {why}, by the batch script" if after_failure and all(
+            _relaunch(r) for r in after_failure) else f"torchrun restarted the worker group {why}")
         if recovered:
             title += ", and every agent then finished: the job recovered"
             outcome = ("Every agent's last word after the restart is `worker group successfully finished`: the "
@@ -155,10 +180,14 @@ class WorkerRestart(Detector):
             ) + ("torchrun's ChildFailedError summary covers only the last attempt; the failure that "
                  "started the restarts is earlier (LS301 names the first one).")
         only_counted = [r for r in rows if Event(r["event"]) == Event.RENDEZVOUS]
+        relaunched = [r for r in rows if _relaunch(r)]
+        by_agent = [r for r in after_failure if not _relaunch(r)]
         explanation = (
-            f"{len(rows)} restart(s) by the torchrun agent(s) on {', '.join(nodes)}: "
-            f"{len(after_failure)} after a failed worker group (counted against --max_restarts), "
+            f"{len(rows)} restart(s) on {', '.join(nodes)}: "
+            f"{len(by_agent)} by torchrun after a failed worker group (counted against --max_restarts), "
             f"{len(rows) - len(after_failure)} because a node joined the rendezvous"
+            + (f", {len(relaunched)} new torchrun launch(es) after a failure (a retry in the batch script; "
+               "each starts again from restart_count=0)" if relaunched else "")
             + (f"; on {', '.join(sorted({_place(r) for r in only_counted}))} only the rendezvous result's "
                "restart_count shows it" if only_counted else "") + ". " + outcome
         )
@@ -184,4 +213,4 @@ class WorkerRestart(Detector):
         return min(later, key=order_key) if later else None
 
 
-__all__ = ["WorkerRestart", "job_recovered", "last_states", "recovered_until", "restarts"]
+__all__ = ["WorkerRestart", "job_recovered", "last_states", "recovered_until", "relaunches", "restarts"]
