@@ -20,7 +20,8 @@ Why it matters
 Evidence
     The agents' restart lines (or, where one is missing, the first rendezvous result with
     ``restart_count`` > 0), a ``Starting elastic_operator`` block after a worker failure on the
-    same node, and each agent's last state line after them: ``worker group
+    same node, ``attempt_N`` folders of a ``--log-dir`` tree when no agent line was collected,
+    and each agent's last state line after them: ``worker group
     successfully finished`` (recovered) or a worker failure / ChildFailedError (failed again).
 
 Example
@@ -44,13 +45,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, ClassVar
 
 import polars as pl
 
 from logscope.detectors.base import Detector, JobView, field_of, order_key, seen_at
 from logscope.model import Category, Event, Finding, Role, Severity
+from logscope.parsers.filenames import describe
 
 # An agent's own account of its worker group, in the order it logs them.
 _AGENT_STATES = (Event.WORKER_RESTART, Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.AGENT_FINISHED)
@@ -114,6 +116,17 @@ def relaunches(job: JobView) -> list[dict[str, Any]]:
     return out
 
 
+def log_dir_attempts(job: JobView) -> dict[int, list[str]]:
+    """torchrun ``--log-dir`` files by attempt (``.../attempt_N/<local_rank>/stdout.log``): an
+    ``attempt_1`` folder means the agent restarted its workers once, whatever it logged itself."""
+    attempts: dict[int, list[str]] = {}
+    for name in job.files:
+        info = describe(PurePath(name))
+        if info.attempt is not None:
+            attempts.setdefault(info.attempt, []).append(name)
+    return attempts
+
+
 def _relaunch(row: dict[str, Any]) -> bool:
     return Event(row["event"]) == Event.LAUNCH_CONFIG
 
@@ -148,7 +161,7 @@ class WorkerRestart(Detector):
     def detect(self, job: JobView) -> list[Finding]:
         rows = restarts(job)
         if not rows:
-            return []
+            return self._from_log_dir(job)
         after_failure = [r for r in rows if _after_failure(r)]
         nodes = sorted({_place(r) for r in rows})
         first = after_failure[0] if after_failure else rows[0]
@@ -203,6 +216,39 @@ class WorkerRestart(Detector):
             ordered=True,
         )]
 
+    def _from_log_dir(self, job: JobView) -> list[Finding]:
+        """Restarts seen only as ``attempt_N`` folders of a ``--log-dir`` tree (the agent's own
+        lines were not collected). Whether the job then finished is the agent's to say."""
+        attempts = log_dir_attempts(job)
+        if not attempts or max(attempts) == 0:
+            return []
+        last = max(attempts)
+        in_last = set(attempts[last])
+        last_rows = job.events.filter(pl.col("file").is_in(sorted(in_last)))
+        failed_last = last_rows.filter(pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value]))
+        earlier = job.events.filter(pl.col("file").is_in(sorted({f for n, fs in attempts.items() if n < last
+                                                                  for f in fs}))
+                                    & pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value]))
+        rows = [*earlier.head(2).to_dicts(), *(failed_last if failed_last.height else last_rows).head(2).to_dicts()]
+        if not rows:
+            return []
+        outcome = (f"The last attempt's workers logged errors too ({_said(failed_last.row(0, named=True))})."
+                   if failed_last.height else
+                   "The last attempt's workers logged no error: the job may have recovered. The agent's own "
+                   "output (the job's stdout: `worker group successfully finished`) would say.")
+        return [self.finding(
+            title=f"torchrun restarted the workers {last} time(s): its --log-dir holds attempt_0 to attempt_{last}",
+            explanation=(f"torchrun's --log-dir tree has {len(attempts)} attempt folder(s); each restart of the worker "
+                         "group writes a new one, so the failure that caused the first restart is in attempt_0. "
+                         + outcome),
+            advice=("Collect the job's stdout with the --log-dir tree: the agent's lines tell why each restart "
+                    "happened and whether the last attempt finished. Fix the first failure (LS301)."),
+            rows=rows,
+            role=Role.CONTEXT,
+            severity=Severity.WARNING,
+            ordered=True,
+        )]
+
     @staticmethod
     def _reconnect_failure(job: JobView, restart: dict[str, Any]) -> dict[str, Any] | None:
         """The first line after a restart saying a worker could not connect."""
@@ -213,4 +259,5 @@ class WorkerRestart(Detector):
         return min(later, key=order_key) if later else None
 
 
-__all__ = ["WorkerRestart", "job_recovered", "last_states", "recovered_until", "relaunches", "restarts"]
+__all__ = ["WorkerRestart", "job_recovered", "last_states", "log_dir_attempts", "recovered_until", "relaunches",
+           "restarts"]
