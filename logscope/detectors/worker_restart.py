@@ -205,16 +205,14 @@ class WorkerRestart(Detector):
                "restart_count shows it" if only_counted else "") + ". " + outcome
         )
         evidence = [first, *[r for r in rows if r is not first][:3], *list(states.values())[:2]]
-        return [self.finding(
-            title=title,
-            explanation=explanation,
-            advice=("Fix the first failure: a restart only helps with a transient fault. If the restarted attempt "
-                    "could not connect, relaunch the job rather than rely on --max_restarts."),
-            rows=evidence,
-            role=Role.CONTEXT,
-            severity=Severity.WARNING,
-            ordered=True,
-        )]
+        return self._note(title, explanation,
+                          "Fix the first failure: a restart only helps with a transient fault. If the restarted "
+                          "attempt could not connect, relaunch the job rather than rely on --max_restarts.", evidence)
+
+    def _note(self, title: str, explanation: str, advice: str, rows: list[dict[str, Any]]) -> list[Finding]:
+        """A restart is context for the verdict, never its root."""
+        return [self.finding(title=title, explanation=explanation, advice=advice, rows=rows, role=Role.CONTEXT,
+                             severity=Severity.WARNING, ordered=True)]
 
     def _from_log_dir(self, job: JobView) -> list[Finding]:
         """Restarts seen only as ``attempt_N`` folders of a ``--log-dir`` tree (the agent's own
@@ -236,18 +234,12 @@ class WorkerRestart(Detector):
                    if failed_last.height else
                    "The last attempt's workers logged no error: the job may have recovered. The agent's own "
                    "output (the job's stdout: `worker group successfully finished`) would say.")
-        return [self.finding(
-            title=f"torchrun restarted the workers {last} time(s): its --log-dir holds attempt_0 to attempt_{last}",
-            explanation=(f"torchrun's --log-dir tree has {len(attempts)} attempt folder(s); each restart of the worker "
-                         "group writes a new one, so the failure that caused the first restart is in attempt_0. "
-                         + outcome),
-            advice=("Collect the job's stdout with the --log-dir tree: the agent's lines tell why each restart "
-                    "happened and whether the last attempt finished. Fix the first failure (LS301)."),
-            rows=rows,
-            role=Role.CONTEXT,
-            severity=Severity.WARNING,
-            ordered=True,
-        )]
+        return self._note(
+            f"torchrun restarted the workers {last} time(s): its --log-dir holds attempt_0 to attempt_{last}",
+            f"torchrun's --log-dir tree has {len(attempts)} attempt folder(s); each restart of the worker group "
+            "writes a new one, so the failure that caused the first restart is in attempt_0. " + outcome,
+            "Collect the job's stdout with the --log-dir tree: the agent's lines tell why each restart happened "
+            "and whether the last attempt finished. Fix the first failure (LS301).", rows)
 
     @staticmethod
     def _reconnect_failure(job: JobView, restart: dict[str, Any]) -> dict[str, Any] | None:
