@@ -48,7 +48,10 @@ def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     time is the next timed line (``time_latest``) and its earliest the one above (``time``). With
     no timed line below it, the one above stands in (a traceback is printed right after the last
     log line). Lines with no time at all are never ordered across files; within a file, file
-    order is all there is.
+    order is all there is. A prefixed untimed line's window is widened by :data:`COPY_SLACK`: its
+    neighbours in the file may have been copied there later or earlier than it (``--tee`` tails
+    each worker's stdout and stderr separately, every 0.1 s; a CI run had a rank's traceback above
+    its own earlier step line).
     """
     records = (Event.CHILD_FAILURE.value,)
     same_file = a.get("file") == b.get("file") and a.get("event") not in records and b.get("event") not in records
@@ -64,10 +67,21 @@ def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if latest_a is None or earliest_b is None:
         return above
     # in one file, a tie goes to file order: b may be the very timed line that bounds a
-    return bool(latest_a < earliest_b or (above and latest_a == earliest_b))
+    if above and latest_a == earliest_b:
+        return True
+    return bool(latest_a + _slack(a) < earliest_b - _slack(b))
 
 
 _WRITER_TAG = re.compile(r"\s*(\[[^\]]*\]|\d+:)")
+# How far a launcher-copied line can sit from where its time says it belongs: torchrun's --tee
+# polls every 0.1 s per stream; the rest is margin for a loaded machine.
+COPY_SLACK = timedelta(seconds=0.5)
+
+
+def _slack(row: dict[str, Any]) -> timedelta:
+    """An untimed line's window, when it was copied into the file with a launcher prefix, is only
+    as good as the copying."""
+    return COPY_SLACK if row.get("time_inferred") and row.get("prefix") else timedelta(0)
 
 
 def _writer(row: dict[str, Any]) -> str:
