@@ -155,6 +155,12 @@ def evidence_of(row: dict[str, Any]) -> Evidence:
                     seen_at(row))
 
 
+def place_of(row: dict[str, Any]) -> str | None:
+    """The node (else host) a row is about."""
+    value = row.get("node") or row.get("host")
+    return str(value) if value else None
+
+
 def culprit_of(row: dict[str, Any]) -> Culprit:
     return Culprit(
         host=row.get("host"),

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from logscope.detectors.base import JobView, order_key
+from logscope.detectors.base import JobView, order_key, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
 from logscope.model import Event
 from logscope.timeline import node_of_host
@@ -210,12 +210,6 @@ def capitalised(text: str) -> str:
     if text.startswith(("rank ", "local rank ", "an ", "a ", "the ")):
         return text[:1].upper() + text[1:]
     return text
-
-
-def place_of(row: dict[str, Any]) -> str | None:
-    """The node (else host) a row is about."""
-    value = row.get("node") or row.get("host")
-    return str(value) if value else None
 
 
 __all__ = [

@@ -21,8 +21,9 @@ Example
 
 False positives
     Endpoints that change between rendezvous rounds (a torchrun restart) are not a mismatch: only
-    nodes that share no endpoint at all are reported. A host written with different names (short name on one node, FQDN or an IP on another) is
-    compared as written; different spellings of one address are reported.
+    nodes that share no endpoint at all are reported. A host written with different names (short
+    name on one node, FQDN or an IP on another) is compared as written; different spellings of
+    one address are reported.
 
 Advice
     Compute the address once in the batch script and pass it to every node:
@@ -92,4 +93,3 @@ def _groups_apart(rows: pl.DataFrame) -> int:
             j = owner.setdefault(endpoint, i)
             parent[root(i)] = root(j)
     return len({root(i) for i in range(len(per_place))})
-

@@ -33,11 +33,11 @@ Advice
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key, who
+from logscope.detectors.base import Detector, JobView, field_of, order_key, place_of, who
 from logscope.model import Category, Event, Finding, Severity
 from logscope.timeline import node_of_host
 
@@ -55,7 +55,7 @@ class RendezvousPortInUse(Detector):
         met = [r for r in job.of(Event.RENDEZVOUS, Event.AGENT_FINISHED).to_dicts()
                if Event(r["event"]) == Event.AGENT_FINISHED or field_of(r, "message") == "rendezvous result"]
         rows = pl.DataFrame([r for r in job.of(Event.PORT_IN_USE).to_dicts()
-                             if not any(_place(m) == _place(r) and order_key(m) > order_key(r) for m in met)],
+                             if not any(place_of(m) == place_of(r) and order_key(m) > order_key(r) for m in met)],
                             schema=job.events.schema)
         if rows.height == 0:
             return []
@@ -80,8 +80,3 @@ class RendezvousPortInUse(Detector):
             rows=rows.head(4),
             severity=Severity.CRITICAL,
         )]
-
-
-def _place(row: dict[str, Any]) -> str | None:
-    return row.get("node") or row.get("host")
-

@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key, seen_at
+from logscope.detectors.base import Detector, JobView, field_of, order_key, place_of, seen_at
 from logscope.model import Category, Event, Finding, Role, Severity
 from logscope.parsers.filenames import describe
 
@@ -71,31 +71,43 @@ def _said(row: dict[str, Any], limit: int = 160) -> str:
 
 
 def _place(row: dict[str, Any]) -> str:
-    return str(row.get("node") or row.get("host") or Path(str(row.get("file"))).name)
+    """The node a row is about, else its file's name (a single-machine run names no node)."""
+    return place_of(row) or Path(str(row.get("file"))).name
 
 
 def last_states(job: JobView) -> dict[str, dict[str, Any]]:
-    """Each node's last agent state line (restart, worker failure, ChildFailedError, finished)."""
-    last: dict[str, dict[str, Any]] = {}
-    for row in sorted(job.of(*_AGENT_STATES).to_dicts(), key=order_key):
-        last[_place(row)] = row
-    return last
+    """Each node's last agent state line (restart, worker failure, ChildFailedError, finished),
+    worked out once per view."""
+
+    def compute() -> dict[str, dict[str, Any]]:
+        last: dict[str, dict[str, Any]] = {}
+        for row in sorted(job.of(*_AGENT_STATES).to_dicts(), key=order_key):
+            last[_place(row)] = row
+        return last
+
+    found: dict[str, dict[str, Any]] = job.remember("last_states", compute)
+    return found
 
 
 def restarts(job: JobView) -> list[dict[str, Any]]:
     """The agents' restart lines, in order. A node whose restart line is missing (a log level
     above INFO for that logger, a rotated file) still shows the restart in its next rendezvous
     result: ``restart_count`` grows only after a failed worker group, so its first result with
-    ``restart_count`` > 0 stands in."""
-    lines = job.of(Event.WORKER_RESTART).to_dicts()
-    have = {_place(r) for r in lines}
-    counted: dict[str, dict[str, Any]] = {}
-    for row in sorted(job.of(Event.RENDEZVOUS).to_dicts(), key=order_key):
-        count = str(field_of(row, "key") or "")
-        if field_of(row, "message") == "rendezvous result" and count.isdigit() and int(count) > 0 \
-                and _place(row) not in have:
-            counted.setdefault(_place(row), row)
-    return sorted([*lines, *counted.values(), *relaunches(job)], key=order_key)
+    ``restart_count`` > 0 stands in. Worked out once per view (LS301, LS302 and the verdict ask)."""
+
+    def compute() -> list[dict[str, Any]]:
+        lines = job.of(Event.WORKER_RESTART).to_dicts()
+        have = {_place(r) for r in lines}
+        counted: dict[str, dict[str, Any]] = {}
+        for row in sorted(job.of(Event.RENDEZVOUS).to_dicts(), key=order_key):
+            count = str(field_of(row, "key") or "")
+            if field_of(row, "message") == "rendezvous result" and count.isdigit() and int(count) > 0 \
+                    and _place(row) not in have:
+                counted.setdefault(_place(row), row)
+        return sorted([*lines, *counted.values(), *relaunches(job)], key=order_key)
+
+    found: list[dict[str, Any]] = job.remember("restarts", compute)
+    return found
 
 
 def relaunches(job: JobView) -> list[dict[str, Any]]:
@@ -132,7 +144,8 @@ def _relaunch(row: dict[str, Any]) -> bool:
 
 
 def _after_failure(row: dict[str, Any]) -> bool:
-    return bool(field_of(row, "key") != "new nodes")
+    """Every restart but a membership change follows a failure (a relaunch, restart_count > 0)."""
+    return Event(row["event"]) != Event.WORKER_RESTART or field_of(row, "key") != "new nodes"
 
 
 def job_recovered(job: JobView) -> bool:
