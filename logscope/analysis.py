@@ -4,8 +4,11 @@ Runs every registered detector over a job's timeline, contains a detector that c
 failure is reported, the others still run), and chooses the verdict: the earliest *root*
 finding; when several roots describe the same moment (within :data:`SAME_MOMENT`), the most
 specific one wins (an OOM beats the generic crash it caused). The other roots are then listed as
-consequences. No root but error lines that no detector explains gives ``unknown``; nothing at
-all gives ``healthy``.
+consequences. No root but error lines that no detector explains gives ``unknown``. With no
+failure at all, the job is ``healthy`` only on evidence of a clean end
+(:mod:`logscope.detectors.completion`) or of a recovery (LS302); otherwise it is ``incomplete``:
+the logs stop without saying how the job ended. Failures before a clean end did not stop the run
+and stay as context.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ import polars as pl
 
 from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
-from logscope.detectors.base import culprit_of, order_key, who
+from logscope.detectors.base import culprit_of, order_key, seen_at, when, who
+from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.worker_restart import recovered_until
+from logscope.errors import InputError
 from logscope.hints import missing_evidence_hints
-from logscope.model import Category, Culprit, Evidence, Finding, Role, Severity, Verdict
+from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.timeline import Job, ProgressHook, load_job
 
@@ -47,7 +52,14 @@ class Analysis:
 
     @property
     def failed(self) -> bool:
-        return self.verdict.category != Category.HEALTHY
+        return self.verdict.category not in (Category.HEALTHY, Category.INCOMPLETE)
+
+    @property
+    def exit_code(self) -> int:
+        """0 healthy (or recovered), 1 a failure was found, 3 incomplete (no failure, no clean end)."""
+        if self.verdict.category == Category.HEALTHY:
+            return 0
+        return 3 if self.verdict.category == Category.INCOMPLETE else 1
 
     def to_json(self) -> dict[str, Any]:
         job = self.job
@@ -78,6 +90,12 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
             on_progress: ProgressHook | None = None) -> Analysis:
     """Read the logs under ``paths`` and analyse them. Raises InputError for unusable input."""
     job = load_job(paths, patterns, on_progress)
+    if job.lines_recognised == 0:
+        # A README, a config, an empty file: nothing here is a training job's log, and a verdict
+        # on it ("healthy") would be a promise about a job nobody saw.
+        where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+        raise InputError(f"{where}: no line of a training job's log was recognised ({job.lines_read} line(s) read): "
+                         "not a job log, or a format logscope does not know")
     return analyze_job(job, select=select, ignore=ignore)
 
 
@@ -173,10 +191,17 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
         findings = [dataclasses.replace(f, role=Role.CONTEXT)
                     if f.role == Role.ROOT and (_window(f)[0] or datetime.min) <= survived else f
                     for f in findings]
+    completed = run_completed(view)
+    if completed is not None:
+        # The run went on to complete after these: they did not stop it (a logged-and-ignored
+        # error, an earlier launch of the same job). What fails after the end still counts.
+        findings = [dataclasses.replace(f, role=Role.CONTEXT)
+                    if f.role == Role.ROOT and before_clean_end(f, completed, view) else f for f in findings]
+    end = clean_end(view)
     roots = [f for f in findings if f.role == Role.ROOT and f.severity.rank >= Severity.ERROR.rank]
     if not roots:
         ordered = sorted(findings, key=_moment)
-        return ordered, _no_root_verdict(view, ordered, survived)
+        return ordered, _no_root_verdict(view, ordered, survived, end)
     contenders = _possibly_first(roots)
     chosen = min(contenders, key=lambda f: (f.reactive, -f.specificity, _moment(f)))
     culprit = _corroborate(chosen, findings)
@@ -198,6 +223,8 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
 def _corroborate(chosen: Finding, findings: list[Finding]) -> Culprit | None:
     """A culprit without a host takes the single host named by same-category findings."""
     culprit = chosen.culprit
+    if culprit is None and chosen.reactive:
+        return None  # a witness's host (a timeout it waited out) is not where the failure was
     if culprit is None:
         hosts = set(chosen.hosts)
         if len(hosts) == 1 and chosen.evidence:
@@ -213,7 +240,8 @@ def _corroborate(chosen: Finding, findings: list[Finding]) -> Culprit | None:
     return culprit
 
 
-def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime | None = None) -> Verdict:
+def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime | None = None,
+                     end: dict[str, Any] | None = None) -> Verdict:
     errors = view.events.filter(pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value]))
     if survived is not None:
         # the errors of the attempts a restart replaced are the failure the job recovered from
@@ -225,20 +253,54 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
         explained = pl.DataFrame([{"file": f, "line": n} for f, n in cited],
                                  schema={"file": pl.String, "line": pl.Int64})
         errors = errors.join(explained, on=["file", "line"], how="anti")
-    if errors.height:
-        first = sorted(errors.to_dicts(), key=order_key)[0]
+    unexplained = sorted(errors.to_dicts(), key=order_key)
+    completed = run_completed(view)
+    if completed is not None:
+        unexplained = [r for r in unexplained if not row_before_clean_end(r, completed)]
+    if unexplained:
+        first = unexplained[0]
         culprit = culprit_of(first)
         return Verdict(
             Category.UNKNOWN, None,
-            f"{errors.height} error line(s), first from {who(first)}, match no known failure pattern",
+            f"{len(unexplained)} error line(s), first from {who(first)}, match no known failure pattern",
             culprit,
         )
     if survived is not None:
         return Verdict(Category.HEALTHY, None, "The job recovered: it ran again after a failure (a torchrun restart "
                        "or a new launch) and every agent finished; see the notes below", None)
-    if findings:
-        return Verdict(Category.HEALTHY, None, "No failure found; see the notes below", None)
-    return Verdict(Category.HEALTHY, None, "No failure found: the job looks healthy", None)
+    if end is not None:
+        text = str(end.get("text") or "").strip()
+        shown = text if len(text) <= 100 else text[:99] + "…"
+        return Verdict(Category.HEALTHY, None,
+                       f"No failure found, and the run ended cleanly: {shown} ({end.get('file')}:{end.get('line')})",
+                       None)
+    return Verdict(Category.INCOMPLETE, None, _incomplete_summary(view), None)
+
+
+def _incomplete_summary(view: JobView) -> str:
+    """Where the logs stop, for a job with no failure and no clean end."""
+    events = view.events
+    if events.height == 0:
+        return "No failure found, but nothing in these logs shows how the job ended"
+    last = events.sort("line").group_by("file", maintain_order=True).last().to_dicts()
+    ends = []
+    for row in sorted(last, key=order_key)[-4:]:
+        text = str(row.get("text") or "").strip()
+        step = _last_step(view, row)
+        doing = f"after step {step}" if step is not None else f"last: {text[:60]}"
+        ends.append(f"{who(row)} at {when(seen_at(row))} ({doing})")
+    more = f" and {len(last) - 4} more" if len(last) > 4 else ""
+    return ("No failure found, but no clean end either: the logs stop without saying how the job ended ("
+            + "; ".join(ends) + more + "). A job still running, an excerpt cut short, or a cancellation "
+            "whose line the log did not catch (SLURM's record, sacct, tells)")
+
+
+def _last_step(view: JobView, row: dict[str, Any]) -> int | None:
+    steps = view.of(Event.PROGRESS).filter(pl.col("file") == row.get("file"))
+    if steps.height == 0:
+        return None
+    value = steps.select(pl.col("fields").struct.field("step").max()).item()
+    return int(value) if value is not None else None
 
 
 def node_summary(analysis: Analysis) -> list[dict[str, Any]]:

@@ -104,7 +104,7 @@ def analyze(
         from logscope.report.terminal import print_analysis
 
         print_analysis(result, _console(), verbose=verbose)
-    return 1 if result.failed else 0
+    return result.exit_code
 
 
 @app.command()

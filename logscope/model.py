@@ -32,6 +32,9 @@ class Category(str, Enum):
     LAUNCH = "launch"
     SCHEDULER = "scheduler"
     UNKNOWN = "unknown"
+    # No failure in the logs, and no evidence of a clean end either (a job still running, an
+    # excerpt cut short, a silent stop): neither healthy nor failed.
+    INCOMPLETE = "incomplete"
 
 
 class Severity(str, Enum):
@@ -127,7 +130,13 @@ class Event(str, Enum):
     SRUN_ERROR = "srun_error"  # other "srun: error:" lines
     REQUEUE = "requeue"
     LAUNCH_COMMAND = "launch_command"  # "+ srun ... torchrun ... --node_rank 0" (bash set -x trace)
+    # a message from the catalogue (logscope/knowledge/messages.toml) that no specific event
+    # covers; ``fields.key`` is its catalogue id, which gives its category and who it blames
+    KNOWN_MESSAGE = "known_message"
+    # a line a person reads as a failure, with no more specific meaning: at least "unknown"
+    FAILURE_LINE = "failure_line"
     # training progress and status
+    CLEAN_END = "clean_end"  # proof the run finished: "run_stop ... success", "***** train metrics *****", ...
     PROGRESS = "progress"  # iteration/step lines
     HEARTBEAT = "heartbeat"  # external status lines ("PULSE: job is running for ...")
     DUPLICATE_RANK_BANNER = "duplicate_rank_banner"  # "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"

@@ -60,6 +60,7 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     Raises :class:`InputError` when nothing readable is found.
     """
     files, skipped = discover(inputs, patterns)
+    _one_job(files)
     reads: list[FileRead] = []
     for outcome in read_files(files, on_progress):
         if isinstance(outcome, Skipped):
@@ -73,6 +74,20 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
             raise InputError(f"no readable log file: {reasons}{more}")
         raise InputError(f"no files found in {', '.join(str(p) for p in inputs)}")
     return build_job(reads, skipped)
+
+
+def _one_job(files: Sequence[SourceFile]) -> None:
+    """Refuse files of several SLURM jobs: merged, their failures would make one false story."""
+    jobs: dict[str, list[str]] = {}
+    for source in files:
+        info = source.info
+        if info.job_id is not None:
+            job = f"{info.job_id}_{info.array_task}" if info.array_task is not None else info.job_id
+            jobs.setdefault(job, []).append(source.display)
+    if len(jobs) > 1:
+        shown = ", ".join(sorted(jobs)[:6]) + (f" and {len(jobs) - 6} more" if len(jobs) > 6 else "")
+        raise InputError(f"these files belong to {len(jobs)} SLURM jobs ({shown}): analyse one job at a time "
+                         "(its folder or its files), or run `logscope scan` over them for a table of every job")
 
 
 def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Job:

@@ -224,22 +224,23 @@ def test_good_file_beside_bad_ones_is_analysed_and_the_bad_ones_named(capsys: py
 def test_zero_byte_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = inputs(tmp_path) / "train-1-node1.out"
     path.write_bytes(b"")
-    code, out, _ = run(capsys, "analyze", str(path), "--format", "json")
-    assert code == 0
-    data = json.loads(out)
-    assert data["job"]["lines_read"] == 0 and data["verdict"]["category"] == "healthy"
-    assert any("empty file" in w for w in data["warnings"])
-    code, out, _ = run(capsys, "report", str(path), "-o", str(tmp_path / "r.md"))
-    assert code == 0 and (tmp_path / "r.md").is_file()
+    # an empty file is no job log: a verdict ("healthy") would be a promise about a job nobody saw
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert_one_line_error(code, err, "no line of a training job's log was recognised (0 line(s) read)")
+    assert out == ""
+    code, out, err = run(capsys, "report", str(path), "-o", str(tmp_path / "r.md"))
+    assert_one_line_error(code, err, "no line of a training job's log")
+    assert not (tmp_path / "r.md").exists()
 
 
 def test_truncated_zst_is_analysed_up_to_the_damage(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    body = "".join(f"2026-01-01 00:00:{i % 60:02d},000 - INFO - step {i}\n" for i in range(20000))
+    body = "".join(f"2026-01-01 00:00:{i % 60:02d},000 - INFO - step {i} loss 1.0\n" for i in range(20000))
     blob = zstandard.ZstdCompressor().compress((body + "[default0]:ValueError: end\n").encode())
     path = tmp_path / "train-1-node1.out.zst"
     path.write_bytes(blob[: len(blob) // 2])
     code, out, err = run(capsys, "analyze", str(path), "--format", "json")
-    assert code == 0, err
+    # no failure in what was read, and no clean end: incomplete, not healthy
+    assert code == 3, err
     data = json.loads(out)
     assert 0 < data["job"]["lines_read"] < 20001
     assert any("truncated" in w for w in data["warnings"])

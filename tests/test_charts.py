@@ -198,7 +198,8 @@ def test_save_charts_writes_png_and_svg(crash: Analysis, tmp_path: Path) -> None
 
 
 @pytest.mark.skipif(not REAL_LOGS.is_dir(), reason="shared real logs not present")
-@pytest.mark.parametrize("case", sorted(p.name for p in REAL_LOGS.iterdir()) if REAL_LOGS.is_dir() else [])
+@pytest.mark.parametrize("case", sorted(p.name for p in REAL_LOGS.iterdir() if p.is_dir())
+                         if REAL_LOGS.is_dir() else [])
 def test_real_logs_never_crash_the_charts(case: str) -> None:
     analysis = analyze([REAL_LOGS / case])
     rendered = charts.render_charts(analysis, formats=("png",))

@@ -43,9 +43,37 @@ def test_analyze_text_names_the_root(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_healthy_exits_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    (tmp_path / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1 loss 2.0\n")
+    # the last step of a known total is a clean end
+    (tmp_path / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1/2 loss 2.0\n"
+                                          "2026-01-01 00:00:01,000 - INFO - step 2/2 loss 1.9\n")
     code, out, _ = run(capsys, "analyze", str(tmp_path))
     assert code == 0 and "HEALTHY" in out
+
+
+def test_no_failure_without_a_clean_end_is_incomplete(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1/2 loss 2.0\n")
+    code, out, _ = run(capsys, "analyze", str(tmp_path))
+    assert code == 3 and "INCOMPLETE" in out and "HEALTHY" not in out
+    code, out, _ = run(capsys, "analyze", str(tmp_path), "--format", "json")
+    verdict = json.loads(out)["verdict"]
+    assert code == 3 and verdict["category"] == "incomplete" and verdict["root_cause"] is None
+
+
+def test_files_of_several_jobs_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for job in ("101", "102"):
+        (tmp_path / f"train-{job}-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1/1 loss 2.0\n")
+    code, _, err = run(capsys, "analyze", str(tmp_path))
+    assert code == 2 and "2 SLURM jobs (101, 102)" in err and "logscope scan" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text", ["", "# Notes\n\nThis folder holds the logs of job 12.\n", "lr: 0.1\nbatch: 8\n"])
+def test_input_holding_no_job_log_is_an_input_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                    text: str) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text(text)
+    code, out, err = run(capsys, "analyze", str(path))
+    assert code == 2 and out == "" and err.startswith("Error:") and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("args", [

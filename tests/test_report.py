@@ -224,7 +224,7 @@ def test_cli_report_markdown(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 def test_cli_report_healthy_exits_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
-    (logs / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1 loss 2.0\n")
+    (logs / "ok-1-n1.out").write_text("2026-01-01 00:00:00,000 - INFO - step 1/1 loss 2.0\n")
     assert main(["report", str(logs), "-o", str(tmp_path / "ok.html")]) == 0
     assert "HEALTHY" in (tmp_path / "ok.html").read_text()
 

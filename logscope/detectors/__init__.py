@@ -11,6 +11,7 @@ LS5xx   memory
 LS6xx   GPU and node hardware
 LS7xx   scheduler (time limit, preemption, cancellation)
 LS8xx   configuration and version skew between nodes
+LS9xx   messages of the catalogue (logscope/knowledge) that no specialised detector reads
 ======  ==========================================================
 
 To add a detector: write ``detectors/<name>.py`` (module docstring with the headings in
@@ -33,6 +34,7 @@ from logscope.detectors.gpu_fault import GpuFault
 from logscope.detectors.gpu_xid import GpuXid
 from logscope.detectors.host_oom import HostOom
 from logscope.detectors.ib_error import IbError
+from logscope.detectors.known_message import KnownMessage
 from logscope.detectors.master_addr_mismatch import MasterAddrMismatch
 from logscope.detectors.nccl_bootstrap_error import NcclBootstrapError
 from logscope.detectors.nnodes_mismatch import NnodesMismatch
@@ -78,6 +80,7 @@ REGISTRY: tuple[type[Detector], ...] = (
     TransportFallback,
     VersionSkew,
     ExitCascade,
+    KnownMessage,
     WorkerRestart,
 )
 

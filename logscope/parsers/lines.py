@@ -514,6 +514,10 @@ def _event_row_exprs(pattern: LinePattern) -> list[pl.Expr]:
         return (merged(name).cast(dtype, strict=False) if name in by_field else pl.lit(None, dtype=dtype)).alias(
             f"id_{name}")
 
+    if pattern.key is not None:
+        fields = [f for f in fields if f.meta.output_name() != "f_key"]
+        fields.append(pl.lit(pattern.key, dtype=pl.String()).alias("f_key"))
+
     return [
         pl.col("idx"),
         pl.lit(pattern.event.value).alias("event"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logscope.knowledge import catalogue_patterns
 from logscope.model import Event, Severity
 
 I, W, E, C = Severity.INFO, Severity.WARNING, Severity.ERROR, Severity.CRITICAL
@@ -31,6 +32,7 @@ class LinePattern:
     severity: Severity
     trigger: str | tuple[str, ...]  # literal substring(s); the regex runs on lines holding one
     regex: str
+    key: str | None = None  # a constant ``fields.key`` (the catalogue id of a catalogue message)
 
     @property
     def triggers(self) -> tuple[str, ...]:
@@ -40,8 +42,10 @@ class LinePattern:
 # An NCCL debug line: optional "[timestamp] ", then "host:pid:tid [cudaDev] [file.cc:NN ]NCCL ".
 _NCCL = (
     r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+ "
-    r"(?:\[(?P<dev>\d+)\] )?(?:[\w./-]+:\d+ )?NCCL "
+    r"(?:\[(?P<dev>\d+)\] )?(?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL "
 )
+# NCCL's head alone, optional, for messages found anywhere in a line: captures host/pid/dev when present.
+_NCCL_HEAD_OPT = r"^(?:" + _NCCL[1:-len("NCCL ")] + r")?"
 # The same prefix, optional, in front of a WARN whose text is matched anywhere in the line (the
 # WARN may also be quoted inside a Python exception): captures host/pid/dev when present.
 _NCCL_WARN_OPT = r"^(?:" + _NCCL[1:] + r"WARN )?.*?"
@@ -53,6 +57,16 @@ _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|F
 _LOGPFX = (r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ \S+\] ?"
            r"|\[\d{4}-\d\d-\d\d [^\]]+\] [\w.]+: \[\w+\] ?)?")
 _NCCL_EXC = r"nccl(?:InvalidUsage|InvalidArgument|InternalError|SystemError|UnhandledCudaError|RemoteError|InProgress)"
+
+
+
+def _from_catalogue() -> list[LinePattern]:
+    """The messages recognised from the catalogue (logscope/knowledge/messages.toml), in its order.
+    They stand before NCCL's WARN lines and everything after: a catalogue message is more specific
+    than the generic forms below (an NCCL WARN, a Python exception) that would otherwise take it."""
+    return [LinePattern(event, source, severity, trigger, regex, key)
+            for event, source, severity, trigger, regex, key in catalogue_patterns()]
+
 
 PATTERNS: tuple[LinePattern, ...] = (
     # ---------------------------------------------------------------- NCCL INFO (logging.rst)
@@ -100,6 +114,8 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"^(?:" + _NCCL[1:] + r"INFO )?NCCL version (?P<version>[\w.+-]+)\s*$"),
     LinePattern(Event.NCCL_RAS, "nccl", W, "ranks have launched up to operation",
                 r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op_count>\d+)"),
+    # ---------------------------------------------------------------- the message catalogue
+    *_from_catalogue(),
     # ---------------------------------------------------------------- NCCL WARN
     LinePattern(Event.NCCL_DUPLICATE_GPU, "nccl", C, "Duplicate GPU detected",
                 _NCCL_WARN_OPT + r"Duplicate GPU detected : rank (?P<comm_rank>\d+) and rank (?P<value>\d+) both on "
@@ -132,7 +148,10 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"^Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
     LinePattern(Event.NCCL_PLUGIN, "nccl", W, "NET plugin",
                 _NCCL + r"WARN (?P<message>Failed to initialize any NET plugin.*)$"),
-    LinePattern(Event.NCCL_WARN, "nccl", W, "NCCL WARN", _NCCL + r"WARN (?P<message>.*)$"),
+    # Any other NCCL WARN, with NCCL's head, with another build's head ("[host][pid:tid][dev][file:line]"),
+    # or none (a retyped or quoted line): NCCL warns where something went wrong, so an unknown WARN
+    # counts as an error; the benign ones (a fallback it announces) are catalogue messages above.
+    LinePattern(Event.NCCL_WARN, "nccl", E, "NCCL WARN", _NCCL_HEAD_OPT + r".*?NCCL WARN (?P<message>.*)$"),
     # ---------------------------------------------------------------- c10d ProcessGroupNCCL
     LinePattern(Event.TEARDOWN, "c10d", E, "watchdog thread terminated",
                 r"(?:" + _PG + r")?Process group watchdog thread terminated with exception: (?P<message>.*)$"),
@@ -322,7 +341,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.FATAL_SIGNAL, "app", C, "core dumped",
                 r"(?P<signal>Segmentation fault|Aborted|Bus error|Illegal instruction) \(core dumped\)"),
     # ---------------------------------------------------------------- Python
-    LinePattern(Event.TRACEBACK, "python", I, "Traceback", r"^Traceback \(most recent call last\):"),
+    # Anywhere in the line: a traceback's first line is often glued behind a progress bar.
+    LinePattern(Event.TRACEBACK, "python", I, "Traceback", r"Traceback \(most recent call last\):"),
     LinePattern(Event.EXCEPTION, "python", E, "what():", r"^\s*what\(\):\s+(?P<message>.*?)\s*$"),
     LinePattern(Event.EXCEPTION, "python", E, ("Error", "Exception", "Exit", "Failure", "Timeout"),
                 r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),
@@ -343,9 +363,38 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.PROGRESS, "app", I, "iter",
                 r"(?i)\biter(?:ation)?\b\s*[=:]?\s*\[?(?P<step>\d+)(?:\s*/\s*(?P<step_total>\d+))?\]?"
                 r"[^\n]*?\bloss\b\s*[=:]?\s*(?P<loss>[\d.]+(?:[eE][+-]?\d+)?)"),
+    # mmcv/mmdet's text logger: "Epoch [1][450/1833]\tlr: 2.000e-02, ..., loss: 1.4512" (the count is
+    # per epoch, so it says nothing about the end of the run).
+    LinePattern(Event.PROGRESS, "app", I, "Epoch [",
+                r"\bEpoch \[(?P<value>\d+)\]\[(?P<step>\d+)/\d+\].*?\bloss: (?P<loss>[\d.]+(?:[eE][+-]?\d+)?)"),
+    # The Hugging Face Trainer's logging dict: "{'loss': 0.2411, 'grad_norm': 0.306, ..., 'epoch': 0.4}".
+    LinePattern(Event.PROGRESS, "app", I, "'loss': ",
+                r"^\{'loss': (?P<loss>[\d.]+(?:[eE][+-]?\d+)?),.*'epoch': [\d.]+\}"),
     LinePattern(Event.HEARTBEAT, "app", I, "PULSE:",
                 r"PULSE: (?P<message>.* is running for (?P<value>\S+) since (?P<event_time>\S+).*)$"),
 )
+
+
+# What a shell, a runtime or a library prints when a process dies, and the error lines of C++
+# loggers: failures a person reads as such, whose meaning is no more specific. The verdict is
+# then at least "unknown" (LS301 takes the fatal signals as process failures). Last in the table:
+# every specific form above wins.
+GENERIC_FAILURES: tuple[LinePattern, ...] = (
+    # bash's job report (execute_cmd.c / jobs.c: the signal's description, then " (core dumped)"):
+    # "slurm_script: line 41:  2222 Segmentation fault      (core dumped) python train.py".
+    LinePattern(Event.FATAL_SIGNAL, "app", C, "line ",
+                r"\bline \d+: +(?P<target_pid>\d+) (?P<signal>Killed|Segmentation fault|Bus error|Aborted"
+                r"|Illegal instruction|Floating point exception)\b"),
+    # UCX (ucs/debug/debug.c): "Caught signal 11 (Segmentation fault: address not mapped to object ...)".
+    LinePattern(Event.FATAL_SIGNAL, "app", C, "Caught signal",
+                r"Caught signal (?P<value>\d+) \((?P<signal>[^:)]+)"),
+    # glog-style error lines of C++ code (c10d and friends): "[E1115 16:42:37.909 ... ProcessGroupNCCL.cpp:1753] ...",
+    # torch 1.x "[E ProcessGroupNCCL.cpp:737] ...".
+    LinePattern(Event.FAILURE_LINE, "c10d", E, (".cpp:", ".cc:", ".hpp:"),
+                r"^\[?E(?:\d{4} \d\d:\d\d:\d\d(?:\.\d+)?)?(?: +\d+)? +[\w./-]+\.(?:cpp|cc|hpp|h):\d+\] "
+                r"(?P<message>.*)$"),
+)
+PATTERNS = (*PATTERNS, *GENERIC_FAILURES)
 
 # Events whose text names the failing process, as opposed to the process that printed the line.
 SUBJECT_IS_TARGET: frozenset[Event] = frozenset({Event.WORKER_FAILED, Event.CLOSING_SIGNAL})

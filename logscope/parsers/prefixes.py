@@ -12,7 +12,12 @@ prefix                                who adds it                               
 ``[host1:3]:`` / ``[host13]:``        torchrun ``--role host1:`` / templates    ``local_rank``,
                                                                                 ``prefix_host``
 ``[rank3]:``                          PyTorch's own rank prefix                 ``rank``
-``node-7: ``                          pdsh                                      ``prefix_host``
+``node-7: `` / ``10.0.0.7: ``          pdsh                                      ``prefix_host``
+``[1,3]<stderr>:``                    Open MPI ``--tag-output``                 ``rank``
+``(Actor pid=4009, ip=10.0.1.75) ``   Ray actor output                          ``pid``, ``prefix_host``
+``[host:pid:0:tid] ``                 UCX's own head                            ``prefix_host``, ``pid``
+``[trainer0|0]:``                     a launcher's role rank and local rank     ``local_rank``
+``2025-08-12 09:37:03.46 node >> ``   a log shipper's time and host             ``app_time``, ``prefix_host``
 ``2026-09-18 19:29:24 [rank3]:``      an app timestamp before a rank tag        ``app_time``
 ====================================  ========================================  =================
 
@@ -37,12 +42,18 @@ _HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9.-]*"
 _ALTERNATIVES = (
     r"[ \t]*(?P<task>\d{1,6}): "  # srun --label
     r"|\[(?P<task_b>\d{1,6})\] "  # mpirun-style label "[0] "
-    r"|\((?:[A-Za-z_][\w]*) pid=(?P<ray_pid>\d+)(?:, ip=[^)]*)?\) ?"  # Ray
+    r"|\[\d{1,6},(?P<mpi_rank>\d{1,6})\]<std(?:out|err)>: ?"  # Open MPI --tag-output "[1,3]<stderr>:"
+    r"|\((?:[A-Za-z_][\w]*) pid=(?P<ray_pid>\d+)(?:, ip=(?P<ray_ip>[^)]*))?\) ?"  # Ray
     r"|\[default(?P<tee_local>\d+)\]:"  # torchrun --tee, default role
     r"|\[rank(?P<rank>\d+)\]: ?"  # PyTorch rank prefix (torch>=2.2 adds a space before tracebacks)
-    r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?):?(?P<role_local>\d+)\]:?"  # --role host: / templates
+    # UCX's own head "[host:pid:0:tid]" (its "Caught signal" reports)
+    r"|\[(?P<ucx_host>[A-Za-z][\w.-]*):(?P<ucx_pid>\d+):\d+:\d+\] +"
+    # --role host: / templates; "[trainer0|0]:" is role rank 0, local rank 0
+    r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?)(?P<role_colon>:)?(?P<role_local>\d+)(?:\|(?P<role_local_b>\d+))?\]:?"
     r"|(?P<app_time>\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?) \[rank(?P<rank_b>\d+)\]:"
-    r"|(?P<pdsh>" + _HOSTNAME + r"): "  # pdsh
+    # a log shipper's "<time> <host> >> " in front of what the host wrote
+    r"|(?P<ship_time>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?P<ship_host>[A-Za-z][\w.-]*) >> "
+    r"|(?P<pdsh>" + _HOSTNAME + r"|\d{1,3}(?:\.\d{1,3}){3}): "  # pdsh (a host name or an address)
 )
 ONE_PREFIX = r"^(?P<whole>" + _ALTERNATIVES + r")"
 # The whole stack in one match. Leftmost-first matching of a repeated group takes, at each
@@ -112,11 +123,12 @@ def _peel(distinct: pl.Series) -> pl.DataFrame:
         # matches non-ASCII digits ("٣: "), which do not convert: null, not an error.
         state = groups.filter(has_prefix).with_columns(
             pl.coalesce("p_task", _int("task"), _int("task_b")).alias("p_task"),
-            pl.coalesce("p_pid", _int("ray_pid")).alias("p_pid"),
-            pl.coalesce("p_local_rank", _int("tee_local"), _int("role_local")).alias("p_local_rank"),
-            pl.coalesce("p_rank", _int("rank"), _int("rank_b")).alias("p_rank"),
-            pl.coalesce("p_host", "pdsh", _role_host()).alias("p_host"),
-            pl.coalesce("p_app_time", "app_time").alias("p_app_time"),
+            pl.coalesce("p_pid", _int("ray_pid"), _int("ucx_pid")).alias("p_pid"),
+            pl.coalesce("p_local_rank", _int("tee_local"), _int("role_local_b"), _int("role_local"))
+            .alias("p_local_rank"),
+            pl.coalesce("p_rank", _int("rank"), _int("rank_b"), _int("mpi_rank")).alias("p_rank"),
+            pl.coalesce("p_host", "pdsh", "ship_host", "ucx_host", _ray_host(), _role_host()).alias("p_host"),
+            pl.coalesce("p_app_time", "app_time", "ship_time").alias("p_app_time"),
             pl.col("body").str.slice(pl.col("whole").str.len_chars()).alias("body"),
         ).select(columns)
     settled.append(state)
@@ -134,10 +146,16 @@ def _int(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Int64, strict=False)
 
 
+def _ray_host() -> pl.Expr:
+    """Ray's ``(Actor pid=N, ip=10.0.1.75)`` names the node by its address."""
+    return pl.col("ray_ip").str.strip_chars()
+
+
 def _role_host() -> pl.Expr:
-    """``[host1:3]:`` names a host in the role; ``[worker:3]`` names a role, not a host."""
+    """``[host1:3]:`` names a host in the role (``--role $(hostname -s):``); ``[worker:3]`` names a
+    role, not a host, and ``[node-0]`` without the colon is a tag whose digits may belong to the name."""
     role = pl.col("role")
-    return pl.when(role.str.contains(r"[\d.-]")).then(role).otherwise(None)
+    return pl.when(role.str.contains(r"[\d.-]") & pl.col("role_colon").is_not_null()).then(role).otherwise(None)
 
 
 __all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "split_prefix", "strip_prefixes"]

@@ -59,6 +59,7 @@ CATEGORY_COLOURS: dict[Category, str] = {
     Category.LAUNCH: "#bf8700",
     Category.SCHEDULER: "#0969da",
     Category.UNKNOWN: "#57606a",
+    Category.INCOMPLETE: "#1b7c83",
 }
 
 

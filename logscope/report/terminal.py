@@ -20,6 +20,7 @@ CATEGORY_STYLE = {
     Category.LAUNCH: "bold yellow",
     Category.SCHEDULER: "bold blue",
     Category.UNKNOWN: "bold white",
+    Category.INCOMPLETE: "bold cyan",
 }
 SEVERITY_STYLE = {Severity.INFO: "dim", Severity.WARNING: "yellow", Severity.ERROR: "red",
                   Severity.CRITICAL: "bold red"}
@@ -50,7 +51,7 @@ def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
 def headline(analysis: Analysis) -> Text:
     verdict = analysis.verdict
     style = CATEGORY_STYLE[verdict.category]
-    mark = "✓" if verdict.category == Category.HEALTHY else "✗"
+    mark = {Category.HEALTHY: "✓", Category.INCOMPLETE: "?"}.get(verdict.category, "✗")
     text = Text()
     text.append(f"{mark} {verdict.category.value.upper()}", style=style)
     if verdict.finding:

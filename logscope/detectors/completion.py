@@ -1,0 +1,100 @@
+"""Whether a job's logs prove it ended cleanly: the facts behind a ``healthy`` verdict.
+
+logscope calls a job healthy only on positive evidence of a normal end (an honest "incomplete"
+is better than a confident "healthy" for a log that just stops). The evidence, any of:
+
+* a catalogue clean-end line (``CLEAN_END``: MLPerf ``run_stop`` with status success, the
+  Hugging Face Trainer's ``***** train metrics *****``, Lightning's ``Trainer.fit stopped``,
+  Megatron's ``[after training is done]``; see logscope/knowledge/messages.toml);
+* every torchrun agent's last word is "worker group successfully finished";
+* the training loop logging its last step of a known total (``step 100/100``, ``iteration
+  1000/1000``).
+
+Failures that come after the clean end still count (a crash in teardown, a time limit in the
+shutdown); failures before it did not stop the run (a logged-and-ignored import error, a retried
+launch), and the verdict keeps them as context.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from logscope.detectors.base import JobView, field_of, order_key, window_of
+from logscope.detectors.worker_restart import last_states
+from logscope.model import Event, Finding
+
+
+def clean_end(job: JobView) -> dict[str, Any] | None:
+    """The last line proving the run ended normally, or None. Worked out once per view."""
+
+    def compute() -> dict[str, Any] | None:
+        rows = _completion_lines(job)
+        states = last_states(job)
+        if states and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values()):
+            rows.extend(states.values())
+        return max(rows, key=order_key) if rows else None
+
+    found: dict[str, Any] | None = job.remember("clean_end", compute)
+    return found
+
+
+def run_completed(job: JobView) -> dict[str, Any] | None:
+    """The last line saying the training run itself completed (a catalogue clean-end line, the last
+    step of a known total), or None. Unlike torchrun's agents finishing, which any program they ran
+    can give (an evaluation launched after the training failed), it ends the run that failed before
+    it: the verdict keeps what failed earlier as context."""
+    rows = _completion_lines(job)
+    return max(rows, key=order_key) if rows else None
+
+
+def _completion_lines(job: JobView) -> list[dict[str, Any]]:
+    step = pl.col("fields").struct.field("step")
+    total = pl.col("fields").struct.field("step_total")
+    return [*job.of(Event.CLEAN_END).to_dicts(),
+            *job.of(Event.PROGRESS).filter((total > 0) & (step >= total)).to_dicts()]
+
+
+def before_clean_end(finding: Finding, end: dict[str, Any], job: JobView | None = None) -> bool:
+    """Whether a finding's first evidence was written before the clean end ``end`` of the same
+    program: certainly before by their times, or above it in the same file when either has no
+    time; and no torchrun launch of another entrypoint came between them (``job`` given)."""
+    if job is not None and _other_program_between(job, finding, end):
+        return False
+    low, high = finding.window
+    latest = high or low or finding.first_seen
+    end_low = window_of(end)[0]
+    if latest is not None and end_low is not None:
+        return latest <= end_low
+    if finding.order_key is not None:
+        file, line = finding.order_key
+        return file == end.get("file") and line < int(end.get("line") or 0)
+    return False
+
+
+def _other_program_between(job: JobView, finding: Finding, end: dict[str, Any]) -> bool:
+    """A torchrun launch between the finding and the end whose entrypoint differs from the one
+    running when the finding was written: the end belongs to another program (an evaluation run
+    after the training failed)."""
+    starts = sorted((r for r in job.of(Event.LAUNCH_CONFIG).to_dicts() if field_of(r, "message") == "launch config"),
+                    key=order_key)
+    if len(starts) < 2:
+        return False
+    at = (finding.first_seen or datetime.max, *(finding.order_key or ("", 0)))
+    running = [field_of(r, "value") for r in starts if order_key(r) <= at]
+    between = [field_of(r, "value") for r in starts if at < order_key(r) <= order_key(end)]
+    return bool(running) and any(entry != running[-1] for entry in between)
+
+
+def row_before_clean_end(row: dict[str, Any], end: dict[str, Any]) -> bool:
+    """:func:`before_clean_end` for a timeline row."""
+    latest = window_of(row)[1] or window_of(row)[0]
+    end_low = window_of(end)[0]
+    if latest is not None and end_low is not None:
+        return latest <= end_low
+    return row.get("file") == end.get("file") and int(row.get("line") or 0) < int(end.get("line") or 0)
+
+
+__all__ = ["before_clean_end", "clean_end", "row_before_clean_end", "run_completed"]
