@@ -75,10 +75,6 @@ KNOWN_MISSES: dict[str, str] = {
     "117-nccl-1837-socket-ifname-missing-interface-trainer-prefixes": (
         "category 'healthy' not in ['launch'] (No failure found: the job looks healthy)"
     ),
-    "118-pytorch-177472-ci-h100-nvls-multicast-bind-fabricmanager": (
-        "category 'crash' not in ['hardware', 'launch'] (an unidentified process failed first: "
-        "torch.distributed.DistBackendError: NCCL error in: /)"
-    ),
     "121-pytorch-77030-fsdp-same-seqnum-rank0-reduce-others-allgather": (
         "root rank None, expected 0; root local_rank None, expected 0 (Collective mismatch at SeqNum 3742816:"
         " rank(s) 0 timed out in REDUCE, others in ALLGATHER_)"
@@ -131,10 +127,6 @@ KNOWN_MISSES: dict[str, str] = {
     ),
     "168-openrlhf-795-accl-two-node-init-stuck-then-nccl-invalid-usage": (
         "category 'healthy' not in ['hang', 'launch', 'network'] (No failure found: the job looks healthy)"
-    ),
-    "171-llamafactory-6161-ncclsystemerror-libnvidia-ml-missing-wrapped": (
-        "category 'crash' not in ['launch'] (rank 1 failed first: torch.distributed.DistBackendError: NCCL "
-        "error in: ../torch/csrc/dist)"
     ),
 
 }

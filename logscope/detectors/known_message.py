@@ -70,7 +70,7 @@ class KnownMessage(Detector):
     name = "known-message"
     category = Category.UNKNOWN
     requires: ClassVar[frozenset[Event]] = frozenset({Event.KNOWN_MESSAGE})
-    specificity = 30  # below every specialised detector: they read the same moment more closely
+    specificity = 45  # above the generic crash (LS301, 40), below every specialised detector
 
     def detect(self, job: JobView) -> list[Finding]:
         by_message: dict[str, list[dict[str, Any]]] = {}

@@ -63,7 +63,7 @@ class NcclBootstrapError(Detector):
     name = "nccl-bootstrap-error"
     category = Category.LAUNCH
     requires: ClassVar[frozenset[Event]] = frozenset(
-        {Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.EXCEPTION, Event.STORE_ERROR})
+        {Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.EXCEPTION, Event.STORE_ERROR, Event.KNOWN_MESSAGE})
     specificity = 55
 
     def detect(self, job: JobView) -> list[Finding]:
@@ -76,7 +76,7 @@ class NcclBootstrapError(Detector):
         earlier = first_failure(job, before=first, exclude=(Event.EXCEPTION,))
         message = str(field_of(first, "message") or first.get("text") or "").strip().rstrip(".")
         places = sorted({p for p in (place_of(r) for r in rows) if p})
-        kind = ("NCCL bootstrap" if Event(first["event"]) in (Event.NCCL_WARN, Event.NCCL_PLUGIN)
+        kind = ("NCCL bootstrap" if Event(first["event"]) in (Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE)
                 else "process-group store" if Event(first["event"]) == Event.STORE_ERROR
                 else "NCCL communicator init")
         title = f"{kind[:1].upper()}{kind[1:]} failed: {message[:140]}"
@@ -121,8 +121,10 @@ class NcclBootstrapError(Detector):
 
     @staticmethod
     def _bootstrap(job: JobView) -> list[dict[str, Any]]:
-        return [r for r in job.of(Event.NCCL_WARN, Event.NCCL_PLUGIN).to_dicts()
-                if str(r.get("severity")) != "info" and BOOTSTRAP.search(str(field_of(r, "message") or ""))]
+        # The catalogue knows some of these messages (KNOWN_MESSAGE rows carry no message field).
+        return [r for r in job.of(Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE).to_dicts()
+                if str(r.get("severity")) != "info"
+                and BOOTSTRAP.search(str(field_of(r, "message") or r.get("text") or ""))]
 
     @staticmethod
     def _invalid_usage(job: JobView) -> list[dict[str, Any]]:

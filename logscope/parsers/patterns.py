@@ -60,12 +60,13 @@ _NCCL_EXC = r"nccl(?:InvalidUsage|InvalidArgument|InternalError|SystemError|Unha
 
 
 
-def _from_catalogue() -> list[LinePattern]:
-    """The messages recognised from the catalogue (logscope/knowledge/messages.toml), in its order.
-    They stand before NCCL's WARN lines and everything after: a catalogue message is more specific
-    than the generic forms below (an NCCL WARN, a Python exception) that would otherwise take it."""
+def _from_catalogue(*, override: bool) -> list[LinePattern]:
+    """The messages recognised from the catalogue (logscope/knowledge/messages.toml), in its order:
+    those marked ``override`` before NCCL's WARN lines and everything after (they refine a specific
+    form below), the others after every specific form and before Python's generic forms and the
+    catch-alls."""
     return [LinePattern(event, source, severity, trigger, regex, key)
-            for event, source, severity, trigger, regex, key in catalogue_patterns()]
+            for event, source, severity, trigger, regex, key in catalogue_patterns(override=override)]
 
 
 PATTERNS: tuple[LinePattern, ...] = (
@@ -115,7 +116,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.NCCL_RAS, "nccl", W, "ranks have launched up to operation",
                 r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op_count>\d+)"),
     # ---------------------------------------------------------------- the message catalogue
-    *_from_catalogue(),
+    *_from_catalogue(override=True),
     # ---------------------------------------------------------------- NCCL WARN
     LinePattern(Event.NCCL_DUPLICATE_GPU, "nccl", C, "Duplicate GPU detected",
                 _NCCL_WARN_OPT + r"Duplicate GPU detected : rank (?P<comm_rank>\d+) and rank (?P<value>\d+) both on "
@@ -148,10 +149,6 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"^Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
     LinePattern(Event.NCCL_PLUGIN, "nccl", W, "NET plugin",
                 _NCCL + r"WARN (?P<message>Failed to initialize any NET plugin.*)$"),
-    # Any other NCCL WARN, with NCCL's head, with another build's head ("[host][pid:tid][dev][file:line]"),
-    # or none (a retyped or quoted line): NCCL warns where something went wrong, so an unknown WARN
-    # counts as an error; the benign ones (a fallback it announces) are catalogue messages above.
-    LinePattern(Event.NCCL_WARN, "nccl", E, "NCCL WARN", _NCCL_HEAD_OPT + r".*?NCCL WARN (?P<message>.*)$"),
     # ---------------------------------------------------------------- c10d ProcessGroupNCCL
     LinePattern(Event.TEARDOWN, "c10d", E, "watchdog thread terminated",
                 r"(?:" + _PG + r")?Process group watchdog thread terminated with exception: (?P<message>.*)$"),
@@ -340,6 +337,10 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?P<message>.*Assertion `.*' failed\.)"),
     LinePattern(Event.FATAL_SIGNAL, "app", C, "core dumped",
                 r"(?P<signal>Segmentation fault|Aborted|Bus error|Illegal instruction) \(core dumped\)"),
+    # ---------------------------------------------------------------- the rest of the catalogue
+    # After every specific form of NCCL, c10d, torchrun, SLURM and CUDA, before Python's generic
+    # forms: a catalogue message quoted in an exception or after what() is that message.
+    *_from_catalogue(override=False),
     # ---------------------------------------------------------------- Python
     # Anywhere in the line: a traceback's first line is often glued behind a progress bar.
     LinePattern(Event.TRACEBACK, "python", I, "Traceback", r"Traceback \(most recent call last\):"),
@@ -380,6 +381,10 @@ PATTERNS: tuple[LinePattern, ...] = (
 # then at least "unknown" (LS301 takes the fatal signals as process failures). Last in the table:
 # every specific form above wins.
 GENERIC_FAILURES: tuple[LinePattern, ...] = (
+    # Any other NCCL WARN, with NCCL's head, with another build's head ("[host][pid:tid][dev][file:line]"),
+    # or none (a retyped or quoted line): NCCL warns where something went wrong, so an unknown WARN
+    # counts as an error; the benign ones (a fallback it announces) are catalogue messages.
+    LinePattern(Event.NCCL_WARN, "nccl", E, "NCCL WARN", _NCCL_HEAD_OPT + r".*?NCCL WARN (?P<message>.*)$"),
     # bash's job report (execute_cmd.c / jobs.c: the signal's description, then " (core dumped)"):
     # "slurm_script: line 41:  2222 Segmentation fault      (core dumped) python train.py".
     LinePattern(Event.FATAL_SIGNAL, "app", C, "line ",
