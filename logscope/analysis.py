@@ -204,7 +204,7 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
         return ordered, _no_root_verdict(view, ordered, survived, end)
     contenders = _possibly_first(roots)
     chosen = min(contenders, key=lambda f: (f.reactive, -f.specificity, _moment(f)))
-    culprit = _corroborate(chosen, findings)
+    culprit = _corroborate(chosen, findings, view)
     rest = []
     for f in findings:
         if f is chosen:
@@ -220,9 +220,18 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
     return ordered, verdict
 
 
-def _corroborate(chosen: Finding, findings: list[Finding]) -> Culprit | None:
-    """A culprit without a host takes the single host named by same-category findings."""
+def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Culprit | None:
+    """A culprit without a host takes the job's only node, or the single host named by
+    same-category findings."""
     culprit = chosen.culprit
+    node = _single_node(view)
+    if node is not None and chosen.evidence:
+        # Every process of a one-node job ran there: whatever failed, failed on that node (the
+        # scheduler's decisions excepted: they name no process, and no node either).
+        if culprit is None and chosen.category != Category.SCHEDULER:
+            return Culprit(host=node, node=node, time=chosen.first_seen, evidence=chosen.evidence[0])
+        if culprit is not None and not (culprit.host or culprit.node):
+            return dataclasses.replace(culprit, host=node, node=node)
     if culprit is None and chosen.reactive:
         return None  # a witness's host (a timeout it waited out) is not where the failure was
     if culprit is None:
@@ -238,6 +247,28 @@ def _corroborate(chosen: Finding, findings: list[Finding]) -> Culprit | None:
         host = next(iter(named))
         return dataclasses.replace(culprit, host=host, node=host)
     return culprit
+
+
+def _single_node(view: JobView) -> str | None:
+    """The job's node when the logs show it ran on one node only: one place named, and NCCL saying
+    its communicators span one node, or as many distinct ranks seen there as the job's world size.
+    An excerpt of one node of a bigger job shows neither."""
+    events = view.events
+    places = events.select(pl.coalesce("node", "host").drop_nulls().unique()).to_series().to_list()
+    if len(places) != 1:
+        return None
+    stated = view.of(Event.LAUNCH_COMMAND).filter(
+        pl.col("fields").struct.field("key").is_in(["SLURM_NNODES", "SLURM_JOB_NUM_NODES", "number_of_nodes"]))
+    if stated.height:
+        counts = set(stated.select(pl.col("fields").struct.field("value")).to_series().to_list())
+        return str(places[0]) if counts == {"1"} else None
+    nnodes = view.of(Event.NCCL_COMM_INFO).select(pl.col("fields").struct.field("nnodes").cast(pl.Int64, strict=False)
+                                                   .max()).item() if view.has(Event.NCCL_COMM_INFO) else None
+    if nnodes is not None:
+        return str(places[0]) if nnodes == 1 else None
+    world = view.world_size
+    seen = events.select(pl.coalesce("rank", "local_rank", "task").drop_nulls().n_unique()).item()
+    return str(places[0]) if world is not None and world > 1 and seen >= world else None
 
 
 def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime | None = None,

@@ -57,23 +57,9 @@ KNOWN_MISSES: dict[str, str] = {
         "category 'hang' not in ['oom']; root host None, expected 'tnasnt5'; root local_rank None, expected 7"
         " (Hang: rank 7 stopped advancing; 7 rank(s) timed out waiting in SeqNum 92)"
     ),
-    "109-mlperf-redhat-lora-all-ranks-segfault-mpi-group": (
-        "root rank 1, expected None; root local_rank 1, expected None (rank 1 on smciserver failed first: "
-        "exit code -11 (torchrun ChildFailedError record); 8 oth)"
-    ),
-    "110-mlperf-dell-retinanet-nccl-invalid-usage-after-success": (
-        "root host None, expected 'tnasnt5' (NCCL communicator init failed: NCCL error in: "
-        "/opt/pytorch/pytorch/torch/csrc/distributed/)"
-    ),
     "111-nccl-1814-ib-status12-then-status5-vendor249-localgid": (
         "root host '172.36.143.59', expected None (InfiniBand transfer failed between `hostname-test and "
         "172.36.143.59: status RETRY_EXC_ERR )"
-    ),
-    "115-megatron-661-duplicate-gpu-rank3-rank7-on-device-f000-interleaved": (
-        "root rank 3, expected None (Ranks 3 and 0 were both placed on GPU f000 (2 such pairs))"
-    ),
-    "117-nccl-1837-socket-ifname-missing-interface-trainer-prefixes": (
-        "category 'healthy' not in ['launch'] (No failure found: the job looks healthy)"
     ),
     "121-pytorch-77030-fsdp-same-seqnum-rank0-reduce-others-allgather": (
         "root rank None, expected 0; root local_rank None, expected 0 (Collective mismatch at SeqNum 3742816:"
@@ -104,9 +90,6 @@ KNOWN_MISSES: dict[str, str] = {
         " None, expected 19 (1 error line(s), first from an unidentified process, match no known failure "
         "pattern)"
     ),
-    "157-verl-1096-duplicate-gpu-rank9-rank1-reversed-traceback": (
-        "root rank 9, expected None (Ranks 9 and 1 were both placed on GPU 34000)"
-    ),
     "159-openrlhf-265-ray-vllm-connect-timeout-docker-bridge-ip": (
         "category 'healthy' not in ['hang', 'launch', 'network'] (No failure found: the job looks healthy)"
     ),
@@ -124,9 +107,6 @@ KNOWN_MISSES: dict[str, str] = {
     "167-llamafactory-6201-browser-translated-log-exitcode-minus11": (
         "category 'healthy' not in ['crash', 'launch']; root local_rank None, expected 0 (No failure found: "
         "the job looks healthy)"
-    ),
-    "168-openrlhf-795-accl-two-node-init-stuck-then-nccl-invalid-usage": (
-        "category 'healthy' not in ['hang', 'launch', 'network'] (No failure found: the job looks healthy)"
     ),
 
 }

@@ -63,9 +63,8 @@ class DuplicateGpu(Detector):
         device = field_of(first, "bus_id")
         place = place_of(first)
         share = self._sharing(job, place)
-        culprit = culprit_of(first)
-        if culprit.rank is None and field_of(first, "comm_rank") is not None:
-            culprit = replace(culprit, rank=int(field_of(first, "comm_rank")))
+        # Neither rank of a pair is at fault: the launch placed them so. The node is where it happened.
+        culprit = replace(culprit_of(first), rank=None, local_rank=None)
         title = (f"Ranks {pairs[0][0]} and {pairs[0][1]} were both placed on GPU {device}"
                  + (f" on {place}" if place else "") + (f" ({len(pairs)} such pairs)" if len(pairs) > 1 else ""))
         explanation = (

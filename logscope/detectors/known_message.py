@@ -82,7 +82,7 @@ class KnownMessage(Detector):
             if message is None or message.category is None:
                 continue
             failure = message.severity.rank >= Severity.ERROR.rank
-            culprit = self._culprit(rows) if message.blame == "self" else None
+            culprit = self._culprit(rows) if message.blame == "self" else None  # "job": nobody to name
             first = rows[0]
             said = str(first.get("text") or "").strip()
             said = said if len(said) <= 140 else said[:139] + "…"

@@ -15,10 +15,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-# Who a message blames. "self": the process that printed it failed there (a CUDA error, a bad
-# configuration it read). "none": it reports a consequence or a wait (a timeout, a peer gone), so
-# the process that printed it is a witness, not the culprit.
-BLAMES = ("self", "none")
+# Who a message blames. "self": the process that printed it failed there (a CUDA error on its
+# GPU). "job": the job's configuration or environment, shared by every process (an interface filter
+# that matches nothing): a root cause with no process to name. "none": it reports a consequence or a
+# wait (a timeout, a peer gone), so the process that printed it is a witness, not the culprit.
+BLAMES = ("self", "job", "none")
 # Events whose ``fields.key`` holds the catalogue id of the message (the others keep their own key).
 KEYED_EVENTS = frozenset({Event.KNOWN_MESSAGE, Event.CLEAN_END, Event.FAILURE_LINE})
 

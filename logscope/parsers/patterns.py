@@ -304,6 +304,9 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"^(?:\++ )?(?:export )?(?P<key>SLURM_NNODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
     LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "SLURM_JOB_NUM_NODES=",
                 r"^(?:\++ )?(?:export )?(?P<key>SLURM_JOB_NUM_NODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
+    # An MLPerf system description printed into the log: '"number_of_nodes": "1"'.
+    LinePattern(Event.LAUNCH_COMMAND, "app", I, "number_of_nodes",
+                r'"(?P<key>number_of_nodes)": ?"?(?P<value>\d+)"?'),
     LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "+ ",
                 r"^\++ (?P<message>(?:srun|torchrun|accelerate launch|deepspeed|(?:\S*/)?python[\d.]* (?:-u )?-m "
                 r"torch\.distributed\.(?:run|launch))\b.*)$"),

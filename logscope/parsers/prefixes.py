@@ -47,9 +47,10 @@ _ALTERNATIVES = (
     r"|\[default(?P<tee_local>\d+)\]:"  # torchrun --tee, default role
     r"|\[rank(?P<rank>\d+)\]: ?"  # PyTorch rank prefix (torch>=2.2 adds a space before tracebacks)
     # UCX's own head "[host:pid:0:tid]" (its "Caught signal" reports)
-    r"|\[(?P<ucx_host>[A-Za-z][\w.-]*):(?P<ucx_pid>\d+):\d+:\d+\] +"
+    r"|\[(?P<ucx_host>[A-Za-z][\w.-]*):(?P<ucx_pid>\d+) *:\d+:\d+\] +"
     # --role host: / templates; "[trainer0|0]:" is role rank 0, local rank 0
-    r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?)(?P<role_colon>:)?(?P<role_local>\d+)(?:\|(?P<role_local_b>\d+))?\]:?"
+    r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?P<role_colon>:)(?P<role_local_c>\d+)\]:?"
+    r"|(?P<role_local>\d+)(?:\|(?P<role_local_b>\d+))?\]:)"
     r"|(?P<app_time>\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?) \[rank(?P<rank_b>\d+)\]:"
     # a log shipper's "<time> <host> >> " in front of what the host wrote
     r"|(?P<ship_time>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?P<ship_host>[A-Za-z][\w.-]*) >> "
@@ -124,7 +125,8 @@ def _peel(distinct: pl.Series) -> pl.DataFrame:
         state = groups.filter(has_prefix).with_columns(
             pl.coalesce("p_task", _int("task"), _int("task_b")).alias("p_task"),
             pl.coalesce("p_pid", _int("ray_pid"), _int("ucx_pid")).alias("p_pid"),
-            pl.coalesce("p_local_rank", _int("tee_local"), _int("role_local_b"), _int("role_local"))
+            pl.coalesce("p_local_rank", _int("tee_local"), _int("role_local_c"), _int("role_local_b"),
+                        _int("role_local"))
             .alias("p_local_rank"),
             pl.coalesce("p_rank", _int("rank"), _int("rank_b"), _int("mpi_rank")).alias("p_rank"),
             pl.coalesce("p_host", "pdsh", "ship_host", "ucx_host", _ray_host(), _role_host()).alias("p_host"),
