@@ -57,10 +57,6 @@ KNOWN_MISSES: dict[str, str] = {
         "category 'hang' not in ['oom']; root host None, expected 'tnasnt5'; root local_rank None, expected 7"
         " (Hang: rank 7 stopped advancing; 7 rank(s) timed out waiting in SeqNum 92)"
     ),
-    "111-nccl-1814-ib-status12-then-status5-vendor249-localgid": (
-        "root host '172.36.143.59', expected None (InfiniBand transfer failed between `hostname-test and "
-        "172.36.143.59: status RETRY_EXC_ERR )"
-    ),
     "121-pytorch-77030-fsdp-same-seqnum-rank0-reduce-others-allgather": (
         "root rank None, expected 0; root local_rank None, expected 0 (Collective mismatch at SeqNum 3742816:"
         " rank(s) 0 timed out in REDUCE, others in ALLGATHER_)"
@@ -76,33 +72,12 @@ KNOWN_MISSES: dict[str, str] = {
     "128-eks-llama3-8b-rank3-cuda-oom-gpu-held-by-other-process": (
         "root local_rank None, expected 0 (Rank 3 ran out of GPU memory (tried to allocate 112.00 MiB))"
     ),
-    "148-llamafactory-5558-mpi-launcher-prefix-allreduce-timeout": (
-        "category 'unknown' not in ['hang']; root host 'mpi-rc1ou1aw-launcher', expected None; root rank 1, "
-        "expected None (2 error line(s), first from rank 1 on mpi-rc1ou1aw-launcher, match no known failure "
-        "patter)"
-    ),
     "152-llamafactory-640-pdsh-traceback-glued-to-progress-bar": (
         "category 'healthy' not in ['crash', 'launch']; root host None, expected '10.223.9.146' (No failure "
         "found: the job looks healthy)"
     ),
-    "154-llamafactory-8871-pdsh-rank19-unspecified-launch-failure": (
-        "category 'unknown' not in ['crash', 'hardware']; root host None, expected '192.168.13.81'; root rank"
-        " None, expected 19 (1 error line(s), first from an unidentified process, match no known failure "
-        "pattern)"
-    ),
     "159-openrlhf-265-ray-vllm-connect-timeout-docker-bridge-ip": (
         "category 'healthy' not in ['hang', 'launch', 'network'] (No failure found: the job looks healthy)"
-    ),
-    "162-gpt-neox-1147-pdsh-node2-recv-connection-refused": (
-        "root host 'node2', expected None (Connection to node2 broke: Connection refused)"
-    ),
-    "164-deepspeed-4715-raven-two-node-init-ok-then-childfailed-ravg1038": (
-        "root rank 1, expected None; root local_rank 1, expected None (rank 1 on ravg1038 failed first: exit "
-        "code 1 (torchrun ChildFailedError record); 2 other p)"
-    ),
-    "166-llamafactory-9474-one-line-paste-rank3-allreduce-timeout-seq57091": (
-        "category 'unknown' not in ['hang'] (1 error line(s), first from an unidentified process, match no "
-        "known failure pattern)"
     ),
     "167-llamafactory-6201-browser-translated-log-exitcode-minus11": (
         "category 'healthy' not in ['crash', 'launch']; root local_rank None, expected 0 (No failure found: "

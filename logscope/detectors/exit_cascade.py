@@ -45,6 +45,7 @@ Advice
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -261,6 +262,10 @@ class ExitCascade(Detector):
         own = [r for r in records if process_key(r) == root_key and not is_victim(r, signalled)]
         culprit = culprit_of(root)
         culprit = self._refine(culprit, own, records)
+        if self._tied(root, records, signalled):
+            # Other processes' exits were reported at the same second, none of them a reaction,
+            # and no line says which came first: the logs name a node, not a process.
+            culprit = replace(culprit, rank=None, local_rank=None)
         detail = self._describe(root)
         category = category_of(root)
         title = f"{who(culprit)} failed first: {detail}"
@@ -383,6 +388,23 @@ class ExitCascade(Detector):
             # which srun prints later, after it noticed.
             return min(summaries, key=lambda r: (Event(r["event"]) == Event.SRUN_TASK_EXIT, order_key(r)))
         return None
+
+    @staticmethod
+    def _tied(root: dict[str, Any], records: list[dict[str, Any]], signalled: Signalled) -> bool:
+        """Whether the root is a launcher's exit report (no line of its own) with another process's
+        non-reaction exit report at the same moment, and torchrun's own "Root Cause" names neither."""
+        if Event(root["event"]) not in EXIT_REPORTS or field_of(root, "key") == "root":
+            return False
+        at = window_of(root)[0]
+        if at is None:
+            return False
+        for r in records:
+            if Event(r["event"]) not in EXIT_REPORTS or process_key(r) == process_key(root) or is_victim(r, signalled):
+                continue
+            when = window_of(r)[0]
+            if when is not None and abs(when - at) <= RECORD_RESOLUTION:
+                return True
+        return False
 
     @staticmethod
     def _root_by_childfailed(records: list[dict[str, Any]]) -> str | None:

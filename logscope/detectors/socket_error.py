@@ -126,7 +126,9 @@ class SocketError(Detector):
                "went away because of it, so these errors are consequences.")
         )
         culprit = None
-        if root and peer_name:
+        # A host "losing" a connection to its own address chose a wrong interface or address: the
+        # logs then name no end at fault.
+        if root and peer_name and reporters != {peer_name}:
             culprit = Culprit(host=peer_name, node=peer_name, time=first.get("time"), evidence=evidence_of(first))
         evidence: list[dict[str, Any]] = [first, *[r for r in rows if r is not first][:5]]
         return [self.finding(
@@ -140,8 +142,9 @@ class SocketError(Detector):
             role=Role.ROOT if root else Role.CONSEQUENCE,
             severity=Severity.ERROR if root else Severity.WARNING,
             hosts=[peer_name] if root and peer_name else sorted(reporters),
-            # a peer closing the connection may be its reaction to a failure whose order is unknown
-            reactive=possible_cause(job, first, reporters) is not None,
+            # a peer closing the connection may be its reaction to a failure whose order is unknown;
+            # with no end to name, the reporter only witnessed the connection break
+            reactive=culprit is None or possible_cause(job, first, reporters) is not None,
         )]
 
     @staticmethod

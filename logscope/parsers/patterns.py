@@ -41,7 +41,8 @@ class LinePattern:
 
 # An NCCL debug line: optional "[timestamp] ", then "host:pid:tid [cudaDev] [file.cc:NN ]NCCL ".
 _NCCL = (
-    r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+ "
+    # (a quote or backtick a paste left before the host is not part of it)
+    r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?[`'\"]?(?P<host>[^\s:\[\]`'\"]+):(?P<pid>\d+):\d+ "
     r"(?:\[(?P<dev>\d+)\] )?(?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL "
 )
 # NCCL's head alone, optional, for messages found anywhere in a line: captures host/pid/dev when present.
@@ -150,8 +151,18 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.NCCL_PLUGIN, "nccl", W, "NET plugin",
                 _NCCL + r"WARN (?P<message>Failed to initialize any NET plugin.*)$"),
     # ---------------------------------------------------------------- c10d ProcessGroupNCCL
+    # The watchdog's last word quotes why it stopped (ProcessGroupNCCL.cpp). A quoted collective
+    # timeout is that rank's timeout report (torch 2.2+ prints no separate "Watchdog caught" line
+    # before it); a quoted CUDA error is the GPU failing under the watchdog thread.
+    LinePattern(Event.WATCHDOG_TIMEOUT, "c10d", E, "watchdog thread terminated",
+                r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: (?:\[Rank \d+\] )?"
+                r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+                r"(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?"),
+    LinePattern(Event.CUDA_ERROR, "cuda", E, "watchdog thread terminated",
+                r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: "
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?CUDA error: (?P<message>.*?)\s*$"),
     LinePattern(Event.TEARDOWN, "c10d", E, "watchdog thread terminated",
-                r"(?:" + _PG + r")?Process group watchdog thread terminated with exception: (?P<message>.*)$"),
+                r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: (?P<message>.*)$"),
     LinePattern(Event.WATCHDOG_TIMEOUT, "c10d", E, "Watchdog caught collective operation timeout",
                 r"(?:" + _PG + r")?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
                 r"OpType=(?P<op>\w+)(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?"),
