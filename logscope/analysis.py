@@ -204,6 +204,7 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
         return ordered, _no_root_verdict(view, ordered, survived, end)
     contenders = _possibly_first(roots)
     chosen = min(contenders, key=lambda f: (f.reactive, -f.specificity, _moment(f)))
+    chosen = _stall_explained(chosen, roots)
     culprit = _corroborate(chosen, findings, view)
     rest = []
     for f in findings:
@@ -220,11 +221,26 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
     return ordered, verdict
 
 
+def _stall_explained(chosen: Finding, roots: list[Finding]) -> Finding:
+    """A hang that names the rank that stopped advancing is explained by that rank's own failure,
+    whenever its line was written (an OOM in a background thread stalls a rank without killing it;
+    the line may be flushed only at exit, after the peers' timeouts)."""
+    stopped = chosen.culprit
+    if chosen.category != Category.HANG or stopped is None or stopped.rank is None:
+        return chosen
+    own = [f for f in roots if f is not chosen and not f.reactive and f.culprit is not None
+           and f.culprit.rank == stopped.rank and f.category in (Category.OOM, Category.HARDWARE, Category.CRASH)
+           and (f.culprit.host or f.culprit.node or None) in (None, stopped.host or stopped.node)]
+    return min(own, key=_moment) if own else chosen
+
+
 def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Culprit | None:
     """A culprit without a host takes the job's only node, or the single host named by
     same-category findings."""
-    culprit = chosen.culprit
+    culprit = _completed(chosen.culprit)
     node = _single_node(view)
+    if node is not None and culprit is not None and culprit.rank is not None and culprit.local_rank is None:
+        culprit = dataclasses.replace(culprit, local_rank=culprit.rank)  # one node: local rank = global rank
     if node is not None and chosen.evidence:
         # Every process of a one-node job ran there: whatever failed, failed on that node (the
         # scheduler's decisions excepted: they name no process, and no node either).
@@ -246,6 +262,13 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
     if len(named) == 1:
         host = next(iter(named))
         return dataclasses.replace(culprit, host=host, node=host)
+    return culprit
+
+
+def _completed(culprit: Culprit | None) -> Culprit | None:
+    """Global rank 0 is local rank 0 of the first node, whatever the launcher."""
+    if culprit is not None and culprit.rank == 0 and culprit.local_rank is None:
+        return dataclasses.replace(culprit, local_rank=0)
     return culprit
 
 

@@ -211,6 +211,7 @@ def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
             pl.coalesce("rank", "_world_rank").alias("rank"),
         ).drop("_world_rank", "_dev")
     events = _ranks_from_local(events)
+    events = _ranks_from_tasks(events)
     # rank prefixes seen on a process's other lines (e.g. [rank3]: with a Ray pid)
     by_pid = (
         events.filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null() & pl.col("host").is_not_null())
@@ -252,6 +253,24 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
             .join(mapping, on=["_place", "local_rank"], how="left", maintain_order="left")
             .with_columns(pl.coalesce("rank", "_mapped").alias("rank"))
             .drop("_place", "_mapped"))
+
+
+def _ranks_from_tasks(events: pl.DataFrame) -> pl.DataFrame:
+    """srun task -> global rank, where lines carry both (``7: [rank7]: ...``) and each task of a
+    file shows one rank only: srun launched one task per rank, so the task's other lines, which
+    carry only its label (``7: torch.OutOfMemoryError ...``), are that rank's."""
+    both = events.filter(pl.col("task").is_not_null() & pl.col("rank").is_not_null())
+    if both.height == 0:
+        return events
+    pairs = both.group_by("file", "task").agg(pl.col("rank").unique().alias("_ranks"))
+    single = pairs.filter(pl.col("_ranks").list.len() == 1).select(
+        "file", "task", pl.col("_ranks").list.first().alias("_task_rank"))
+    # and no rank held by two tasks of a file
+    single = single.filter(pl.col("_task_rank").is_unique().over("file"))
+    if single.height == 0:
+        return events
+    return (events.join(single, on=["file", "task"], how="left", maintain_order="left")
+            .with_columns(pl.coalesce("rank", "_task_rank").alias("rank")).drop("_task_rank"))
 
 
 # ---------------------------------------------------------------------------------------------

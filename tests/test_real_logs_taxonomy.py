@@ -53,14 +53,6 @@ KNOWN_MISSES: dict[str, str] = {
         "category 'unknown' not in ['crash', 'hang', 'launch']; root rank None, expected 0; root local_rank "
         "None, expected 0 (1 error line(s), first from 292KF14, match no known failure pattern)"
     ),
-    "108-mlperf-dell-rgat-rank7-cuda-oom-then-watchdog-timeouts": (
-        "category 'hang' not in ['oom']; root host None, expected 'tnasnt5'; root local_rank None, expected 7"
-        " (Hang: rank 7 stopped advancing; 7 rank(s) timed out waiting in SeqNum 92)"
-    ),
-    "121-pytorch-77030-fsdp-same-seqnum-rank0-reduce-others-allgather": (
-        "root rank None, expected 0; root local_rank None, expected 0 (Collective mismatch at SeqNum 3742816:"
-        " rank(s) 0 timed out in REDUCE, others in ALLGATHER_)"
-    ),
     "123-nccl-1485-many-communicators-nccl-cuda-calloc-out-of-memory": (
         "root local_rank None, expected 2 (node2 ran out of GPU memory (NCCL could not allocate GPU memory "
         "for its own buffers))"

@@ -43,8 +43,8 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, compact_ranks
-from logscope.model import Category, Event, Finding, Severity
+from logscope.detectors.base import Detector, JobView, compact_ranks, culprit_of
+from logscope.model import Category, Culprit, Event, Finding, Severity
 
 
 def communicator_ids(job: JobView) -> pl.DataFrame:
@@ -147,6 +147,7 @@ class CollectiveMismatch(Detector):
         ops = at.group_by("op").agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.len().alias("n")).sort("n", "op")
         minority = ops.row(0, named=True)
         odd = [int(r) for r in minority["ranks"]]
+        majority = ops.row(ops.height - 1, named=True)
         return [self.finding(
             title=(f"Collective mismatch at SeqNum {first['seq']}: rank(s) {compact_ranks(odd) or '?'} "
                    f"timed out in {minority['op']}, others in {ops.row(ops.height - 1, named=True)['op']}"),
@@ -158,7 +159,17 @@ class CollectiveMismatch(Detector):
             severity=Severity.CRITICAL,
             ranks=odd,
             hosts=_hosts_of(at, odd),
+            culprit=_odd_one_out(at, odd, majority["ranks"]),
         )]
+
+
+def _odd_one_out(rows: pl.DataFrame, odd: list[int], majority: list[int]) -> Culprit | None:
+    """One rank ran another collective than two or more that agree: that rank left the schedule.
+    With more odd ranks, or a tie, the logs do not say which side diverged."""
+    if len(odd) != 1 or len(majority) < 2:
+        return None
+    row = rows.filter(pl.col("rank") == odd[0]).sort("line").row(0, named=True)
+    return culprit_of(row)
 
 
 def _hosts_of(rows: pl.DataFrame, ranks: list[int]) -> list[str] | None:
