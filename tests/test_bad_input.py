@@ -302,7 +302,7 @@ def test_single_fifty_megabyte_line(capsys: pytest.CaptureFixture[str], tmp_path
     assert data["job"]["lines_read"] == 3 and data["job"]["lines_recognised"] == 2
     assert data["verdict"]["category"] == "crash"
     code, _, err = run(capsys, "report", str(path), "-o", str(tmp_path / "out" / "r.html"))
-    assert code == 1, err
+    assert code == 0, err  # written
     assert (tmp_path / "out" / "r.html").stat().st_size < 5_000_000  # the long line is clipped
 
 
@@ -399,7 +399,7 @@ def test_file_names_with_newlines_and_bytes_that_are_not_utf8(capsys: pytest.Cap
     assert any(s["file"].endswith("new\\nline-1-node2.out") for s in data["skipped"])
     for name in ("r.html", "r.md"):
         code, _, err = run(capsys, "report", str(logs), "-o", str(out_dir / name))
-        assert code == 1, err
+        assert code == 0, err
         assert "\\xff\\xfe" in (out_dir / name).read_text(encoding="utf-8")
     code, out, err = run(capsys, "scan", str(logs), "-o", str(out_dir / "t.jsonl"), "-j", "1")
     assert code == 0, err

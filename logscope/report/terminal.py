@@ -157,5 +157,26 @@ def footer(analysis: Analysis) -> Text:
     return text
 
 
-def print_analysis(analysis: Analysis, console: Console, *, verbose: bool = False) -> None:
-    console.print(render(analysis, verbose=verbose))
+def recap(analysis: Analysis) -> Text:
+    """The verdict on one line: category, code, summary, and where the root evidence is.
+
+    Printed last (the full output scrolls the headline away) and alone with ``--quiet``.
+    """
+    verdict = analysis.verdict
+    mark = "✓" if verdict.category == Category.HEALTHY else "✗"
+    text = Text(no_wrap=False)
+    text.append(f"{mark} {verdict.category.value.upper()}", style=CATEGORY_STYLE[verdict.category])
+    if verdict.finding:
+        text.append(f" [{verdict.finding}]", style="bold")
+    summary = verdict.summary if len(verdict.summary) <= 160 else verdict.summary[:157] + "..."
+    text.append(f" {summary}")
+    culprit = verdict.root_cause
+    if culprit is not None and culprit.evidence is not None:
+        text.append(f" ({culprit.evidence.file}:{culprit.evidence.line})", style="cyan")
+    return text
+
+
+def print_analysis(analysis: Analysis, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
+    if not quiet:
+        console.print(render(analysis, verbose=verbose))
+    console.print(recap(analysis), soft_wrap=True)  # one line, last: the verdict does not scroll away
