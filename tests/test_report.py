@@ -240,3 +240,35 @@ def test_cli_report_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert err.startswith("Error: ") and "Traceback" not in err
     assert sorted(p.name for p in logs.rglob("*")) == before  # nothing written into the logs
     assert not (tmp_path / target).exists()
+
+
+# --- every output tells the same story (issue 13) -------------------------------------------
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs"
+
+
+@pytest.fixture(scope="module")
+def samples() -> dict[str, Analysis]:
+    return {name: analyze([SAMPLES / name]) for name in
+            ("crash-cascade", "node-failure", "oom", "nccl-version-skew", "cancelled-by-user", "socket-fallback")}
+
+
+def test_config_table_does_not_flag_a_version_only_rank_0_prints(samples: dict[str, Analysis]) -> None:
+    section = postmortem._config_section(samples["crash-cascade"])
+    lead, table = section.blocks[0], section.blocks[1]
+    assert isinstance(lead, postmortem.Paragraph) and isinstance(table, postmortem.Table)
+    assert lead.text.startswith("All 2 node(s) report the same") and not table.flagged_columns
+    assert "nccl_version" in lead.text  # said to be printed by some nodes only
+    skew = postmortem._config_section(samples["nccl-version-skew"]).blocks[1]
+    assert isinstance(skew, postmortem.Table)
+    assert skew.columns.index("nccl_version") in skew.flagged_columns  # a real difference still is one
+    fallback = postmortem._config_section(samples["socket-fallback"]).blocks[1]
+    assert isinstance(fallback, postmortem.Table)
+    assert fallback.columns.index("nccl_version") not in fallback.flagged_columns
+    assert "(not printed)" in [row[fallback.columns.index("nccl_version")] for row in fallback.rows]
+
+
+def test_cancellation_evidence_starts_at_the_cancelled_line(samples: dict[str, Analysis]) -> None:
+    for name in ("oom", "crash-cascade", "cancelled-by-user"):
+        (finding,) = [f for f in samples[name].findings if f.code == "LS703"]
+        assert "CANCELLED AT" in finding.evidence[0].text, (name, finding.evidence[0])

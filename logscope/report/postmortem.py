@@ -389,18 +389,33 @@ def _config_section(analysis: Analysis) -> Section:
             Paragraph("No NCCL version, network, driver or NCCL_* environment lines in the logs "
                       "(NCCL_DEBUG=INFO prints them).")])
     frame = frame.select("node", *[pl.col(c).cast(pl.String).fill_null("") for c in settings])
-    groups = (frame.group_by(settings, maintain_order=True).agg(pl.col("node").sort())
+    # A setting only some nodes print (NCCL prints its version from rank 0 only) is unknown on the
+    # others, not different: only two different printed values make a difference.
+    printed = {c: sorted({v for v in frame[c].to_list() if v}) for c in settings}
+    differing_settings = [c for c in settings if len(printed[c]) > 1]
+    common = {c: printed[c][0] if printed[c] else "" for c in settings if c not in differing_settings}
+    partial = [c for c in settings if c not in differing_settings and printed[c]
+               and any(not v for v in frame[c].to_list())]
+    keys = differing_settings or [pl.lit(0).alias("_all")]
+    groups = (frame.group_by(keys, maintain_order=True)
+              .agg(pl.col("node").sort(), *[(pl.col(c) != "").any().alias(f"_printed_{c}") for c in partial])
               .sort(pl.col("node").list.len(), descending=True))
-    differing = {i + 2 for i, c in enumerate(settings) if groups[c].n_unique() > 1}
+    differing = {i + 2 for i, c in enumerate(settings) if c in differing_settings}
     rows: list[list[Cell]] = []
     for row in groups.head(MAX_CONFIG_ROWS).iter_rows(named=True):
         nodes = row["node"]
-        rows.append([_hosts(nodes, 8), str(len(nodes)), *[row[c] for c in settings]])
+        cells = [row[c] if c in differing_settings
+                 else (common[c] if c not in partial or row[f"_printed_{c}"] else "(not printed)")
+                 for c in settings]
+        rows.append([_hosts(nodes, 8), str(len(nodes)), *cells])
     if groups.height == 1:
         lead = f"All {frame.height} node(s) report the same NCCL settings."
     else:
         lead = (f"{groups.height} different configurations across {frame.height} node(s); "
                 "columns marked ≠ differ.")
+    if partial:
+        lead += (f" Printed by some nodes only, so not compared: {', '.join(partial)} "
+                 "(NCCL prints its version from rank 0 only).")
     return Section("Configuration and transport", "config", [
         Paragraph(lead),
         _drop_empty_columns(Table(["nodes", "count", *settings], rows, flagged_columns=differing,
