@@ -396,7 +396,7 @@ def _config_section(analysis: Analysis) -> Section:
     common = {c: printed[c][0] if printed[c] else "" for c in settings if c not in differing_settings}
     partial = [c for c in settings if c not in differing_settings and printed[c]
                and any(not v for v in frame[c].to_list())]
-    keys = differing_settings or [pl.lit(0).alias("_all")]
+    keys: list[str | pl.Expr] = [*differing_settings] or [pl.lit(0).alias("_all")]
     groups = (frame.group_by(keys, maintain_order=True)
               .agg(pl.col("node").sort(), *[(pl.col(c) != "").any().alias(f"_printed_{c}") for c in partial])
               .sort(pl.col("node").list.len(), descending=True))
