@@ -272,3 +272,33 @@ def test_cancellation_evidence_starts_at_the_cancelled_line(samples: dict[str, A
     for name in ("oom", "crash-cascade", "cancelled-by-user"):
         (finding,) = [f for f in samples[name].findings if f.code == "LS703"]
         assert "CANCELLED AT" in finding.evidence[0].text, (name, finding.evidence[0])
+
+
+def test_one_time_model_in_every_output(samples: dict[str, Analysis], capsys: pytest.CaptureFixture[str]) -> None:
+    """The OOM line has no timestamp: it lies between 16:41:53 (the timed line above) and
+    16:43:56 (below). The root box, the detector's text, the JSON and the report all say so."""
+    oom = samples["oom"]
+    assert main(["analyze", str(SAMPLES / "oom"), "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    box = next(line for line in out.splitlines() if " time " in line)
+    assert "16:41:53" in box and "16:43:56" in box
+    assert "16:41:53–16:43:56 (no timestamp on the line)" in oom.findings[0].explanation
+    evidence = oom.verdict.root_cause.evidence if oom.verdict.root_cause else None
+    assert evidence is not None and evidence.time is not None and evidence.time_latest is not None
+    assert evidence.time < evidence.time_latest
+    assert evidence.to_json()["time_latest"] == evidence.time_latest.isoformat()
+    html = render_html(oom)
+    assert "16:41:53.274 – 16:43:56.306" in html
+
+
+def test_a_node_is_not_alive_after_its_own_last_line(samples: dict[str, Analysis]) -> None:
+    """node-failure: node01's log says "Node failure on gpu-node02" at 04:19:17 and 04:24:10;
+    node02's own log ends at 04:19:00.241, and that is its last event and its last line."""
+    from logscope.analysis import node_summary
+
+    nodes = {row["node"]: row for row in node_summary(samples["node-failure"])}
+    assert nodes["gpu-node02"]["last_event"] == "2026-11-03T04:19:00.241000"
+    last = nodes["gpu-node02"]["last_line"]
+    assert last["file"].endswith("gpu-node02.out") and last["line"] == 265 and "iteration      410" in last["text"]
+    html = render_html(samples["node-failure"])
+    assert "its own log&#x27;s last recognised line" in html and "train-4242015-gpu-node02.out:265" in html

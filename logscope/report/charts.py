@@ -119,7 +119,9 @@ def lanes(analysis: Analysis) -> pl.DataFrame:
     """
     # Place each line at the same best estimate of its time the verdict uses (see
     # detectors.base.seen_at): an untimed line at the next timed line after it, if there is one.
+    # ``time_earliest``/``time_latest`` keep the line's window for tables that print it.
     events = analysis.view.events.with_columns(
+        pl.col("time").alias("time_earliest"),
         pl.when(pl.col("time_inferred") & pl.col("time_latest").is_not_null())
         .then(pl.col("time_latest")).otherwise(pl.col("time")).alias("time"))
     aggregate = by_node(analysis)
@@ -387,7 +389,8 @@ def failure_curve_data(analysis: Analysis) -> pl.DataFrame:
               .group_by("lane", maintain_order=True).first()
               .with_columns(_seconds(reference).alias("seconds")))
     return firsts.select(
-        "lane", "lane_order", "time", "seconds", "event", "kind", "is_root", "file", "line",
+        "lane", "lane_order", "time", "seconds", "event", "kind", "is_root", "file", "line", "time_earliest",
+        pl.coalesce("time_latest", "time_earliest").alias("time_latest"),
         (pl.col("prefix").fill_null("") + pl.col("text").fill_null("")).alias("text"),
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("cumulative"),
         pl.lit(total, dtype=pl.Int64).alias("total_lanes"),

@@ -37,6 +37,7 @@ from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
+from logscope.report.times import culprit_time, window
 
 MAX_EVIDENCE = 8
 MAX_FINDING_EVIDENCE = 4
@@ -230,7 +231,7 @@ def _root_section(analysis: Analysis) -> Section:
         rows.append(["finding", f"{root.code} {root.name} ({root.category.value}, {root.severity.value})"])
     if culprit is not None:
         for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
-                             ("local rank", culprit.local_rank), ("time", _when(culprit.time) or None)):
+                             ("local rank", culprit.local_rank), ("time", culprit_time(culprit) or None)):
             if value is not None and not (label == "node" and value == culprit.host):
                 rows.append([label, str(value)])
     blocks.append(Table(["", ""], rows))
@@ -293,7 +294,8 @@ def _cascade_section(analysis: Analysis) -> Section:
                                 label="Failure sequence."))
         rows = []
         for row in sequence.head(MAX_SEQUENCE).iter_rows(named=True):
-            rows.append([_delta(row["seconds"]), _when(row["time"]), row["lane"], row["event"],
+            rows.append([_delta(row["seconds"]), window(row["time_earliest"], row["time_latest"], note=False),
+                         row["lane"], row["event"],
                          Code(f"{_short_file(row['file'])}:{row['line']}"), Code(_clip(row["text"], 300))])
         blocks.append(Table(["since root", "time", word, "event", "where", "line"], rows, nowrap_columns={0, 1},
                             wide_columns={5},
@@ -327,14 +329,17 @@ def _nodes_section(analysis: Analysis) -> Section:
     for i, row in enumerate(chosen):
         if row["role"] == "root":
             strong.add(i)
+        last = row["last_line"]
+        last_line = Code(_clip(f"{_short_file(last['file'])}:{last['line']}  {last['text']}", 300)) if last else ""
         rows.append([row["node"], _ranks(row["ranks"], 40), str(len(row["files"])), _iso(row["first_event"]),
                      _iso(row["last_event"]), "" if row["last_step"] is None else str(row["last_step"]),
-                     str(row["error_lines"]), row["role"]])
+                     str(row["error_lines"]), row["role"], last_line])
     note = _more(len(rows_in), len(chosen), "node")
     if note:
         note += " Nodes named by a finding are listed first; all are in `logscope analyze --format json`."
-    table = Table(["node", "ranks", "files", "first event", "last event", "last step", "error lines", "role"], rows,
-                  strong_rows=strong, nowrap_columns={0, 3, 4}, note=note)
+    table = Table(["node", "ranks", "files", "first event", "last event", "last step", "error lines", "role",
+                   "its own log's last recognised line"], rows,
+                  strong_rows=strong, nowrap_columns={0, 3, 4}, wide_columns={8}, note=note)
     return Section("Per node", "nodes", [_drop_empty_columns(table)])
 
 
@@ -547,7 +552,7 @@ def _html_td(cell: Cell, flagged: bool, nowrap: bool, wide: bool) -> str:
 def _html_log(block: LogLines) -> str:
     lines = []
     for ev in block.lines:
-        when = f'<span class="time">{_e(_when(ev.time))}</span>  ' if ev.time else ""
+        when = f'<span class="time">{_e(window(ev.time, ev.time_latest, note=False))}</span>  ' if ev.time else ""
         lines.append(f'{when}<span class="where">{_e(_short_file(ev.file))}:{ev.line}</span>  {_e(_clip(ev.text))}')
     pre = '<pre class="log">' + "\n".join(lines) + "</pre>"
     files = sorted({ev.file for ev in block.lines})

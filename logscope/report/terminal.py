@@ -9,6 +9,7 @@ from rich.text import Text
 
 from logscope.analysis import Analysis, node_summary
 from logscope.model import Category, Finding, Role, Severity
+from logscope.report.times import culprit_time
 
 CATEGORY_STYLE = {
     Category.HEALTHY: "bold green",
@@ -72,8 +73,7 @@ def root_panel(analysis: Analysis) -> Panel | None:
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")  # a long path wraps instead of losing its line number
     for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
-                         ("local rank", culprit.local_rank),
-                         ("time", culprit.time.isoformat(sep=" ", timespec="milliseconds") if culprit.time else None)):
+                         ("local rank", culprit.local_rank), ("time", culprit_time(culprit) or None)):
         if value is not None and not (label == "node" and value == culprit.host):
             rows.add_row(label, str(value))
     if culprit.evidence is not None:
