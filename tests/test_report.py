@@ -51,7 +51,7 @@ def test_html_has_verdict_root_cause_evidence_and_cascade(crash: Analysis) -> No
     assert cascade.index("LS301 exit-cascade") < cascade.index("Failure sequence")
     assert re.search(r'<tr class="strong"><td class="nowrap">0 s</td>', cascade)
     assert cascade.index("rank 3 · node02") < cascade.index("rank 0 · node01")
-    assert page.count('src="data:image/png;base64,') == 4
+    assert page.count('src="data:image/png;base64,') == 5
 
 
 def test_html_is_self_contained_and_has_no_script(crash: Analysis) -> None:
@@ -105,7 +105,7 @@ def test_markdown_links_images_beside_the_file(crash: Analysis, tmp_path: Path) 
     text = out.read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert links == [f"postmortem_files/{name}.png" for name in
-                     ("swimlane", "progress_strip", "last_activity", "failure_curve")]
+                     ("swimlane", "cascade", "progress_strip", "last_activity", "failure_curve")]
     for link in links:
         assert (out.parent / link).read_bytes().startswith(b"\x89PNG")
     assert (out.parent / "postmortem_files" / "swimlane.svg").is_file()
