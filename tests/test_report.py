@@ -302,3 +302,14 @@ def test_a_node_is_not_alive_after_its_own_last_line(samples: dict[str, Analysis
     assert last["file"].endswith("gpu-node02.out") and last["line"] == 265 and "iteration      410" in last["text"]
     html = render_html(samples["node-failure"])
     assert "its own log&#x27;s last recognised line" in html and "train-4242015-gpu-node02.out:265" in html
+
+
+def test_report_shows_the_root_traceback_and_the_lines_around_it(samples: dict[str, Analysis]) -> None:
+    html_page = render_html(samples["crash-cascade"])
+    root = html_page.split('id="root-cause"')[1].split("</section>")[0]
+    assert "<details open><summary>Traceback of rank 11" in root
+    # the frames are not in the timeline (unrecognised lines): read again from the file
+    assert "packed_dataset.py&quot;, line 97, in _collate" in root
+    assert "Lines around the root failure (train-4242004-gpu-node02.out:231-255, every process)" in root
+    markdown = render_markdown(samples["oom"])
+    assert "**Traceback of rank 5**" in markdown and "in forward" in markdown

@@ -37,6 +37,7 @@ from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
+from logscope.report.context import root_context
 from logscope.report.times import culprit_time, window
 
 MAX_EVIDENCE = 8
@@ -107,6 +108,7 @@ class LogLines:
     lines: list[Evidence]
     summary: str = ""
     note: str = ""
+    open: bool = False  # shown unfolded (HTML <details open>)
 
 
 @dataclass
@@ -242,6 +244,18 @@ def _root_section(analysis: Analysis) -> Section:
         evidence = [culprit.evidence]
     if evidence:
         blocks.append(LogLines(evidence[:MAX_EVIDENCE], note=_more(len(evidence), MAX_EVIDENCE, "evidence line")))
+    context = root_context(analysis)
+    if context is not None:
+        who = f"rank {culprit.rank}" if culprit is not None and culprit.rank is not None else "the root process"
+        if context.traceback:
+            blocks.append(LogLines(context.traceback, summary=f"Traceback of {who}", open=True,
+                                   note="Only the lines of the same process (launcher prefix) are shown."))
+        if context.around:
+            first, last = context.around[0].line, context.around[-1].line
+            blocks.append(LogLines(context.around, summary=f"Lines around the root failure "
+                                   f"({_short_file(context.file)}:{first}-{last}, every process)"))
+        if context.note:
+            blocks.append(Paragraph(context.note))
     return Section("Root cause", "root-cause", blocks)
 
 
@@ -559,7 +573,9 @@ def _html_log(block: LogLines) -> str:
     paths = f'<p class="muted">in {_e(", ".join(files[:4]))}{" ..." if len(files) > 4 else ""}</p>'
     note = f'<p class="note">{_e(block.note)}</p>' if block.note else ""
     if block.summary:
-        return f"<details><summary>{_e(block.summary)} ({len(block.lines)})</summary>{pre}{paths}{note}</details>"
+        unfolded = " open" if block.open else ""
+        return (f"<details{unfolded}><summary>{_e(block.summary)} ({len(block.lines)})</summary>"
+                f"{pre}{paths}{note}</details>")
     return pre + paths + note
 
 
