@@ -269,41 +269,62 @@ def lint(
     scripts: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
         help="sbatch job scripts; - reads standard input.", show_default=False)] = None,
     select: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        "--select", help="Only rules whose code starts with this; repeatable.")] = None,
-    output_format: FormatOption = "text",
+        "--select", help="Only rules whose code starts with this; repeatable or comma-separated.")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--ignore", help="Skip rules whose code starts with this; repeatable or comma-separated.")] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text, json, github or sarif.",
+                                               case_sensitive=False)] = "text",
+    statistics: Annotated[bool, typer.Option("--statistics", help="Print how often each rule fired, not each "
+                                             "problem.")] = False,
     explain_rule: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--explain", help="Print what a rule (LL001...) checks and why, and exit.")] = None,
+    color: ColorOption = "auto",
 ) -> int:
     """Check sbatch scripts for launch mistakes that break multi-node torchrun jobs.
 
-    Example: logscope lint train.slurm
+    A "# logscope: noqa: LL005" comment silences a rule on its line ("# logscope: noqa" all of them).
+
+    Example: logscope lint train.slurm --ignore LL007
     """
     from logscope import lint as linter
+    from logscope.report import lint_output
 
-    fmt = _format(output_format)
+    fmt = output_format.lower()
+    if fmt not in lint_output.FORMATS:
+        raise UsageError(f"unknown format {output_format!r}: use {', '.join(lint_output.FORMATS)}")
+    console = _console(color)
     if explain_rule:
+        from logscope.report.explain import strip_markup
+
         text = linter.explain(explain_rule)
         if text is None:
             raise UsageError(f"no lint rule {explain_rule!r}")
-        typer.echo(text)
+        console.print(strip_markup(text), soft_wrap=True)
         return 0
     if not scripts:
         raise UsageError("give one or more job scripts to lint (or --explain CODE)")
-    problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path),
-                                                                 {s.upper() for s in select or []})]
-    if fmt == "json":
+    chosen, skipped = _codes(select), _codes(ignore)
+    problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path), chosen, skipped)]
+    if statistics:
+        if fmt == "json":
+            sys.stdout.write(json.dumps([{"count": n, "code": code, "name": name}
+                                         for n, code, name in lint_output.statistics(problems)], indent=2) + "\n")
+        else:
+            lint_output.print_statistics(problems, console)
+    elif fmt == "json":
         sys.stdout.write(json.dumps([p.to_json() for p in problems], indent=2) + "\n")
+    elif fmt == "github":
+        sys.stdout.write(lint_output.github(problems))
+    elif fmt == "sarif":
+        sys.stdout.write(json.dumps(lint_output.sarif(problems), indent=2) + "\n")
     else:
-        console = _console()
-        for p in problems:
-            style = "red" if p.severity == "error" else "yellow"
-            # One unwrapped line per problem, so editors and CI can jump to path:line:col.
-            console.print(f"[bold]{p.path}:{p.line}:{p.column}:[/bold] [{style}]{p.code}[/{style}] {p.message}",
-                          highlight=False, markup=True, soft_wrap=True)
-            console.print(f"    fix: {p.fix}", style="dim", highlight=False, markup=False, soft_wrap=True)
-        noun = "problem" if len(problems) == 1 else "problems"
-        console.print(f"Found {len(problems)} {noun}." if problems else "All checks passed!", highlight=False)
+        lint_output.text(problems, console)
     return 1 if problems else 0
+
+
+def _codes(given: list[str] | None) -> set[str]:
+    """Rule-code prefixes from repeated and/or comma-separated options."""
+    return {c.strip().upper() for value in given or [] for c in value.split(",") if c.strip()}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -447,3 +447,21 @@ def test_tens_of_thousands_of_failure_lines_are_analysed_in_seconds(capsys: pyte
     code, _, err = run(capsys, "analyze", str(logs))
     assert code == 1, err
     assert time.monotonic() - started < 30
+
+
+# --- lint on big and odd scripts (issue 16) --------------------------------------------------
+
+
+def test_lint_of_a_big_script_is_linear(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """215 KB of assignments and sruns took 48 s when every command recomputed the assignments."""
+    script = tmp_path / "huge.sbatch"
+    lines = ["#!/bin/bash", "#SBATCH --nodes=4", "#SBATCH --output=%x-%j.out"]
+    for i in range(2500):
+        lines.append(f'export STAGE_{i}_ARGS="--stage {i} --data /lustre/shard-{i:05d}"')
+        lines.append(f'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "python prep.py $STAGE_{i}_ARGS"')
+    script.write_text("\n".join(lines) + "\n")
+    assert script.stat().st_size > 200_000
+    started = time.monotonic()
+    code, out, err = run(capsys, "lint", str(script))
+    assert time.monotonic() - started < 5, "lint must be linear in the script's size"
+    assert code == 0 and "All checks passed!" in out, err

@@ -12,7 +12,7 @@ import re
 
 from rich.text import Text
 
-_LITERAL = re.compile(r"``(.+?)``")
+_LITERAL = re.compile(r"``((?:(?!\n\s*\n).)+?)``", re.S)
 _EMPHASIS = re.compile(r"(?<![\w*`])\*([^*\s][^*]*?)\*(?![\w*])")
 
 
@@ -23,20 +23,19 @@ def plain_line(line: str) -> str:
 
 def strip_markup(text: str) -> Text:
     """``text`` (a docstring) as rich Text: code spans styled, markup gone."""
-    out = Text()
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
+    kept = []
+    for line in text.splitlines():
         if line.strip() == "::":
             continue  # a literal-block marker alone: the indented block follows
         if line.rstrip().endswith("::"):
             line = line.rstrip()[:-1]  # "Example::" -> "Example:"
-        line = _EMPHASIS.sub(r"\1", line)
-        position = 0
-        for match in _LITERAL.finditer(line):
-            out.append(line[position:match.start()])
-            out.append(match.group(1), style="cyan")
-            position = match.end()
-        out.append(line[position:])
-        if i < len(lines) - 1:
-            out.append("\n")
+        kept.append(_EMPHASIS.sub(r"\1", line))
+    joined = "\n".join(kept)
+    out = Text()
+    position = 0
+    for match in _LITERAL.finditer(joined):  # a code span may run over a line break
+        out.append(joined[position:match.start()])
+        out.append(match.group(1), style="cyan")
+        position = match.end()
+    out.append(joined[position:])
     return out
