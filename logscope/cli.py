@@ -174,7 +174,9 @@ def report(
     from logscope.report.postmortem import chart_folder, report_format, write_report
 
     fmt = report_format(output)
-    _output_file(output, paths)  # the file, and the _files/ folder beside it
+    _output_file(output, paths)
+    if fmt == "md":  # its _files/ folder too: `report LOGS -o PARENT/r.md` with LOGS = PARENT/r_files
+        _output_dir(chart_folder(output), paths)
     patterns = _patterns(pattern)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)

@@ -465,3 +465,89 @@ def test_lint_of_a_big_script_is_linear(capsys: pytest.CaptureFixture[str], tmp_
     code, out, err = run(capsys, "lint", str(script))
     assert time.monotonic() - started < 5, "lint must be linear in the script's size"
     assert code == 0 and "All checks passed!" in out, err
+
+
+# --- outputs: text stays text, files are whole and never a log (issue 16) -------------------
+
+BIDI = "\u202e\u2066\u2067\u2068\u2069"
+CRASH = Path(__file__).parent / "goldens" / "LS301-crash-two-nodes" / "logs"
+
+
+def test_bidi_controls_reach_no_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    logs = inputs(tmp_path)
+    (logs / "train-1-node1.out").write_text(
+        f"2026-01-01 00:00:00,000 - INFO - step 1\n[default0]:ValueError: evil{BIDI}txt.exe\n", encoding="utf-8")
+    outputs = {}
+    for fmt in ("text", "json"):
+        code, outputs[fmt], _ = run(capsys, "analyze", str(logs), "--format", fmt)
+        assert code == 1
+    for name in ("r.html", "r.md"):
+        code, _, err = run(capsys, "report", str(logs), "-o", str(tmp_path / "out" / name))
+        assert code == 0, err
+        outputs[name] = (tmp_path / "out" / name).read_text(encoding="utf-8")
+    for name, out in outputs.items():
+        assert "evil" in out and not any(c in out for c in BIDI), name
+
+
+def test_a_dollar_in_a_host_name_keeps_every_chart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    logs = inputs(tmp_path)
+    for source in CRASH.iterdir():
+        text = source.read_text().replace("node02", "n$^{$02")
+        (logs / source.name.replace("node02", "n$^{$02")).write_text(text)
+    code, _, err = run(capsys, "analyze", str(logs), "--charts", str(tmp_path / "charts"))
+    assert code == 1, err
+    assert sorted(p.name for p in (tmp_path / "charts").glob("*.png")) == [
+        "cascade.png", "failure_curve.png", "last_activity.png", "progress_strip.png", "swimlane.png"]
+
+
+def test_a_full_disk_leaves_no_cut_short_report(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    import logscope.report.output
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "r.html").write_text("the previous report")
+
+    def full(descriptor: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(logscope.report.output.os, "fsync", full)
+    for name in ("r.html", "r.md"):
+        code, _, err = run(capsys, "report", str(CRASH), "-o", str(out / name))
+        assert_one_line_error(code, err, "No space left on device")
+    assert (out / "r.html").read_text() == "the previous report"  # not replaced by half a report
+    assert not (out / "r.md").exists()
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["r.html"]  # no temporary file left
+
+
+def test_report_never_overwrites_a_log_through_a_link(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    logs = inputs(tmp_path)
+    log = logs / "train-1-node1.out"
+    log.write_text(GOOD)
+    out = tmp_path / "out"
+    (out / "r_files").mkdir(parents=True)
+    os.link(log, out / "hard.html")  # a hard link: another name, the same file
+    (out / "soft.html").symlink_to(log)
+    os.link(log, out / "r_files" / "swimlane.png")  # a chart file that is the log
+    for args in (["report", str(logs), "-o", str(out / "hard.html")],
+                 ["report", str(logs), "-o", str(out / "soft.html")],
+                 ["report", str(log), "-o", str(out / "r.md")]):
+        code, _, err = run(capsys, *args)
+        assert code == 2 and err.startswith("Error: ") and "Traceback" not in err, (args, err)
+    assert log.read_text() == GOOD
+    code, _, err = run(capsys, "analyze", str(logs), "--charts", str(out / "r_files"))
+    assert code == 2 and "logs this report reads" in err
+    assert log.read_text() == GOOD
+
+
+def test_report_refuses_a_charts_folder_that_is_the_logs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`report LOGS -o PARENT/r.md` where LOGS is PARENT/r_files: the charts would go into the logs."""
+    logs = tmp_path / "r_files"
+    logs.mkdir()
+    (logs / "train-1-node1.out").write_text(GOOD)
+    code, _, err = run(capsys, "report", str(logs), "-o", str(tmp_path / "r.md"))
+    assert_one_line_error(code, err, "inside the log folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r_files"]
+    assert sorted(p.name for p in logs.iterdir()) == ["train-1-node1.out"]

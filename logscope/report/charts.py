@@ -754,8 +754,15 @@ def _encode(fig: Figure, fmt: str) -> bytes:
 def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -> list[Chart]:
     """Every chart that makes sense for this job, rendered in memory.
 
-    ``formats`` picks the encodings (``png``, ``svg``); one left out is empty bytes.
+    ``formats`` picks the encodings (``png``, ``svg``); one left out is empty bytes. Every text
+    is drawn as it is: a ``$`` in a host name or a log line is not matplotlib math (an unbalanced
+    one made a chart fail to draw, and the chart was left out).
     """
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _render_charts(analysis, formats)
+
+
+def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
     word = _lane_word(analysis)
     suffix = _aggregated_suffix(analysis)
     reference = reference_time(analysis)
@@ -805,8 +812,17 @@ def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -
     return charts
 
 
+def chart_paths(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
+    """The files :func:`write_charts` writes for ``charts`` into ``out_dir``."""
+    return [out_dir / f"{chart.name}{suffix}" for chart in charts
+            for suffix, data in ((".png", chart.png), (".svg", chart.svg)) if data]
+
+
 def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
-    """Write each chart as ``<name>.png`` and ``<name>.svg`` into ``out_dir`` (created)."""
+    """Write each chart as ``<name>.png`` and ``<name>.svg`` into ``out_dir`` (created), each
+    through a temporary file and a rename."""
+    from logscope.report.output import atomic_write
+
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in charts:
@@ -814,14 +830,19 @@ def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
             if not data:
                 continue
             path = out_dir / f"{chart.name}{suffix}"
-            path.write_bytes(data)
+            atomic_write(path, data)
             written.append(path)
     return written
 
 
 def save_charts(analysis: Analysis, out_dir: Path) -> list[Path]:
-    """Render the job's charts and write them (PNG and SVG) into ``out_dir``; return the paths."""
+    """Render the job's charts and write them (PNG and SVG) into ``out_dir``; return the paths.
+
+    No chart file may be, or lead through a link to, one of the job's logs."""
+    from logscope.report.output import refuse_inputs
+
     charts = render_charts(analysis)
+    refuse_inputs(analysis.job, chart_paths(charts, out_dir))
     try:
         return write_charts(charts, out_dir)
     except OSError as error:
@@ -835,6 +856,7 @@ __all__ = [
     "by_node",
     "cascade_data",
     "chart_notes",
+    "chart_paths",
     "failure_curve_data",
     "lanes",
     "last_activity_data",

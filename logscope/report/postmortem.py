@@ -38,6 +38,7 @@ from logscope.model import Category, Event, Evidence, Finding, Role
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
 from logscope.report.context import root_context
+from logscope.report.output import atomic_write, refuse_inputs
 from logscope.report.times import culprit_time, window
 
 MAX_EVIDENCE = 8
@@ -778,16 +779,23 @@ def chart_folder(out: Path) -> Path:
 
 
 def write_report(analysis: Analysis, out: Path) -> list[Path]:
-    """Write the report (and, for Markdown, its images); return the paths written, report first."""
+    """Write the report (and, for Markdown, its images); return the paths written, report first.
+
+    Every file goes through a temporary file and a rename (a full disk leaves no cut-short
+    report), and none may be, or lead through a link to, one of the job's logs.
+    """
     fmt = report_format(out)
     charts = charts_module.render_charts(analysis, formats=("png",) if fmt == "html" else ("png", "svg"))
+    folder = chart_folder(out)
+    targets = [out] if fmt == "html" else [out, *charts_module.chart_paths(charts, folder)]
+    refuse_inputs(analysis.job, targets)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "html":
-            out.write_text(render_html(analysis, charts), encoding="utf-8")
+            atomic_write(out, render_html(analysis, charts).encode("utf-8"))
             return [out]
-        images = charts_module.write_charts(charts, chart_folder(out))
-        out.write_text(render_markdown(analysis, images, relative_to=out.parent), encoding="utf-8")
+        images = charts_module.write_charts(charts, folder)
+        atomic_write(out, render_markdown(analysis, images, relative_to=out.parent).encode("utf-8"))
         return [out, *images]
     except OSError as error:
         raise OutputError(f"cannot write {out}: {error.strerror or error}") from None
