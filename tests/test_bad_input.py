@@ -551,3 +551,13 @@ def test_report_refuses_a_charts_folder_that_is_the_logs(capsys: pytest.CaptureF
     assert_one_line_error(code, err, "inside the log folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r_files"]
     assert sorted(p.name for p in logs.iterdir()) == ["train-1-node1.out"]
+
+
+def test_brackets_in_host_names_are_not_rich_markup(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    logs = inputs(tmp_path)
+    for source in CRASH.iterdir():
+        (logs / source.name.replace("node02", "n[red]02")).write_text(source.read_text().replace("node02",
+                                                                                                 "n[red]02"))
+    code, out, err = run(capsys, "analyze", str(logs), "--color", "never")
+    assert code == 1, err
+    assert "n[red]02" in out and "n02" not in out.replace("n[red]02", "")  # nowhere read as markup

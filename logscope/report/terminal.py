@@ -75,7 +75,7 @@ def root_panel(analysis: Analysis) -> Panel | None:
     for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
                          ("local rank", culprit.local_rank), ("time", culprit_time(culprit) or None)):
         if value is not None and not (label == "node" and value == culprit.host):
-            rows.add_row(label, str(value))
+            rows.add_row(label, Text(str(value)))  # a host name is text, not rich markup
     if culprit.evidence is not None:
         ev = culprit.evidence
         rows.add_row("evidence", Text(f"{ev.file}:{ev.line}", style="cyan"))
@@ -102,11 +102,11 @@ def findings_table(findings: list[Finding], *, verbose: bool = False) -> Table:
             cell = Group(body, Text(finding.explanation),
                          *[Text(f"{e.file}:{e.line}  {e.text}", style="yellow") for e in finding.evidence[:4]])
         table.add_row(
-            finding.code,
+            Text(finding.code),
             Text(finding.severity.value, style=SEVERITY_STYLE[finding.severity]),
             Text(finding.role.value, style="bold" if finding.role == Role.ROOT else "dim"),
             cell,
-            where,
+            Text(where),
         )
     return table
 
@@ -122,7 +122,7 @@ def nodes_table(analysis: Analysis, limit: int = 32) -> Table | None:
         ranks = row["ranks"]
         rank_text = f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 else (str(ranks[0]) if ranks else "")
         table.add_row(
-            row["node"], rank_text, (row["last_event"] or "").replace("T", " ")[:19],
+            Text(row["node"]), rank_text, (row["last_event"] or "").replace("T", " ")[:19],
             "" if row["last_step"] is None else str(row["last_step"]), str(row["error_lines"]),
             Text(row["role"], style="bold red" if row["role"] == "root" else ""),
         )
@@ -138,7 +138,7 @@ def advice_panel(analysis: Analysis) -> Panel | None:
     text = Text(main.explanation + "\n\n")
     text.append("What to do: ", style="bold")
     text.append(main.advice)
-    return Panel(text, title=f"{main.code} {main.name}", title_align="left", border_style="blue")
+    return Panel(text, title=Text(f"{main.code} {main.name}"), title_align="left", border_style="blue")
 
 
 def footer(analysis: Analysis) -> Text:
