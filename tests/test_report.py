@@ -313,3 +313,11 @@ def test_report_shows_the_root_traceback_and_the_lines_around_it(samples: dict[s
     assert "Lines around the root failure (train-4242004-gpu-node02.out:231-255, every process)" in root
     markdown = render_markdown(samples["oom"])
     assert "**Traceback of rank 5**" in markdown and "in forward" in markdown
+
+
+def test_the_findings_table_shows_the_same_window_as_the_root_box(samples: dict[str, Analysis]) -> None:
+    section = postmortem._cascade_section(samples["oom"])
+    table = section.blocks[0]
+    assert isinstance(table, postmortem.Table)
+    root_row = table.rows[0]
+    assert "LS501 cuda-oom" in root_row and "2026-11-03 16:41:53.274 – 16:43:56.306" in root_row

@@ -288,7 +288,10 @@ def _cascade_section(analysis: Analysis) -> Section:
         for i, finding in enumerate(findings):
             if finding.role == Role.ROOT:
                 strong.add(i)
-            rows.append([str(i + 1), _since(finding.first_seen, reference), _when(finding.first_seen),
+            first = finding.evidence[0] if finding.evidence else None
+            at = (window(first.time, first.time_latest, note=False) if first is not None and first.time
+                  else _when(finding.first_seen))
+            rows.append([str(i + 1), _since(finding.first_seen, reference), at,
                          f"{finding.code} {finding.name}", finding.role.value, finding.severity.value,
                          _clip(finding.title, 400), _where(finding)])
         blocks.append(_drop_empty_columns(Table(
