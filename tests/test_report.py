@@ -301,7 +301,22 @@ def test_a_node_is_not_alive_after_its_own_last_line(samples: dict[str, Analysis
     last = nodes["gpu-node02"]["last_line"]
     assert last["file"].endswith("gpu-node02.out") and last["line"] == 265 and "iteration      410" in last["text"]
     html = render_html(samples["node-failure"])
-    assert "its own log&#x27;s last recognised line" in html and "train-4242015-gpu-node02.out:265" in html
+    assert "its own log&#x27;s last line" in html and "train-4242015-gpu-node02.out:265" in html
+
+
+def test_the_per_node_table_shows_the_real_last_line(tmp_path: Path) -> None:
+    """node02's log ends with a line logscope does not recognise (cut short by the crash)."""
+    logs = tmp_path / "logs"
+    shutil.copytree(CRASH, logs)
+    with (logs / "train-5001-node02.out").open("a") as f:
+        f.write("[default1]:half a line written when the node went dow")
+    nodes = postmortem._nodes_section(analyze([logs])).blocks[0]
+    assert isinstance(nodes, postmortem.Table)
+    column = nodes.columns.index("its own log's last line")
+    cells = {row[0]: row[column] for row in nodes.rows}
+    cell = cells["node02"]
+    assert isinstance(cell, postmortem.Code)
+    assert cell.text == "train-5001-node02.out, end of file:  [default1]:half a line written when the node went dow"
 
 
 def test_report_shows_the_root_traceback_and_the_lines_around_it(samples: dict[str, Analysis]) -> None:

@@ -25,6 +25,25 @@ MAX_LINE = 2000
 BLOCK = 1 << 20
 
 
+TAIL = 64 * 1024
+
+
+def last_line(source: SourceFile) -> str | None:
+    """The last non-empty line of a plain (uncompressed) log file, read from its end; None for a
+    compressed file (it would have to be read whole) or when it cannot be read."""
+    if source.compression is not None:
+        return None
+    try:
+        with source.path.open("rb") as stream:
+            size = stream.seek(0, 2)
+            stream.seek(max(0, size - TAIL))
+            tail = stream.read(TAIL)
+    except OSError:
+        return None
+    lines = [line for line in tail.split(b"\n") if line.strip(b"\r\t \x00")]
+    return _clean(lines[-1]) if lines else None
+
+
 @dataclass(frozen=True)
 class RootContext:
     traceback: list[Evidence]  # the root process's traceback, up to the root line

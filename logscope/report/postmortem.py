@@ -37,6 +37,7 @@ from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
+from logscope.report.context import last_line as last_line_of
 from logscope.report.context import root_context
 from logscope.report.output import atomic_write, refuse_inputs
 from logscope.report.times import culprit_time, window
@@ -344,11 +345,18 @@ def _nodes_section(analysis: Analysis) -> Section:
     chosen = rows_in if len(rows_in) <= MAX_NODE_ROWS else (flagged + rest)[:MAX_NODE_ROWS]
     rows: list[list[Cell]] = []
     strong = set()
+    sources = {f.display: f for f in analysis.job.files}
     for i, row in enumerate(chosen):
         if row["role"] == "root":
             strong.add(i)
         last = row["last_line"]
-        last_line = Code(_clip(f"{_short_file(last['file'])}:{last['line']}  {last['text']}", 300)) if last else ""
+        last_line: Cell = ""
+        if last:
+            source = sources.get(last["file"])
+            tail = last_line_of(source) if source is not None else None
+            text = (f"{_short_file(last['file'])}:{last['line']}  {last['text']}" if tail is None
+                    or tail == last["text"] else f"{_short_file(last['file'])}, end of file:  {tail}")
+            last_line = Code(_clip(text, 300))
         rows.append([row["node"], _ranks(row["ranks"], 40), str(len(row["files"])), _iso(row["first_event"]),
                      _iso(row["last_event"]), "" if row["last_step"] is None else str(row["last_step"]),
                      str(row["error_lines"]), row["role"], last_line])
@@ -356,7 +364,7 @@ def _nodes_section(analysis: Analysis) -> Section:
     if note:
         note += " Nodes named by a finding are listed first; all are in `logscope analyze --format json`."
     table = Table(["node", "ranks", "files", "first event", "last event", "last step", "error lines", "role",
-                   "its own log's last recognised line"], rows,
+                   "its own log's last line"], rows,
                   strong_rows=strong, nowrap_columns={0, 3, 4}, wide_columns={8}, note=note)
     return Section("Per node", "nodes", [_drop_empty_columns(table)])
 
