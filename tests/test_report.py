@@ -336,3 +336,15 @@ def test_the_findings_table_shows_the_same_window_as_the_root_box(samples: dict[
     assert isinstance(table, postmortem.Table)
     root_row = table.rows[0]
     assert "LS501 cuda-oom" in root_row and "2026-11-03 16:41:53.274 – 16:43:56.306" in root_row
+
+
+def test_no_process_traceback_for_a_node_failure_and_the_root_row_is_at_zero(samples: dict[str, Analysis]) -> None:
+    """node-failure: the root is a node, not a process; torchrun's traceback above the root line is a
+    victim's. The root finding's row is at 0 s: its line's window holds the verdict's moment."""
+    analysis = samples["node-failure"]
+    summaries = [b.summary for b in postmortem._root_section(analysis).blocks if isinstance(b, postmortem.LogLines)]
+    assert not any(s.startswith("Traceback") for s in summaries)
+    assert any(s.startswith("Lines around the root failure") for s in summaries)
+    table = postmortem._cascade_section(analysis).blocks[0]
+    assert isinstance(table, postmortem.Table)
+    assert table.rows[0][:2] == ["1", "0 s"] and "LS604 node-failure" in table.rows[0]

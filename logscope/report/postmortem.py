@@ -173,6 +173,16 @@ def _since(value: datetime | None, reference: datetime | None) -> str:
     return _delta((value - reference).total_seconds())
 
 
+def _since_window(earliest: datetime, latest: datetime, reference: datetime | None) -> str:
+    """A line's place relative to the root: 0 when its window holds the root's moment, else the
+    distance from the nearer end of its window."""
+    if reference is None:
+        return ""
+    if earliest <= reference <= latest:
+        return _delta(0.0)
+    return _delta(((latest if latest < reference else earliest) - reference).total_seconds())
+
+
 def _hosts(hosts: Sequence[str], limit: int = 6) -> str:
     shown = ", ".join(hosts[:limit])
     return shown + (f" +{len(hosts) - limit} more" if len(hosts) > limit else "")
@@ -249,7 +259,7 @@ def _root_section(analysis: Analysis) -> Section:
     context = root_context(analysis)
     if context is not None:
         who = f"rank {culprit.rank}" if culprit is not None and culprit.rank is not None else "the root process"
-        if context.traceback:
+        if context.traceback and culprit is not None and (culprit.rank is not None or culprit.local_rank is not None):
             blocks.append(LogLines(context.traceback, summary=f"Traceback of {who}", open=True,
                                    note="Only the lines of the same process (launcher prefix) are shown."))
         if context.around:
@@ -290,9 +300,12 @@ def _cascade_section(analysis: Analysis) -> Section:
             if finding.role == Role.ROOT:
                 strong.add(i)
             first = finding.evidence[0] if finding.evidence else None
-            at = (window(first.time, first.time_latest, note=False) if first is not None and first.time
-                  else _when(finding.first_seen))
-            rows.append([str(i + 1), _since(finding.first_seen, reference), at,
+            if first is not None and first.time is not None:
+                at = window(first.time, first.time_latest, note=False)
+                since = _since_window(first.time, first.time_latest or first.time, reference)
+            else:
+                at, since = _when(finding.first_seen), _since(finding.first_seen, reference)
+            rows.append([str(i + 1), since, at,
                          f"{finding.code} {finding.name}", finding.role.value, finding.severity.value,
                          _clip(finding.title, 400), _where(finding)])
         blocks.append(_drop_empty_columns(Table(
