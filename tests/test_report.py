@@ -348,3 +348,11 @@ def test_no_process_traceback_for_a_node_failure_and_the_root_row_is_at_zero(sam
     table = postmortem._cascade_section(analysis).blocks[0]
     assert isinstance(table, postmortem.Table)
     assert table.rows[0][:2] == ["1", "0 s"] and "LS604 node-failure" in table.rows[0]
+
+
+def test_failure_sequence_says_how_long_before_the_root_a_line_was(samples: dict[str, Analysis]) -> None:
+    """node-failure: node01's closing signals at 04:19:16.689 are 0.819 s before the root's moment,
+    and the sequence says so (it read 0 s beside that time)."""
+    tables = [b for b in postmortem._cascade_section(samples["node-failure"]).blocks if isinstance(b, postmortem.Table)]
+    sequence = tables[1]
+    assert ["−0.819 s", "2026-11-03 04:19:16.689"] in [row[:2] for row in sequence.rows]

@@ -326,7 +326,9 @@ def _cascade_section(analysis: Analysis) -> Section:
                                 label="Failure sequence."))
         rows = []
         for row in sequence.head(MAX_SEQUENCE).iter_rows(named=True):
-            rows.append([_delta(row["seconds"]), window(row["time_earliest"], row["time_latest"], note=False),
+            since = (_since_window(row["time_earliest"], row["time_latest"], reference)
+                     if row["time_earliest"] is not None else _delta(row["seconds"]))
+            rows.append([since, window(row["time_earliest"], row["time_latest"], note=False),
                          row["lane"], row["event"],
                          Code(f"{_short_file(row['file'])}:{row['line']}"), Code(_clip(row["text"], 300))])
         blocks.append(Table(["since root", "time", word, "event", "where", "line"], rows, nowrap_columns={0, 1},
