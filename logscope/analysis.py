@@ -24,7 +24,7 @@ import polars as pl
 
 from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
-from logscope.detectors.base import culprit_of, order_key, seen_at, when, who
+from logscope.detectors.base import culprit_of, evidence_of, order_key, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
@@ -358,7 +358,14 @@ def _last_step(view: JobView, row: dict[str, Any]) -> int | None:
 
 
 def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
-    """Per node: files, ranks, first/last event time, last step, error lines, and its role."""
+    """Per node: files, ranks, first/last event time, last step, error lines, its role, and its
+    last line.
+
+    Times follow the timeline's model (``time`` the earliest a line can have been written): a
+    node's first and last events are those of its own lines; a line about it in another node's
+    file (``srun: error: Node failure on node02`` in node01's log) does not make it look alive
+    later than its own log. ``last_line`` is the last recognised line of the node's own files.
+    """
     events = analysis.view.events
     if events.height == 0:
         return []
@@ -367,23 +374,29 @@ def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
     involved: set[str] = set()
     for finding in analysis.findings:
         involved.update(finding.hosts)
+    owner = pl.col("file").replace_strict(analysis.view.file_nodes, default=None, return_dtype=pl.String)
+    rows = events.filter(pl.col("node").is_not_null())
+    own = rows.filter(owner.is_null() | (owner == pl.col("node")))
     summary = (
-        events.filter(pl.col("node").is_not_null())
-        .group_by("node")
+        rows.group_by("node")
         .agg(
             pl.col("file").unique().sort().alias("files"),
             pl.col("rank").drop_nulls().unique().sort().alias("ranks"),
-            pl.col("time").min().alias("first"),
-            pl.col("time").max().alias("last"),
             pl.col("fields").struct.field("step").max().alias("last_step"),
             pl.col("severity").is_in(["error", "critical"]).sum().alias("error_lines"),
         )
+        .join(own.group_by("node").agg(pl.col("time").min().alias("first"), pl.col("time").max().alias("last")),
+              on="node", how="left")
         .sort("node")
     )
+    last_lines = {
+        row["node"]: row for row in own.with_columns(pl.coalesce("time_latest", "time").alias("_at"))
+        .sort("_at", "file", "line", nulls_last=False).group_by("node").last().to_dicts()}
     out = []
     for row in summary.to_dicts():
         node = row["node"]
         role = "root" if node == root_node else ("involved" if node in involved else "")
+        last = last_lines.get(node)
         out.append({
             "node": node,
             "files": row["files"],
@@ -393,6 +406,7 @@ def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
             "last_step": row["last_step"],
             "error_lines": row["error_lines"],
             "role": role,
+            "last_line": evidence_of(last).to_json() if last else None,
         })
     return out
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     name="logscope",
     help="Find what failed first, on which node and rank, in a SLURM/torchrun/NCCL training job's logs.",
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -49,6 +49,8 @@ PatternOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045 - ty
     "Default: the common SLURM patterns.")]
 SelectOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--select", help="Run only detectors whose code or name starts with this (e.g. LS1, LS301); repeatable.")]
+ColorOption = Annotated[str, typer.Option(
+    "--color", help="Colour: auto (when writing to a terminal), always or never.", case_sensitive=False)]
 IgnoreOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--ignore", help="Skip detectors whose code or name starts with this; repeatable.")]
 
@@ -80,6 +82,8 @@ def analyze(
     = False,
     charts: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--charts", help="Also save the charts (PNG and SVG) into this folder.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the one-line verdict.")] = False,
+    color: ColorOption = "auto",
 ) -> int:
     """Analyse one job's logs and print the verdict.
 
@@ -88,6 +92,7 @@ def analyze(
     from logscope.analysis import analyze as run_analysis
 
     fmt = _format(output_format)
+    console = _console(color)
     patterns = _patterns(pattern)
     chart_dir = _output_dir(charts, paths) if charts is not None else None
     if chart_dir is not None and chart_dir.exists() and not chart_dir.is_dir():
@@ -103,29 +108,51 @@ def analyze(
     else:
         from logscope.report.terminal import print_analysis
 
-        print_analysis(result, _console(), verbose=verbose)
+        print_analysis(result, console, verbose=verbose, quiet=quiet)
     return result.exit_code
 
 
-@app.command()
-def explain(code: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="Detector code or name (LS101, collective-hang). Omit to list all.")] = None) -> int:
-    """Print what a detector flags, the evidence it reads, why it matters and what to do."""
-    from logscope.detectors import REGISTRY, by_code
+app.command("analyse", hidden=True, help="Same as analyze.")(analyze)
 
-    console = _console()
+
+@app.command()
+def explain(
+    code: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="Detector code or name (LS101, collective-hang) or lint rule (LL004). Omit to list all.")] = None,
+    color: ColorOption = "auto",
+) -> int:
+    """Print what a detector or lint rule flags, the evidence it reads, why it matters and what to do."""
+    from rich.text import Text
+
+    from logscope import lint as linter
+    from logscope.detectors import REGISTRY, by_code
+    from logscope.report.explain import plain_line, strip_markup
+
+    console = _console(color)
     if code is None:
         for detector in REGISTRY:
             summary = detector.doc().splitlines()[0] if detector.doc() else ""
-            console.print(f"[bold]{detector.code}[/bold] {detector.name:<28} {detector.category.value:<10} "
-                          f"{summary.split(':', 1)[-1].strip()}", highlight=False)
+            line = plain_line(summary.split(":", 1)[-1].strip())
+            console.print(Text.assemble((detector.code, "bold"),
+                                        f" {detector.name:<28} {detector.category.value:<10} ", line), soft_wrap=True)
+        for rule_code, name, fn in linter.RULES:
+            summary = (fn.__doc__ or "").strip().splitlines()[0]
+            console.print(Text.assemble((rule_code, "bold"), f" {name:<28} {'lint':<10} ", plain_line(summary)),
+                          soft_wrap=True)
+        return 0
+    if code.upper().startswith("LL"):
+        text = linter.explain(code)
+        if text is None:
+            raise UsageError(f"no lint rule {code!r}; run 'logscope explain' to list them")
+        title, _, body = text.partition("\n")
+        console.print(Text(title, style="bold"))
+        console.print(strip_markup(body.strip("\n")), soft_wrap=True)
         return 0
     chosen = by_code(code)
     if chosen is None:
         raise UsageError(f"no detector {code!r}; run 'logscope explain' to list them")
-    console.print(f"[bold]{chosen.code} {chosen.name}[/bold]  (category: {chosen.category.value})",
-                  highlight=False)
-    typer.echo(chosen.doc().split("\n", 1)[-1].strip())
+    console.print(Text.assemble((f"{chosen.code} {chosen.name}", "bold"), f"  (category: {chosen.category.value})"))
+    console.print(strip_markup(chosen.doc().split("\n", 1)[-1].strip()), soft_wrap=True)
     return 0
 
 
@@ -147,14 +174,16 @@ def report(
     from logscope.report.postmortem import chart_folder, report_format, write_report
 
     fmt = report_format(output)
-    _output_file(output, paths)  # the file, and the _files/ folder beside it
+    _output_file(output, paths)
+    if fmt == "md":  # its _files/ folder too: `report LOGS -o PARENT/r.md` with LOGS = PARENT/r_files
+        _output_dir(chart_folder(output), paths)
     patterns = _patterns(pattern)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
-    typer.echo(f"Report written to {output}{images}")
-    return 1 if result.failed else 0
+    typer.echo(f"Report written to {printable(str(output))}{images}")
+    return 0  # written; the verdict is in the report (`analyze` exits 1 on a failure)
 
 
 @app.command()
@@ -242,41 +271,62 @@ def lint(
     scripts: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
         help="sbatch job scripts; - reads standard input.", show_default=False)] = None,
     select: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        "--select", help="Only rules whose code starts with this; repeatable.")] = None,
-    output_format: FormatOption = "text",
+        "--select", help="Only rules whose code starts with this; repeatable or comma-separated.")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--ignore", help="Skip rules whose code starts with this; repeatable or comma-separated.")] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text, json, github or sarif.",
+                                               case_sensitive=False)] = "text",
+    statistics: Annotated[bool, typer.Option("--statistics", help="Print how often each rule fired, not each "
+                                             "problem.")] = False,
     explain_rule: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--explain", help="Print what a rule (LL001...) checks and why, and exit.")] = None,
+    color: ColorOption = "auto",
 ) -> int:
     """Check sbatch scripts for launch mistakes that break multi-node torchrun jobs.
 
-    Example: logscope lint train.slurm
+    A "# logscope: noqa: LL005" comment silences a rule on its line ("# logscope: noqa" all of them).
+
+    Example: logscope lint train.slurm --ignore LL007
     """
     from logscope import lint as linter
+    from logscope.report import lint_output
 
-    fmt = _format(output_format)
+    fmt = output_format.lower()
+    if fmt not in lint_output.FORMATS:
+        raise UsageError(f"unknown format {output_format!r}: use {', '.join(lint_output.FORMATS)}")
+    console = _console(color)
     if explain_rule:
+        from logscope.report.explain import strip_markup
+
         text = linter.explain(explain_rule)
         if text is None:
             raise UsageError(f"no lint rule {explain_rule!r}")
-        typer.echo(text)
+        console.print(strip_markup(text), soft_wrap=True)
         return 0
     if not scripts:
         raise UsageError("give one or more job scripts to lint (or --explain CODE)")
-    problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path),
-                                                                 {s.upper() for s in select or []})]
-    if fmt == "json":
+    chosen, skipped = _codes(select), _codes(ignore)
+    problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path), chosen, skipped)]
+    if statistics:
+        if fmt == "json":
+            sys.stdout.write(json.dumps([{"count": n, "code": code, "name": name}
+                                         for n, code, name in lint_output.statistics(problems)], indent=2) + "\n")
+        else:
+            lint_output.print_statistics(problems, console)
+    elif fmt == "json":
         sys.stdout.write(json.dumps([p.to_json() for p in problems], indent=2) + "\n")
+    elif fmt == "github":
+        sys.stdout.write(lint_output.github(problems))
+    elif fmt == "sarif":
+        sys.stdout.write(json.dumps(lint_output.sarif(problems), indent=2) + "\n")
     else:
-        console = _console()
-        for p in problems:
-            style = "red" if p.severity == "error" else "yellow"
-            # One unwrapped line per problem, so editors and CI can jump to path:line:col.
-            console.print(f"[bold]{p.path}:{p.line}:{p.column}:[/bold] [{style}]{p.code}[/{style}] {p.message}",
-                          highlight=False, markup=True, soft_wrap=True)
-            console.print(f"    fix: {p.fix}", style="dim", highlight=False, markup=False, soft_wrap=True)
-        noun = "problem" if len(problems) == 1 else "problems"
-        console.print(f"Found {len(problems)} {noun}." if problems else "All checks passed!", highlight=False)
+        lint_output.text(problems, console)
     return 1 if problems else 0
+
+
+def _codes(given: list[str] | None) -> set[str]:
+    """Rule-code prefixes from repeated and/or comma-separated options."""
+    return {c.strip().upper() for value in given or [] for c in value.split(",") if c.strip()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,7 +404,17 @@ def _patterns(given: list[str] | None) -> tuple[str, ...]:
     return tuple(given)
 
 
-def _console() -> Console:
+def _console(color: str = "auto") -> Console:
+    """The terminal console; ``color`` is auto (a terminal gets colour, NO_COLOR is honoured),
+    always or never."""
+    choice = color.lower()
+    if choice not in ("auto", "always", "never"):
+        raise UsageError(f"unknown --color {color!r}: use auto, always or never")
+    if choice == "always":
+        return Console(highlight=False, soft_wrap=False, force_terminal=True, no_color=False,
+                       color_system="standard")
+    if choice == "never":
+        return Console(highlight=False, soft_wrap=False, no_color=True, color_system=None)
     return Console(highlight=False, soft_wrap=False)
 
 

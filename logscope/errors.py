@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from logscope.textsafe import BIDI
+
 
 class LogscopeError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with."""
@@ -28,7 +30,7 @@ class OutputError(LogscopeError):
     """An output file cannot be written (or would be written into the log folder)."""
 
 
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff{BIDI}]")
 
 
 def printable(text: str) -> str:

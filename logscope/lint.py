@@ -64,6 +64,11 @@ class Script:
     text: str
     commands: list[Command]
     directives: dict[str, tuple[str, int]]  # #SBATCH option -> (value, line)
+    # NAME -> value of the script's simple assignments, worked out once (every rule expands
+    # variables on every command: recomputing them each time made lint quadratic)
+    assignments: dict[str, str] = field(default_factory=dict)
+    # physical line -> the codes a "# logscope: noqa[: CODE, ...]" comment silences there ("*": all)
+    noqa: dict[int, set[str]] = field(default_factory=dict)
 
     @property
     def nodes(self) -> int | None:
@@ -79,21 +84,40 @@ class Script:
         (``NAME=...``/``export NAME=...``), a few levels deep: options often live in variables
         (``SRUN_ARGS="--kill-on-bad-exit=1 ..."; srun $SRUN_ARGS ...``)."""
         values = self.assignments
+        if "$" not in text or not values:
+            return text
         for _ in range(depth):
-            new = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", lambda m: values.get(m.group(1), m.group(0)), text)
+            new = _VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
             if new == text:
                 break
             text = new
         return text
 
-    @property
-    def assignments(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for command in self.commands:
-            m = re.match(r"\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$", command.text, re.S)
-            if m:
-                out[m.group(1)] = m.group(2).strip().strip("\"'")
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+_ASSIGNMENT = re.compile(r"\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$", re.S)
+_NOQA = re.compile(r"#\s*logscope:\s*noqa\b(?::\s*([A-Za-z0-9_,\s]+))?", re.I)
+
+
+def _assignments(commands: list[Command]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for command in commands:
+        m = _ASSIGNMENT.match(command.text)
+        if m:
+            out[m.group(1)] = m.group(2).strip().strip("\"'")
+    return out
+
+
+def _noqa(text: str) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    if "noqa" not in text:
         return out
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = _NOQA.search(line)
+        if m:
+            codes = {c.strip().upper() for c in re.split(r"[,\s]+", m.group(1) or "") if c.strip()}
+            out[number] = codes or {"*"}
+    return out
 
 
 def read_script(path: Path) -> Script:
@@ -138,7 +162,8 @@ def parse_script(text: str, path: str = "<script>") -> Script:
             name = {"N": "nodes", "o": "output", "e": "error", "n": "ntasks", "J": "job-name", "t": "time"}.get(
                 name, name)
             directives[name] = (m.group(2) or "", number)
-    return Script(path, text, list(_commands(text)), directives)
+    commands = list(_commands(text))
+    return Script(path, text, commands, directives, _assignments(commands), _noqa(text))
 
 
 def _commands(text: str) -> Iterator[Command]:
@@ -265,15 +290,20 @@ def nnodes_not_from_slurm(script: Script) -> Iterator[Problem]:
     """``--nnodes`` written as a number instead of taken from SLURM.
 
     A literal node count goes stale when the allocation changes (``sbatch -N 4`` on the command
-    line overrides ``#SBATCH --nodes``); the rendezvous then waits for nodes that never come.
+    line overrides ``#SBATCH --nodes``); the rendezvous then waits for nodes that never come. A
+    number kept in a variable (``NNODES=128`` ... ``--nnodes $NNODES``) is just as literal.
     """
     nodes = script.nodes
     for command in script.commands:
-        for m in _NNODES.finditer(command.text):
+        if "nnodes" not in command.text:
+            continue
+        written = list(_NNODES.finditer(command.text))
+        # through a variable too: NNODES=128 ... torchrun --nnodes $NNODES
+        for index, m in enumerate(_NNODES.finditer(script.expand(command.text))):
             value = m.group(1).strip("'\"")
             if not re.fullmatch(r"\d+(?::\d+)?", value):
                 continue
-            line, column = command.where(m.start())
+            line, column = command.where(written[index].start() if index < len(written) else 0)
             wanted = int(value.split(":")[-1])
             mismatch = nodes is not None and wanted != nodes
             if not mismatch and wanted == 1 and nodes == 1:
@@ -283,12 +313,16 @@ def nnodes_not_from_slurm(script: Script) -> Iterator[Problem]:
                           "use --nnodes $SLURM_NNODES", "error" if mismatch else "warning")
 
 
+_ONE_TASK = re.compile(r"\s(?:-n\s*1|--ntasks[= ]1|-N\s*1|--nodes[= ]1)(?=\s|$)")
+
+
 @rule("LL004", "missing-kill-on-bad-exit")
 def missing_kill_on_bad_exit(script: Script) -> Iterator[Problem]:
     """``srun`` without ``--kill-on-bad-exit`` on a multi-node job.
 
     Without it, when one node's torchrun fails the others keep waiting in collectives until the
-    NCCL timeout or the time limit, burning the allocation and burying the root failure.
+    NCCL timeout or the time limit, burning the allocation and burying the root failure. An srun
+    of one task (``srun -n1 hostname``) has no other task to stop and is not flagged.
     """
     if (script.nodes or 1) <= 1 and "SLURM_NNODES" not in script.text:
         return
@@ -296,31 +330,46 @@ def missing_kill_on_bad_exit(script: Script) -> Iterator[Problem]:
         m = re.search(r"(?:^|[;&|(]\s*|\s)srun\s", command.text)
         if not m or command.quote[m.end() - 1]:
             continue
-        if re.search(r"--kill-on-bad-exit|\s-K\b|\s-K\d", script.expand(command.text)):
+        expanded = script.expand(command.text)
+        if re.search(r"--kill-on-bad-exit|\s-K\b|\s-K\d", expanded):
             continue
+        if _ONE_TASK.search(expanded[m.end() - 1:]):
+            continue  # one task (srun -n1 hostname): nothing else to kill
         line, column = command.where(m.end() - 5)
         yield Problem(script.path, line, column, "LL004", "srun without --kill-on-bad-exit",
                       "use srun --kill-on-bad-exit=1 so one failed node stops the job step", "warning")
 
 
+_SRUN_PER_NODE_OUTPUT = re.compile(r"\bsrun\b.*\s(?:--output[= ]|-o\s?)\S*%[Nt]")
+_HOST_ROLE = re.compile(r"--role[= ]\S*(?:hostname|HOSTNAME|SLURMD_NODENAME)")
+
+
 @rule("LL005", "output-without-node")
 def output_without_node(script: Script) -> Iterator[Problem]:
-    """Multi-node job writing one log for all nodes (``--output`` without ``%N``).
+    """Multi-node job writing every node's output into one file, lines not tagged with their host.
 
-    All nodes' lines interleave in one file, often without host names; finding which node failed
-    first becomes guesswork. ``%x-%j-%N.out`` (on srun, since the batch output file belongs to
-    the first node) gives one file per node.
+    Under sbatch, ``#SBATCH --output`` is opened once, by the batch step on the first node: a
+    ``%N`` there names that node only, and every node's srun output goes to that one file. All
+    nodes' lines interleave, often without host names; finding which node failed first becomes
+    guesswork. An srun ``--output=%x-%j-%N.out`` (or ``%t``) gives one file per node. Not flagged
+    when every line carries its host anyway: torchrun ``--role $(hostname -s): --tee 3`` (each
+    line starts with ``[host:rank]:``).
     """
     if (script.nodes or 1) <= 1:
         return
     value, line = script.directives.get("output", ("", 0))
-    srun_output = any(re.search(r"srun\b.*\s(?:--output[= ]|-o\s?)\S*%N", script.expand(c.text))
-                      for c in script.commands)
-    if "%N" not in value and not srun_output:
-        yield Problem(script.path, line or 1, 1, "LL005",
-                      "logs of all nodes go to one file" + (f" ({value})" if value else ""),
-                      "write one file per node: srun --output=%x-%j-%N.out (and/or #SBATCH --output=%x-%j-%N.out)",
-                      "warning")
+    expanded = [script.expand(c.text) for c in script.commands if "srun" in c.text or "$" in c.text]
+    if any(_SRUN_PER_NODE_OUTPUT.search(text) for text in expanded):
+        return
+    if any(_HOST_ROLE.search(text) and "--tee" in text for text in expanded):
+        return
+    if "%N" in value:
+        message = (f"#SBATCH --output={value}: under sbatch %N is only the first node's name, so one file "
+                   "holds every node's output")
+    else:
+        message = "logs of all nodes go to one file" + (f" ({value})" if value else "")
+    yield Problem(script.path, line or 1, 1, "LL005", message,
+                  "write one file per node: srun --output=%x-%j-%N.out", "warning")
 
 
 _MASTER = re.compile(r"\bMASTER_ADDR=(\S+)|--(rdzv[_-]endpoint|master[_-]addr)[= ](\S+)")
@@ -357,6 +406,9 @@ def master_addr_not_from_nodelist(script: Script) -> Iterator[Problem]:
                               "warning")
 
 
+_NODE_RANK = re.compile(r"--node[_-]rank")
+
+
 @rule("LL007", "node-rank-with-c10d")
 def node_rank_with_c10d(script: Script) -> Iterator[Problem]:
     """``--node_rank`` together with ``--rdzv_backend c10d``.
@@ -365,22 +417,39 @@ def node_rank_with_c10d(script: Script) -> Iterator[Problem]:
     mistakes (an unescaped ``$SLURM_PROCID`` does no harm until someone switches to static
     rendezvous) and misleads readers.
     """
+    written = [c for c in script.commands if _NODE_RANK.search(c.text)]
+    places: set[tuple[int, int]] = set()
     for command in script.commands:
-        if re.search(r"--rdzv[_-]backend[= ]c10d", command.text):
-            m = re.search(r"--node[_-]rank", command.text)
-            if m:
-                line, column = command.where(m.start())
+        if "rdzv" not in command.text and "node" not in command.text and "$" not in command.text:
+            continue
+        expanded = script.expand(command.text)  # the launcher often lives in a variable: $LAUNCHER
+        if re.search(r"--rdzv[_-]backend[= ]c10d", expanded) and _NODE_RANK.search(expanded):
+            # where --node_rank is written: this command, else the variable that brought it
+            where = command if _NODE_RANK.search(command.text) else next(iter(written), None)
+            m = _NODE_RANK.search(where.text) if where is not None else None
+            if where is not None and m is not None and where.where(m.start()) not in places:
+                places.add(where.where(m.start()))
+                line, column = where.where(m.start())
                 yield Problem(script.path, line, column, "LL007", "--node_rank is ignored with the c10d rendezvous",
                               "drop --node_rank; c10d assigns node ranks", "warning")
 
 
-def lint_script(script: Script, select: set[str] | None = None) -> list[Problem]:
+def lint_script(script: Script, select: set[str] | None = None, ignore: set[str] | None = None) -> list[Problem]:
+    """The script's problems, sorted by place. ``select``/``ignore`` are code prefixes (as ruff's);
+    a ``# logscope: noqa`` comment (``: LL005, LL004`` to name codes) silences its physical line."""
     problems: list[Problem] = []
     for code, _, fn in RULES:
         if select and not any(code.startswith(s) for s in select):
             continue
-        problems.extend(fn(script))
+        if ignore and any(code.startswith(s) for s in ignore):
+            continue
+        problems.extend(p for p in fn(script) if not _silenced(script, p))
     return sorted(problems, key=lambda p: (p.line, p.column, p.code))
+
+
+def _silenced(script: Script, problem: Problem) -> bool:
+    codes = script.noqa.get(problem.line)
+    return codes is not None and ("*" in codes or problem.code in codes)
 
 
 def explain(code: str) -> str | None:

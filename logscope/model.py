@@ -231,7 +231,10 @@ class Evidence:
     file: str
     line: int
     text: str
+    # The timeline's time model (TIMELINE_SCHEMA): the earliest and the latest the line can have
+    # been written; equal for a line with its own timestamp.
     time: datetime | None = field(default=None, compare=False)
+    time_latest: datetime | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -239,6 +242,7 @@ class Evidence:
             "line": self.line,
             "text": self.text,
             "time": self.time.isoformat() if self.time else None,
+            "time_latest": self.time_latest.isoformat() if self.time_latest else None,
         }
 
 

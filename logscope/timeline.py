@@ -29,6 +29,7 @@ from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.parsers.timestamps import parse_event_time
+from logscope.textsafe import CONTROLS
 
 
 @dataclass
@@ -136,10 +137,10 @@ def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Jo
     return job
 
 
-# Terminal escape sequences (a logger's colours, or hostile: clear the screen, set the title) and
-# other control characters in log text would reach the terminal as they are: dropped here, once,
+# Terminal escape sequences (a logger's colours, or hostile: clear the screen, set the title),
+# other control characters and bidi controls in log text would reach the terminal as they are: dropped here, once,
 # from the text and string fields of the events (a few rows, not the lines read).
-_ESCAPES = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+_ESCAPES = CONTROLS  # logscope.textsafe: escapes, control and bidi characters
 
 
 def _without_controls(events: pl.DataFrame) -> pl.DataFrame:

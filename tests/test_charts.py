@@ -190,7 +190,7 @@ def test_empty_timeline_renders_nothing_and_does_not_crash(tmp_path: Path) -> No
 def test_save_charts_writes_png_and_svg(crash: Analysis, tmp_path: Path) -> None:
     written = charts.save_charts(crash, tmp_path / "out")
     names = sorted(p.name for p in written)
-    stems = ["failure_curve", "last_activity", "progress_strip", "swimlane"]
+    stems = ["cascade", "failure_curve", "last_activity", "progress_strip", "swimlane"]
     assert names == sorted(f"{s}.{ext}" for s in stems for ext in ("png", "svg"))
     for path in written:
         data = path.read_bytes()
@@ -205,3 +205,53 @@ def test_real_logs_never_crash_the_charts(case: str) -> None:
     rendered = charts.render_charts(analysis, formats=("png",))
     assert all(chart.png.startswith(PNG_MAGIC) for chart in rendered)
     charts.chart_notes(analysis)
+
+
+# --- the charts tell the verdict's story (issue 13) -----------------------------------------
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs"
+
+
+@pytest.fixture(scope="module")
+def node_failure() -> Analysis:
+    return analyze([SAMPLES / "node-failure"])
+
+
+@pytest.fixture(scope="module")
+def cascade() -> Analysis:
+    return analyze([SAMPLES / "crash-cascade"])
+
+
+def test_the_dead_node_is_the_first_to_go_quiet_not_the_silent_healthy_one(node_failure: Analysis) -> None:
+    """node01's ranks log nothing while training: their silence since init is how they always
+    were. node02's rank 15 logged every 8.5 s, then nothing for 17 s before the node failure."""
+    last = charts.last_activity_data(node_failure)
+    assert last.filter(pl.col("earliest"))["lane"].to_list() == ["rank 15 · gpu-node02"]
+    assert not last.filter(pl.col("lane").str.contains("gpu-node01"))["quiet"].any()
+
+
+def test_a_rank_between_two_log_lines_is_not_quiet(cascade: Analysis) -> None:
+    last = charts.last_activity_data(cascade)
+    assert not last["quiet"].any() and not last["earliest"].any()
+
+
+def test_no_invented_lanes(cascade: Analysis) -> None:
+    """torchrun's "local_rank 11 FAILED" names a global rank: no "gpu-node02 local 11" lane."""
+    assert charts.lanes(cascade).filter(pl.col("lane_kind") == "local").height == 0
+    assert not any("local" in lane for lane in charts.swimlane_data(cascade)["lane"].to_list())
+
+
+def test_the_cascade_is_zoomed_on_every_node(cascade: Analysis, node_failure: Analysis) -> None:
+    data = charts.cascade_data(cascade)
+    assert charts.cascade_lanes(cascade, data) == ["gpu-node01", "gpu-node02"]
+    assert data["seconds"].min() >= -2.0 and data["seconds"].max() <= 1.5  # it happened within 1.3 s
+    root = data.filter(pl.col("is_root"))
+    assert root.height == 1 and root["lane"].to_list() == ["gpu-node02"] and root["seconds"].to_list() == [0.0]
+    assert set(data.filter(pl.col("is_kill"))["lane"].to_list()) == {"gpu-node01", "gpu-node02"}
+    # node-failure: the dead node has its (empty) lane, and the root line, untimed, is drawn at the
+    # verdict's moment with its window kept
+    dead = charts.cascade_data(node_failure)
+    assert charts.cascade_lanes(node_failure, dead) == ["gpu-node01", "gpu-node02"]
+    root = dead.filter(pl.col("is_root")).row(0, named=True)
+    assert root["seconds"] == 0.0 and root["window_to_s"] > 200
+    assert any(c.name == "cascade" for c in charts.render_charts(cascade, formats=("png",)))

@@ -121,3 +121,44 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_charts_refuse_the_log_folder(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "analyze", str(CRASH), "--charts", str(CRASH / "charts"))
     assert code == 2 and "inside the log folder" in err
+
+
+def test_recap_is_the_last_line_and_quiet_prints_only_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", str(CRASH))
+    assert code == 1
+    last = out.rstrip("\n").splitlines()[-1]
+    assert last.startswith("✗ CRASH [LS301]") and "train-5001-node02.out:8" in last
+    code, quiet, _ = run(capsys, "analyze", str(CRASH), "--quiet")
+    assert code == 1 and quiet.splitlines() == [last]
+
+
+def test_color_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    _, always, _ = run(capsys, "analyze", str(CRASH), "--color", "always")
+    _, never, _ = run(capsys, "analyze", str(CRASH), "--color", "never")
+    _, auto, _ = run(capsys, "analyze", str(CRASH))  # not a terminal: no colour
+    assert "\x1b[" in always and "\x1b[" not in never and "\x1b[" not in auto
+    code, _, err = run(capsys, "analyze", str(CRASH), "--color", "pink")
+    assert code == 2 and err.startswith("Error: ")
+
+
+def test_analyse_alias_and_completion(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyse", str(CRASH), "-q")
+    assert code == 1 and out.startswith("✗ CRASH")
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-m", "logscope", "--show-completion", "bash"], capture_output=True,
+                           text=True, check=False)
+    assert shown.returncode == 0 and "complete" in shown.stdout and "_LOGSCOPE_COMPLETE" in shown.stdout
+
+
+def test_explain_shows_no_rest_markup_and_knows_lint_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain", "LS201")
+    assert code == 0 and "$SLURM_PROCID" in out
+    assert "``" not in out and "::" not in out
+    code, out, _ = run(capsys, "explain", "LL004")
+    assert code == 0 and out.startswith("LL004 missing-kill-on-bad-exit") and "``" not in out
+    code, out, _ = run(capsys, "explain")
+    assert "LL005" in out and "``" not in out
+    code, _, err = run(capsys, "explain", "LL999")
+    assert code == 2 and err.startswith("Error: ")

@@ -30,7 +30,8 @@ def codes(text: str) -> list[str]:
     ("LAUNCHER='torchrun --node_rank $SLURM_PROCID --nnodes $SLURM_NNODES'\n" + GOOD_SRUN, []),
     ('# a comment mentioning $SLURM_PROCID\nLAUNCHER="torchrun --nnodes $SLURM_NNODES"\n' + GOOD_SRUN, []),
     ('LAUNCHER="torchrun \\\n  --nnodes 2 \\\n  --node_rank \\$SLURM_PROCID"\n' + GOOD_SRUN, ["LL003"]),
-    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES"\nsrun bash -c "$LAUNCHER train.py"\n', ["LL004"]),
+    # under sbatch, #SBATCH --output's %N is the first node only: one file for all (LL005)
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES"\nsrun bash -c "$LAUNCHER train.py"\n', ["LL005", "LL004"]),
     ('SRUN_ARGS="--kill-on-bad-exit=1 --output=%x-%j-%N.out"\nLAUNCHER="torchrun --nnodes $SLURM_NNODES"\n'
      'srun $SRUN_ARGS bash -c "$LAUNCHER train.py"\n', []),
     ('export MASTER_ADDR=localhost\nLAUNCHER="torchrun --nnodes $SLURM_NNODES"\n' + GOOD_SRUN, ["LL006"]),
@@ -116,3 +117,83 @@ def test_cli_reads_standard_input_and_pipes(tmp_path: Path, capsys: pytest.Captu
     os.mkfifo(fifo)
     assert main(["lint", str(fifo)]) == 2
     assert "nothing written" in capsys.readouterr().err
+
+
+# --- precision on real scripts, and ruff's conveniences (issue 13) ---------------------------
+
+MULTI = "#!/bin/bash\n#SBATCH --nodes=2\n"
+LAUNCH = 'LAUNCHER="torchrun --nnodes $SLURM_NNODES --nproc_per_node 8"\n'
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # under sbatch %N names the first node only: one file for all nodes
+    ("#SBATCH --output=%x-%j-%N.out\n" + LAUNCH + 'srun --kill-on-bad-exit=1 bash -c "$LAUNCHER t.py"\n',
+     ["LL005"]),
+    # every line tagged with its host: torchrun --role $(hostname -s): --tee 3
+    ("#SBATCH --output=%x-%j.out\n" + 'LAUNCHER="torchrun --nnodes $SLURM_NNODES --role \\$(hostname -s): --tee 3"\n'
+     'srun --kill-on-bad-exit=1 bash -c "$LAUNCHER t.py"\n', []),
+    # srun --label with a per-node output
+    ("#SBATCH --output=%x-%j.out\n" + LAUNCH + 'srun --label --kill-on-bad-exit=1 --output=%x-%j-%N.out '
+     'bash -c "$LAUNCHER t.py"\n', []),
+    # a one-task srun has nothing to kill
+    ("#SBATCH --output=%x-%j.out\nsrun -n1 hostname\nsrun --ntasks=1 nvidia-smi\n" + LAUNCH
+     + 'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "$LAUNCHER t.py"\n', []),
+    # --node_rank with c10d through a $LAUNCHER variable
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d"\n'
+     'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "$LAUNCHER --node_rank \\$SLURM_PROCID t.py"\n', ["LL007"]),
+    # a hard-coded node count in a variable
+    ('NNODES=128\nsrun --kill-on-bad-exit=1 -o %x-%j-%N.out torchrun --nnodes $NNODES t.py\n', ["LL003"]),
+])
+def test_precision_on_real_scripts(body: str, expected: list[str]) -> None:
+    assert codes(MULTI + body) == expected
+
+
+def test_nnodes_in_a_variable_points_at_the_option() -> None:
+    (problem,) = lint_script(parse_script(MULTI + "NNODES=128\nsrun -K1 -o %N.out torchrun --nnodes $NNODES t.py\n"))
+    assert (problem.code, problem.line, problem.column, problem.severity) == ("LL003", 4, 29, "error")
+    assert "128" in problem.message and "#SBATCH --nodes is 2" in problem.message
+
+
+def test_noqa_select_ignore() -> None:
+    text = (MULTI + "#SBATCH --output=one.out  # logscope: noqa: LL005\n"
+            "srun torchrun --nnodes 2 t.py  # logscope: noqa\n")
+    assert codes(text) == []
+    text = MULTI + "#SBATCH --output=one.out  # logscope: noqa: LL004\nsrun torchrun --nnodes 2 t.py\n"
+    script = parse_script(text)
+    assert [p.code for p in lint_script(script)] == ["LL005", "LL004", "LL003"]
+    assert [p.code for p in lint_script(script, ignore={"LL00"})] == []
+    assert [p.code for p in lint_script(script, select={"LL00"}, ignore={"LL004"})] == ["LL005", "LL003"]
+
+
+def test_cli_formats_statistics_and_select(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "job.slurm"
+    script.write_text(MULTI + "#SBATCH --output=one.out\nsrun torchrun --nnodes 2 t.py\nsrun python t.py\n")
+    assert main(["lint", str(script), "--statistics"]) == 1
+    assert capsys.readouterr().out.splitlines() == ["2  LL004  missing-kill-on-bad-exit",
+                                                    "1  LL003  nnodes-not-from-slurm", "1  LL005  output-without-node"]
+    assert main(["lint", str(script), "--ignore", "LL004,LL005", "--format", "json"]) == 1
+    assert [p["code"] for p in json.loads(capsys.readouterr().out)] == ["LL003"]
+    assert main(["lint", str(script), "--select", "LL004", "--format", "github"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f"::warning file={script},line=4,col=1,title=LL004::LL004 srun without --kill-on-bad-exit "
+                        "(fix: use srun --kill-on-bad-exit=1 so one failed node stops the job step)")
+    assert len(lines) == 2
+    assert main(["lint", str(script), "--format", "sarif"]) == 1
+    sarif = json.loads(capsys.readouterr().out)
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    assert [r["ruleId"] for r in run["results"]] == ["LL005", "LL004", "LL003", "LL004"]
+    assert run["results"][2]["locations"][0]["physicalLocation"]["region"] == {"startLine": 4, "startColumn": 15}
+    assert all("``" not in r["fullDescription"]["text"] for r in run["tool"]["driver"]["rules"])
+    assert main(["lint", str(script), "--format", "yaml"]) == 2
+    assert capsys.readouterr().err.startswith("Error: unknown format")
+
+
+def test_cli_prints_brackets_in_paths_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A path holding [...] is not rich markup: no MarkupError, and the name is printed whole."""
+    for name in ("train[v2].sbatch", "odd[bold]name[red].sbatch"):
+        script = tmp_path / name
+        script.write_text(MULTI + "#SBATCH --output=one.out\nsrun -K1 torchrun --nnodes $SLURM_NNODES t\n")
+        assert main(["lint", str(script)]) == 1
+        out = capsys.readouterr().out
+        assert f"{script}:3:1: LL005" in out

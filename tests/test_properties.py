@@ -35,6 +35,7 @@ from logscope.parsers.lines import parse_chunk
 from logscope.parsers.prefixes import strip_prefixes
 from logscope.parsers.timestamps import leading_time, parse_event_time
 from logscope.report.postmortem import render_html, render_markdown
+from logscope.textsafe import drop_controls
 
 FORMATS = Path(__file__).resolve().parents[2] / "shared" / "formats.md"
 FALLBACK = [  # verbatim from formats.md, for a checkout without ../shared
@@ -461,7 +462,67 @@ def test_any_log_text_is_escaped_in_the_html_report(text: str, how: str) -> None
     for span in spans:
         assert "<" not in span and ">" not in span and '"' not in span and "'" not in span, span
         assert "&" not in _ENTITY.sub("", span), span  # every & starts an entity
-        assert html.unescape(span) in text  # escaped, possibly clipped, never altered
+        assert html.unescape(span) in drop_controls(text)  # escaped, possibly clipped, bidi controls dropped
+
+
+# --- bidi controls, rich markup, matplotlib math: text stays text (issue 16) -----------------
+
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+bidi_text = st.lists(st.one_of(st.sampled_from(list(BIDI_CONTROLS)), st.text(
+    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\u2028\u2029\x85"), max_size=6)),
+    min_size=1, max_size=10).map("".join)
+
+
+@SLOW
+@given(text=bidi_text)
+def test_bidi_controls_never_reach_any_output(text: str) -> None:
+    assume(any(c in BIDI_CONTROLS for c in text))
+    from rich.console import Console
+
+    from logscope.report.terminal import render
+
+    data = f"2026-01-01 00:00:00,000 - INFO - step 1\n[default1]:ValueError: {text}\n".encode()
+    with log_file(data, "job-9-node1.out") as path:
+        analysis = analyze([path.parent])
+    console = Console(record=True, width=120, color_system=None)
+    console.print(render(analysis))
+    outputs = {"html": render_html(analysis), "md": render_markdown(analysis), "terminal": console.export_text(),
+               "json": str(analysis.to_json())}
+    for name, out in outputs.items():
+        assert not any(c in out for c in BIDI_CONTROLS), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(st.sampled_from(list("[]/\\bold red:=ab1 ")), min_size=1, max_size=24))
+def test_lint_prints_any_path_as_text(name: str) -> None:
+    from rich.console import Console
+
+    from logscope.errors import printable
+    from logscope.report.lint_output import text as print_problems
+
+    script = parse_script("#!/bin/bash\n#SBATCH --nodes=2\nsrun torchrun --nnodes $SLURM_NNODES t.py\n",
+                          printable(name))
+    console = Console(record=True, width=400, color_system=None)
+    print_problems(lint_script(script), console)
+    assert f"{printable(name)}:3:1: LL004" in console.export_text()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(host=st.text(st.sampled_from(list("$^_{}\\ab1")), min_size=1, max_size=10).map(lambda h: f"n{h}$"))
+def test_dollars_in_host_names_are_not_math(host: str) -> None:
+    import dataclasses
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_charts import synthetic_analysis
+
+    from logscope.report import charts
+
+    analysis = synthetic_analysis(n_ranks=4, per_node=2, quiet_rank=1)
+    events = analysis.view.events.with_columns(pl.col("node").str.replace("node000", host, literal=True))
+    odd = dataclasses.replace(analysis, view=dataclasses.replace(analysis.view, events=events))
+    assert [c.name for c in charts.render_charts(odd, formats=("png",))] == [
+        "swimlane", "cascade", "progress_strip", "last_activity", "failure_curve"]
 
 
 if __name__ == "__main__":  # pragma: no cover

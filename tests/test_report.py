@@ -51,7 +51,7 @@ def test_html_has_verdict_root_cause_evidence_and_cascade(crash: Analysis) -> No
     assert cascade.index("LS301 exit-cascade") < cascade.index("Failure sequence")
     assert re.search(r'<tr class="strong"><td class="nowrap">0 s</td>', cascade)
     assert cascade.index("rank 3 · node02") < cascade.index("rank 0 · node01")
-    assert page.count('src="data:image/png;base64,') == 4
+    assert page.count('src="data:image/png;base64,') == 5
 
 
 def test_html_is_self_contained_and_has_no_script(crash: Analysis) -> None:
@@ -105,7 +105,7 @@ def test_markdown_links_images_beside_the_file(crash: Analysis, tmp_path: Path) 
     text = out.read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert links == [f"postmortem_files/{name}.png" for name in
-                     ("swimlane", "progress_strip", "last_activity", "failure_curve")]
+                     ("swimlane", "cascade", "progress_strip", "last_activity", "failure_curve")]
     for link in links:
         assert (out.parent / link).read_bytes().startswith(b"\x89PNG")
     assert (out.parent / "postmortem_files" / "swimlane.svg").is_file()
@@ -209,14 +209,14 @@ def test_cli_report_html(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     out = tmp_path / "postmortem.html"
     code = main(["report", str(CRASH), "-o", str(out)])
     captured = capsys.readouterr()
-    assert code == 1  # a failure was found, as with analyze
+    assert code == 0  # written: `logscope report ... && upload` must work whatever the verdict
     assert captured.out == f"Report written to {out}\n"
     assert "ValueError: batch 57 has NaN labels" in out.read_text()
 
 
 def test_cli_report_markdown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "postmortem.md"
-    assert main(["report", str(CRASH), "--output", str(out)]) == 1
+    assert main(["report", str(CRASH), "--output", str(out)]) == 0
     assert capsys.readouterr().out == f"Report written to {out} (charts in {tmp_path / 'postmortem_files'}/)\n"
     assert (tmp_path / "postmortem_files" / "progress_strip.png").is_file()
 
@@ -240,3 +240,119 @@ def test_cli_report_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert err.startswith("Error: ") and "Traceback" not in err
     assert sorted(p.name for p in logs.rglob("*")) == before  # nothing written into the logs
     assert not (tmp_path / target).exists()
+
+
+# --- every output tells the same story (issue 13) -------------------------------------------
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs"
+
+
+@pytest.fixture(scope="module")
+def samples() -> dict[str, Analysis]:
+    return {name: analyze([SAMPLES / name]) for name in
+            ("crash-cascade", "node-failure", "oom", "nccl-version-skew", "cancelled-by-user", "socket-fallback")}
+
+
+def test_config_table_does_not_flag_a_version_only_rank_0_prints(samples: dict[str, Analysis]) -> None:
+    section = postmortem._config_section(samples["crash-cascade"])
+    lead, table = section.blocks[0], section.blocks[1]
+    assert isinstance(lead, postmortem.Paragraph) and isinstance(table, postmortem.Table)
+    assert lead.text.startswith("All 2 node(s) report the same") and not table.flagged_columns
+    assert "nccl_version" in lead.text  # said to be printed by some nodes only
+    skew = postmortem._config_section(samples["nccl-version-skew"]).blocks[1]
+    assert isinstance(skew, postmortem.Table)
+    assert skew.columns.index("nccl_version") in skew.flagged_columns  # a real difference still is one
+    fallback = postmortem._config_section(samples["socket-fallback"]).blocks[1]
+    assert isinstance(fallback, postmortem.Table)
+    assert fallback.columns.index("nccl_version") not in fallback.flagged_columns
+    assert "(not printed)" in [row[fallback.columns.index("nccl_version")] for row in fallback.rows]
+
+
+def test_cancellation_evidence_starts_at_the_cancelled_line(samples: dict[str, Analysis]) -> None:
+    for name in ("oom", "crash-cascade", "cancelled-by-user"):
+        (finding,) = [f for f in samples[name].findings if f.code == "LS703"]
+        assert "CANCELLED AT" in finding.evidence[0].text, (name, finding.evidence[0])
+
+
+def test_one_time_model_in_every_output(samples: dict[str, Analysis], capsys: pytest.CaptureFixture[str]) -> None:
+    """The OOM line has no timestamp: it lies between 16:41:53 (the timed line above) and
+    16:43:56 (below). The root box, the detector's text, the JSON and the report all say so."""
+    oom = samples["oom"]
+    assert main(["analyze", str(SAMPLES / "oom"), "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    box = next(line for line in out.splitlines() if " time " in line)
+    assert "16:41:53" in box and "16:43:56" in box
+    assert "16:41:53–16:43:56 (no timestamp on the line)" in oom.findings[0].explanation
+    evidence = oom.verdict.root_cause.evidence if oom.verdict.root_cause else None
+    assert evidence is not None and evidence.time is not None and evidence.time_latest is not None
+    assert evidence.time < evidence.time_latest
+    assert evidence.to_json()["time_latest"] == evidence.time_latest.isoformat()
+    html = render_html(oom)
+    assert "16:41:53.274 – 16:43:56.306" in html
+
+
+def test_a_node_is_not_alive_after_its_own_last_line(samples: dict[str, Analysis]) -> None:
+    """node-failure: node01's log says "Node failure on gpu-node02" at 04:19:17 and 04:24:10;
+    node02's own log ends at 04:19:00.241, and that is its last event and its last line."""
+    from logscope.analysis import node_summary
+
+    nodes = {row["node"]: row for row in node_summary(samples["node-failure"])}
+    assert nodes["gpu-node02"]["last_event"] == "2026-11-03T04:19:00.241000"
+    last = nodes["gpu-node02"]["last_line"]
+    assert last["file"].endswith("gpu-node02.out") and last["line"] == 265 and "iteration      410" in last["text"]
+    html = render_html(samples["node-failure"])
+    assert "its own log&#x27;s last line" in html and "train-4242015-gpu-node02.out:265" in html
+
+
+def test_the_per_node_table_shows_the_real_last_line(tmp_path: Path) -> None:
+    """node02's log ends with a line logscope does not recognise (cut short by the crash)."""
+    logs = tmp_path / "logs"
+    shutil.copytree(CRASH, logs)
+    with (logs / "train-5001-node02.out").open("a") as f:
+        f.write("[default1]:half a line written when the node went dow")
+    nodes = postmortem._nodes_section(analyze([logs])).blocks[0]
+    assert isinstance(nodes, postmortem.Table)
+    column = nodes.columns.index("its own log's last line")
+    cells = {row[0]: row[column] for row in nodes.rows}
+    cell = cells["node02"]
+    assert isinstance(cell, postmortem.Code)
+    assert cell.text == "train-5001-node02.out, end of file:  [default1]:half a line written when the node went dow"
+
+
+def test_report_shows_the_root_traceback_and_the_lines_around_it(samples: dict[str, Analysis]) -> None:
+    html_page = render_html(samples["crash-cascade"])
+    root = html_page.split('id="root-cause"')[1].split("</section>")[0]
+    assert "<details open><summary>Traceback of rank 11" in root
+    # the frames are not in the timeline (unrecognised lines): read again from the file
+    assert "packed_dataset.py&quot;, line 97, in _collate" in root
+    assert "Lines around the root failure (train-4242004-gpu-node02.out:231-255, every process)" in root
+    markdown = render_markdown(samples["oom"])
+    assert "**Traceback of rank 5**" in markdown and "in forward" in markdown
+
+
+def test_the_findings_table_shows_the_same_window_as_the_root_box(samples: dict[str, Analysis]) -> None:
+    section = postmortem._cascade_section(samples["oom"])
+    table = section.blocks[0]
+    assert isinstance(table, postmortem.Table)
+    root_row = table.rows[0]
+    assert "LS501 cuda-oom" in root_row and "2026-11-03 16:41:53.274 – 16:43:56.306" in root_row
+
+
+def test_no_process_traceback_for_a_node_failure_and_the_root_row_is_at_zero(samples: dict[str, Analysis]) -> None:
+    """node-failure: the root is a node, not a process; torchrun's traceback above the root line is a
+    victim's. The root finding's row is at 0 s: its line's window holds the verdict's moment."""
+    analysis = samples["node-failure"]
+    summaries = [b.summary for b in postmortem._root_section(analysis).blocks if isinstance(b, postmortem.LogLines)]
+    assert not any(s.startswith("Traceback") for s in summaries)
+    assert any(s.startswith("Lines around the root failure") for s in summaries)
+    table = postmortem._cascade_section(analysis).blocks[0]
+    assert isinstance(table, postmortem.Table)
+    assert table.rows[0][:2] == ["1", "0 s"] and "LS604 node-failure" in table.rows[0]
+
+
+def test_failure_sequence_says_how_long_before_the_root_a_line_was(samples: dict[str, Analysis]) -> None:
+    """node-failure: node01's closing signals at 04:19:16.689 are 0.819 s before the root's moment,
+    and the sequence says so (it read 0 s beside that time)."""
+    tables = [b for b in postmortem._cascade_section(samples["node-failure"]).blocks if isinstance(b, postmortem.Table)]
+    sequence = tables[1]
+    assert ["−0.819 s", "2026-11-03 04:19:16.689"] in [row[:2] for row in sequence.rows]

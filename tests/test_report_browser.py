@@ -56,9 +56,10 @@ def test_report_renders_and_injected_script_does_not_run(tmp_path: Path) -> None
     title = re.search(r"<title>(.*?)</title>", dom, re.S)
     assert title is not None
     assert "pwned" not in title.group(1) and html.unescape(title.group(1)).startswith("Post-mortem: job 5001")
-    # the page is there: verdict badge and summary, sections, four charts
+    # the page is there: verdict badge and summary, sections, five charts (the zoomed cascade too)
     assert ">CRASH</span>" in dom and "rank 3 on node02 failed first: ValueError:" in dom
-    assert 'id="cascade"' in dom and dom.count("data:image/png;base64,") == 4
+    assert 'id="cascade"' in dom and dom.count("data:image/png;base64,") == 5
+    assert 'id="chart-cascade"' in dom and "The cascade, zoomed" in dom
     # the injected markup is text: escaped in the DOM, no element was created from it
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom
     assert "<img src=\"x\"" not in dom and "<svg onload" not in dom
@@ -85,3 +86,19 @@ def test_the_check_would_catch_a_script_that_ran(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     title = re.search(r"<title>(.*?)</title>", result.stdout, re.S)
     assert title is not None and "pwned" in title.group(1)
+
+
+def test_new_charts_render_in_the_browser(tmp_path: Path) -> None:
+    """node-failure: the zoomed cascade and the last-activity chart are on the page and drawn."""
+    out = tmp_path / "nf.html"
+    write_report(analyze([Path(__file__).parent.parent / "sample_logs" / "node-failure"]), out)
+    result = chromium(tmp_path, "--dump-dom", out.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    for name in ("cascade", "last_activity", "swimlane"):
+        assert f'id="chart-{name}"' in result.stdout, name
+    shot = tmp_path / "nf.png"
+    result = chromium(tmp_path, "--window-size=1280,6000", f"--screenshot={shot}", out.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    image = pytest.importorskip("PIL.Image").open(shot).convert("RGB")
+    reds = sum(count for count, (r, g, b) in image.getcolors(maxcolors=1 << 20) or [] if r > 180 and g < 60 and b < 60)
+    assert reds > 100  # the root stars and the first quiet lane are drawn in red

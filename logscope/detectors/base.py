@@ -151,8 +151,9 @@ def seen_at(row: dict[str, Any]) -> datetime | None:
 
 def evidence_of(row: dict[str, Any]) -> Evidence:
     prefix = row.get("prefix") or ""
+    earliest, latest = window_of(row)
     return Evidence(str(row["file"]), int(row["line"]), (prefix + str(row.get("text") or ""))[:500],
-                    seen_at(row))
+                    earliest, latest or earliest)
 
 
 def place_of(row: dict[str, Any]) -> str | None:
@@ -196,6 +197,17 @@ def who(row: dict[str, Any] | Culprit) -> str:
 
 def when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "(time unknown)"
+
+
+def when_row(row: dict[str, Any]) -> str:
+    """When a row's line was written, as the timeline knows it (``time`` the earliest, ``time_latest``
+    the latest): its own time, or for a line without one the window between the timed lines
+    around it (``2026-11-03 16:41:53–16:43:56 (no timestamp on the line)``)."""
+    earliest, latest = window_of(row)
+    if earliest is None or latest is None or when(earliest) == when(latest):
+        return when(earliest or latest)
+    end = latest.strftime("%H:%M:%S") if latest.date() == earliest.date() else when(latest)
+    return f"{when(earliest)}–{end} (no timestamp on the line)"
 
 
 def compact_ranks(ranks: list[int] | tuple[int, ...]) -> str:

@@ -69,6 +69,7 @@ def cancellation_finding(detector: Detector, job: JobView, rows: list[dict[str, 
         explanation=explanation.strip(),
         advice=advice,
         rows=[cancel, *rows[1:3], *aftermath[:3]],
+        ordered=True,  # the CANCELLED line first: the SIGTERMs it caused can carry an earlier time
         role=Role.CONSEQUENCE if earlier is not None else Role.ROOT,
         severity=Severity.WARNING if earlier is not None else Severity.ERROR,
         culprit=None,

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import process_key
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -128,7 +128,7 @@ class CudaOom(Detector):
         if others:
             title += f"; {others} other process(es) also ran out"
         explanation = (
-            f"{who(culprit)} failed to allocate GPU memory at {when(first.get('time'))}"
+            f"{who(culprit)} failed to allocate GPU memory at {when_row(first)}"
             + (f": {detail}" if detail else "") + ". "
             + (f"{others} other process(es) hit the same error afterwards, so the model does not fit with this "
                "configuration on several ranks. " if others else "")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when_row, who
 from logscope.detectors.job_facts import capitalised, place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -70,7 +70,7 @@ class EccError(Detector):
                  else f"ECC error reported by {who(culprit)} (corrected)")
         explanation = (
             f"{who(culprit)} reported an {'uncorrectable' if fatal else 'ECC'} memory error in {what} at "
-            f"{when(first.get('time'))}. "
+            f"{when_row(first)}. "
             + (f"{len(processes)} process(es) reported it. " if len(processes) > 1 else "")
             + (f"The kernel log has {len(xids)} ECC Xid line(s) on the same node. " if xids else "")
             + ("The corrupted memory killed the process; the other ranks' errors after it are consequences."

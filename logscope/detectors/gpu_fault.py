@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when_row, who
 from logscope.detectors.job_facts import capitalised, first_failure, place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -87,7 +87,7 @@ class GpuFault(Detector):
         if earlier is not None:
             title = f"CUDA error in {who(culprit)} after an earlier failure"
         explanation = (
-            f"{who(culprit)} reported '{message[:160]}' at {when(first.get('time'))}"
+            f"{who(culprit)} reported '{message[:160]}' at {when_row(first)}"
             + (f"; {len(processes)} process(es) reported GPU errors{where}" if len(processes) > 1 else "")
             + ". "
             + ("The same error on several nodes at once is not a failing GPU: a kernel bug or bad input reached "

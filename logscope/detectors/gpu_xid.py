@@ -55,7 +55,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when_row
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -138,7 +138,7 @@ class GpuXid(Detector):
         where += f" (local rank {local_rank})" if local_rank is not None else ""
         others = [f"Xid {c}: {xid_meaning(c)[0]}" for c in codes if c != xid]
         explanation = (
-            f"The NVIDIA driver reported Xid {xid} on {where} at {when(first.get('time'))}: {meaning}. "
+            f"The NVIDIA driver reported Xid {xid} on {where} at {when_row(first)}: {meaning}. "
             + (f"Also reported: {'; '.join(others)}. " if others else "")
             + (f"The same Xid appeared on {len(same_kind_places)} nodes ({', '.join(sorted(same_kind_places)[:4])}); "
                "an application-class Xid on several nodes at once points at the program (an illegal memory access "

@@ -46,7 +46,7 @@ import re
 from collections import Counter
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when_row
 from logscope.detectors.job_facts import address_map, failed_nodes, first_failure, peer_host, place_of
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -137,10 +137,10 @@ class IbError(Detector):
             title = (f"InfiniBand transfer failed between {reporter or 'a host'} and {peer or 'a peer'}: "
                      f"{status_text}")
         if first in fatal_events:
-            what = (f"At {when(first.get('time'))} the InfiniBand HCA of {reporter or 'an unnamed host'} reported a "
+            what = (f"At {when_row(first)} the InfiniBand HCA of {reporter or 'an unnamed host'} reported a "
                     f"fatal asynchronous event ({field_of(first, 'reason')}). ")
         else:
-            what = (f"At {when(first.get('time'))} NCCL on {reporter or 'an unnamed host'} got a failed work "
+            what = (f"At {when_row(first)} NCCL on {reporter or 'an unnamed host'} got a failed work "
                     f"completion from {peer or 'its peer'} with {status_text}"
                     + (f", vendor error {vendor.group(1)}" if vendor else "")
                     + (f", {direction.group(1)}" if direction else "") + (f", HCA {hca.group(1)}" if hca else "")

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import capitalised, first_failure, happened_before, place_of, possible_cause
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -81,7 +81,7 @@ class NcclBootstrapError(Detector):
                 else "NCCL communicator init")
         title = f"{kind[:1].upper()}{kind[1:]} failed: {message[:140]}"
         explanation = (
-            f"{who(culprit_of(first))} failed during the {kind} step at {when(first.get('time'))}: {message[:200]}. "
+            f"{who(culprit_of(first))} failed during the {kind} step at {when_row(first)}: {message[:200]}. "
             + (f"{len(rows)} related line(s) on {len(places)} host(s). " if len(rows) > 1 else "")
             + self._hint(message)
             + (f" It came after an earlier failure ({str(earlier.get('text'))[:120]}), which is the likely cause: "

@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when_row
 from logscope.detectors.job_facts import first_failure, place_of, possible_cause
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 from logscope.timeline import node_of_host
@@ -99,7 +99,7 @@ class RendezvousUnreachable(Detector):
         title = f"Rendezvous endpoint {endpoint} unreachable from {who_failed}"
         explanation = (
             f"{who_failed} failed to connect to the rendezvous/TCPStore at {endpoint}, first at "
-            f"{when(first.get('time'))}: {why}. "
+            f"{when_row(first)}: {why}. "
             + (f"Earlier, {str(earlier.get('text'))[:120]!r}: the store probably went away with it, so this is a "
                "consequence. " if earlier is not None else "")
             + ("The port was already in use on the master (LS205), so the store never started there. "

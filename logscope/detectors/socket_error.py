@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, evidence_of, field_of, order_key, when, who
+from logscope.detectors.base import Detector, JobView, culprit_of, evidence_of, field_of, order_key, when_row, who
 from logscope.detectors.job_facts import (
     FAILURE_EVENTS,
     address_map,
@@ -115,7 +115,7 @@ class SocketError(Detector):
                  else f"Socket errors after an earlier failure (peer {peer_name or 'unknown'})")
         explanation = (
             f"{who(culprit_of(first))} lost its connection"
-            + (f" to {peer_name}" if peer_name else "") + f" at {when(first.get('time'))} ({message}). "
+            + (f" to {peer_name}" if peer_name else "") + f" at {when_row(first)} ({message}). "
             + (f"{len(rows)} socket error line(s) from {len(reporters) or 'unknown'} host(s)"
                + (f"; most name {peer_name}" if peer_name and len(peers) > 1 else "") + ". ")
             + ("Nothing failed before it, so the connection itself broke or the peer vanished without a trace: "

@@ -14,10 +14,14 @@ The charts:
 
 * ``swimlane`` — every timed event on its lane, coloured by kind; the root failure is a star,
   exits and kills are crosses.
+* ``cascade`` — the same, zoomed on the cascade: every node from a little before the root
+  failure to the last kill, seconds on a linear axis (a cascade of 1.3 s is not a dot at the
+  edge of an hour).
 * ``progress_strip`` — last training step / NCCL opCount / c10d SeqNum per lane as a heat strip:
   lanes behind the others are red, so the quiet rank stands out. Needs no timestamps.
-* ``last_activity`` — per lane, the last normal (non-error, non-exit) line, in seconds relative
-  to the root failure.
+* ``last_activity`` — per lane, its last own line (not an exit or kill printed about it), in
+  seconds relative to the root failure; a lane that logs periodically and fell silent for more
+  than 1.5 of its intervals before the root went quiet (the first such is red).
 * ``failure_curve`` — how many lanes had failed or been killed, over the seconds since the root.
 
 Jobs without timestamps still get the progress strip; the time-based charts are skipped with a
@@ -80,8 +84,9 @@ BAD_SEVERITIES = (Severity.ERROR.value, Severity.CRITICAL.value)
 
 CHART_TITLES: dict[str, str] = {
     "swimlane": "Timeline per rank",
+    "cascade": "The cascade, zoomed: every node around the root failure",
     "progress_strip": "Progress per rank",
-    "last_activity": "Last normal activity per rank",
+    "last_activity": "Last own line per rank, and who went quiet before the root failure",
     "failure_curve": "Failures over time since the root failure",
 }
 
@@ -119,7 +124,9 @@ def lanes(analysis: Analysis) -> pl.DataFrame:
     """
     # Place each line at the same best estimate of its time the verdict uses (see
     # detectors.base.seen_at): an untimed line at the next timed line after it, if there is one.
+    # ``time_earliest``/``time_latest`` keep the line's window for tables that print it.
     events = analysis.view.events.with_columns(
+        pl.col("time").alias("time_earliest"),
         pl.when(pl.col("time_inferred") & pl.col("time_latest").is_not_null())
         .then(pl.col("time_latest")).otherwise(pl.col("time")).alias("time"))
     aggregate = by_node(analysis)
@@ -130,6 +137,12 @@ def lanes(analysis: Analysis) -> pl.DataFrame:
                .select("node", "local_rank", pl.col("_ranks").list.first().alias("_mapped")))
     frame = events.join(rank_of, on=["node", "local_rank"], how="left", maintain_order="left").with_columns(
         pl.coalesce("rank", "_mapped").alias("_rank"))
+    # A local rank that no line of its node maps to a rank, on a node whose ranks are known, is not
+    # a process of its own (torchrun's "local_rank 11 FAILED" names a global rank): the node lane.
+    mapped_nodes = rank_of["node"].unique().to_list()
+    frame = frame.with_columns(
+        pl.when(pl.col("_rank").is_null() & pl.col("node").is_in(mapped_nodes))
+        .then(pl.lit(None, dtype=pl.Int64)).otherwise(pl.col("local_rank")).alias("local_rank"))
     node_of_rank = (frame.filter(pl.col("_rank").is_not_null() & pl.col("node").is_not_null())
                     .group_by("_rank").agg(pl.col("node").mode().first().alias("_rank_node")))
     frame = frame.join(node_of_rank, on="_rank", how="left", maintain_order="left").with_columns(
@@ -253,6 +266,18 @@ def _seconds(reference: datetime | None) -> pl.Expr:
 # Chart data (pure)
 
 
+def _root_at_reference(frame: pl.DataFrame, reference: datetime | None) -> pl.DataFrame:
+    """The root line drawn at the verdict's moment when its window (an untimed line lies between
+    the timed lines around it) holds that moment; ``window_start``/``window_end`` keep the window."""
+    frame = frame.with_columns(pl.col("time_earliest").alias("window_start"),
+                               pl.coalesce("time_latest", "time_earliest").alias("window_end"))
+    if reference is None:
+        return frame
+    at = pl.lit(reference, dtype=pl.Datetime("us"))
+    inside = pl.col("is_root") & (pl.col("window_start") <= at) & (pl.col("window_end") >= at)
+    return frame.with_columns(pl.when(inside).then(at).otherwise(pl.col("time")).alias("time"))
+
+
 def swimlane_data(analysis: Analysis) -> pl.DataFrame:
     """Timed events on lanes: lane, lane_order, time, seconds (from the root), kind, event, is_root.
 
@@ -260,11 +285,12 @@ def swimlane_data(analysis: Analysis) -> pl.DataFrame:
     (progress, setup, other) keep one point per lane, kind and 1/1000th of the time span; errors,
     exits, warnings and the root failure are always kept.
     """
-    frame = lanes(analysis).filter(pl.col("time").is_not_null())
     reference = reference_time(analysis)
+    frame = _root_at_reference(lanes(analysis).filter(pl.col("time").is_not_null()), reference)
     frame = frame.with_columns(_seconds(reference if reference else _first_time(frame)).alias("seconds"))
     frame = frame.select("lane", "lane_order", "lane_kind", "time", "seconds", "kind", "event", "severity",
-                         "is_root", (pl.col("kind") == "exit/kill").alias("is_kill"), "file", "line")
+                         "is_root", (pl.col("kind") == "exit/kill").alias("is_kill"), "file", "line",
+                         "window_start", "window_end")
     if frame.height > MAX_SWIMLANE_POINTS:
         seconds = frame["seconds"].drop_nulls().to_list()
         span = max(max(seconds) - min(seconds), 1.0)
@@ -330,38 +356,64 @@ def progress_strip_data(analysis: Analysis) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def last_activity_data(analysis: Analysis) -> pl.DataFrame:
-    """Per lane: the last line of any kind and the last *normal* line (not an error or exit).
+QUIET_FACTOR = 1.5
 
-    Columns: lane, lane_order, last_time, last_event, last_normal_time, last_normal_event,
-    offset_s (last normal line, else last line, in seconds relative to the root failure; relative
-    to the job's last line when there is no root), earliest (the lane that went quiet first).
-    Aggregated by node, a node's times are its earliest-stopping process's. Empty without timestamps.
+
+def last_activity_data(analysis: Analysis) -> pl.DataFrame:
+    """Per lane: its last line, its last *own* line (not an exit or kill, which launchers print
+    about it), its rhythm, and whether it went quiet before the root failure.
+
+    Columns: lane, lane_order, last_time, last_event, last_normal_time, last_normal_event (the
+    last own line), offset_s (the last own line, in seconds relative to the root failure; to the
+    job's last line when there is no root), interval_s (the median gap between its periodic lines:
+    progress, heartbeats, NCCL COLL; null with fewer than two), silent_s (how long it was silent
+    before the root), quiet (silent for more than :data:`QUIET_FACTOR` intervals before the root:
+    it stopped, it was not just between two log lines), earliest (the first quiet lane). Silence
+    is counted until the job began to fail: the root, or the first error or kill after it.
+
+    A lane with no rhythm (ranks that log nothing while training) cannot be said to go quiet: its
+    silence is how it always was. Aggregated by node, a node's times are its earliest-stopping
+    process's. Empty without timestamps.
     """
     frame = _workers(lanes(analysis)).filter(pl.col("time").is_not_null())
     if frame.height == 0:
         return pl.DataFrame(schema={"lane": pl.String, "lane_order": pl.Int64, "last_time": pl.Datetime("us"),
                                     "last_event": pl.String, "last_normal_time": pl.Datetime("us"),
                                     "last_normal_event": pl.String, "offset_s": pl.Float64,
+                                    "interval_s": pl.Float64, "silent_s": pl.Float64, "quiet": pl.Boolean,
                                     "earliest": pl.Boolean})
-    normal = ~pl.col("kind").is_in(list(FAILURE_KINDS))
+    own = pl.col("kind") != "exit/kill"
+    periodic = pl.col("event").is_in(list(PROGRESS_EVENTS))
     per_proc = frame.sort("time", maintain_order=True).group_by("lane", "lane_order", "proc").agg(
         pl.col("time").last().alias("last_time"),
         pl.col("event").last().alias("last_event"),
-        pl.col("time").filter(normal).last().alias("last_normal_time"),
-        pl.col("event").filter(normal).last().alias("last_normal_event"),
+        pl.col("time").filter(own).last().alias("last_normal_time"),
+        pl.col("event").filter(own).last().alias("last_normal_event"),
     ).with_columns(pl.coalesce("last_normal_time", "last_time").alias("_quiet_from"))
+    # A process's rhythm: per periodic kind (steps, COLL lines, heartbeats), the median gap between
+    # its lines; the slowest kind sets it (several COLL lines per step must not make it milliseconds).
+    rhythm = (frame.filter(periodic).sort("time").group_by("lane", "proc", "event")
+              .agg((pl.col("time").unique().sort().diff().dt.total_microseconds().median() / 1e6).alias("_gap"))
+              .group_by("lane", "proc").agg(pl.col("_gap").max().alias("interval_s")))
+    per_proc = per_proc.join(rhythm, on=["lane", "proc"], how="left")
     per_lane = (per_proc.sort("_quiet_from", maintain_order=True).group_by("lane", "lane_order")
                 .agg(pl.all().exclude("proc").first()).sort("lane_order"))
     reference = reference_time(analysis) or frame["time"].max()
-    per_lane = per_lane.with_columns(
-        ((pl.col("_quiet_from") - pl.lit(reference, dtype=pl.Datetime("us"))).dt.total_microseconds() / 1e6)
-        .alias("offset_s"))
-    low, high = per_lane["offset_s"].min(), per_lane["offset_s"].max()
+    # Silence counts until the job began to fail for everyone: the root, or for a hang (whose root
+    # is the quiet rank's own last line) the first error or kill after it.
+    failures = failure_curve_data(analysis)["time"].drop_nulls()
+    end = max(reference, failures.min()) if failures.len() else reference  # type: ignore[type-var]
+    offset = (pl.col("_quiet_from") - pl.lit(reference, dtype=pl.Datetime("us"))).dt.total_microseconds() / 1e6
+    silence = (pl.lit(end, dtype=pl.Datetime("us")) - pl.col("_quiet_from")).dt.total_microseconds() / 1e6
+    per_lane = per_lane.with_columns(offset.alias("offset_s"), silence.clip(lower_bound=0.0).alias("silent_s")
+                                     ).with_columns(
+        (pl.col("interval_s").is_not_null() & (pl.col("interval_s") > 0)
+         & (pl.col("silent_s") > QUIET_FACTOR * pl.col("interval_s"))).fill_null(False).alias("quiet"))
+    first_quiet = per_lane.filter(pl.col("quiet"))["offset_s"].min()
     return per_lane.with_columns(
-        ((pl.col("offset_s") == low) & pl.lit(low != high)).alias("earliest"),
+        (pl.col("quiet") & (pl.col("offset_s") == pl.lit(first_quiet))).fill_null(False).alias("earliest"),
     ).select("lane", "lane_order", "last_time", "last_event", "last_normal_time", "last_normal_event",
-             "offset_s", "earliest")
+             "offset_s", "interval_s", "silent_s", "quiet", "earliest")
 
 
 def failure_curve_data(analysis: Analysis) -> pl.DataFrame:
@@ -387,11 +439,67 @@ def failure_curve_data(analysis: Analysis) -> pl.DataFrame:
               .group_by("lane", maintain_order=True).first()
               .with_columns(_seconds(reference).alias("seconds")))
     return firsts.select(
-        "lane", "lane_order", "time", "seconds", "event", "kind", "is_root", "file", "line",
+        "lane", "lane_order", "time", "seconds", "event", "kind", "is_root", "file", "line", "time_earliest",
+        pl.coalesce("time_latest", "time_earliest").alias("time_latest"),
         (pl.col("prefix").fill_null("") + pl.col("text").fill_null("")).alias("text"),
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("cumulative"),
         pl.lit(total, dtype=pl.Int64).alias("total_lanes"),
     )
+
+
+CASCADE_BEFORE_S = (2.0, 30.0)  # at least, at most: seconds shown before the root failure
+CASCADE_AFTER_S = 60.0  # at most: seconds of the cascade shown after it
+
+
+def cascade_window(analysis: Analysis) -> tuple[float, float]:
+    """Seconds shown before and after the root failure in :func:`cascade_data`."""
+    seconds = failure_curve_data(analysis)["seconds"].to_list()
+    span = max((x for x in seconds if x is not None and x <= CASCADE_AFTER_S), default=0.0)
+    return min(max(span, CASCADE_BEFORE_S[0]), CASCADE_BEFORE_S[1]), max(span, 1.0) * 1.1
+
+
+def cascade_lanes(analysis: Analysis, data: pl.DataFrame) -> list[str]:
+    """The cascade chart's lanes in order: every node of the job, and any other lane of ``data``."""
+    return sorted({*data["lane"].unique().to_list(), *analysis.view.nodes}, key=_natural)
+
+
+def cascade_data(analysis: Analysis) -> pl.DataFrame:
+    """The cascade zoomed in: every timed line of every node from a little before the root failure
+    until the last lane failed or was killed (at most :data:`CASCADE_AFTER_S` later).
+
+    Columns: lane (the node, or the file for lines of no node), lane_order, time, seconds (from
+    the root), kind, event, is_root, is_kill, file, line. The window is as long before the root
+    as the cascade lasted after it (between 2 and 30 s). Empty without a root failure or times.
+    """
+    reference = reference_time(analysis)
+    curve = failure_curve_data(analysis)
+    if reference is None or curve.height == 0:
+        return pl.DataFrame(schema={"lane": pl.String, "lane_order": pl.Int64, "time": pl.Datetime("us"),
+                                    "seconds": pl.Float64, "kind": pl.String, "event": pl.String,
+                                    "is_root": pl.Boolean, "is_kill": pl.Boolean, "file": pl.String,
+                                    "line": pl.Int64, "window_from_s": pl.Float64, "window_to_s": pl.Float64})
+    before, after = cascade_window(analysis)
+    start = reference - timedelta(seconds=before)
+    end = reference + timedelta(seconds=after)
+    frame = _root_at_reference(lanes(analysis).filter(pl.col("time").is_not_null()), reference).filter(
+        pl.col("time").is_between(pl.lit(start), pl.lit(end)))
+    frame = frame.with_columns(pl.coalesce("lane_node", _file_lane()).alias("lane"))
+    # every node has its lane, an empty one too: a node with nothing to say in the cascade is news
+    names = cascade_lanes(analysis, frame)
+    order = pl.DataFrame({"lane": names, "lane_order": list(range(len(names)))},
+                         schema={"lane": pl.String, "lane_order": pl.Int64})
+    # As in failure_curve_data: a kill that seems to precede the root only does through time
+    # resolution (ChildFailedError times are whole seconds); it is drawn at the root's moment.
+    at_root = pl.lit(reference, dtype=pl.Datetime("us"))
+    frame = frame.with_columns(pl.when((pl.col("kind") == "exit/kill") & (pl.col("time") < at_root))
+                               .then(at_root).otherwise(pl.col("time")).alias("time"))
+    return (frame.drop("lane_order").join(order, on="lane", how="left")
+            .with_columns(_seconds(reference).alias("seconds"), (pl.col("kind") == "exit/kill").alias("is_kill"))
+            .with_columns(((pl.col("window_start") - at_root).dt.total_microseconds() / 1e6).alias("window_from_s"),
+                          ((pl.col("window_end") - at_root).dt.total_microseconds() / 1e6).alias("window_to_s"))
+            .select("lane", "lane_order", "time", "seconds", "kind", "event", "is_root", "is_kill", "file", "line",
+                    "window_from_s", "window_to_s")
+            .sort("time", "lane_order", maintain_order=True))
 
 
 def chart_notes(analysis: Analysis) -> list[str]:
@@ -466,6 +574,9 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
         ax.scatter(rows["time"].to_list(), rows["lane_order"].to_list(), s=marker_size * (2 if marker == "x" else 1),
                    c=colour, marker=marker, label=kind, linewidths=1.2 if marker != "o" else 0, zorder=2 + z / 10)
     root = data.filter(pl.col("is_root"))
+    for row in root.filter(pl.col("window_start") < pl.col("window_end")).iter_rows(named=True):
+        ax.hlines(row["lane_order"], row["window_start"], row["window_end"], colors=ROOT_COLOUR, linewidth=3,
+                  alpha=0.35, zorder=1, label="root line's time window (no timestamp on it)")
     if root.height:
         ax.scatter(root["time"].to_list(), root["lane_order"].to_list(), s=220, c=ROOT_COLOUR, marker="*",
                    edgecolors="black", linewidths=0.8, label="root failure", zorder=4)
@@ -486,6 +597,42 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    return fig
+
+
+def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: tuple[float, float]) -> Figure:
+    """The zoomed cascade: seconds from the root failure on a linear axis, one lane per node
+    (``lane_names``, in lane order, empty lanes too), ``window`` seconds before and after."""
+    n_lanes = len(lane_names)
+    fig = _figure(11, _lane_height(max(n_lanes, 3)))
+    ax = fig.add_subplot()
+    for z, (kind, colour) in enumerate(KIND_COLOURS.items()):
+        rows = data.filter((pl.col("kind") == kind) & ~pl.col("is_root"))
+        if rows.height == 0:
+            continue
+        marker = "x" if kind == "exit/kill" else ("|" if kind == "progress" else "o")
+        ax.scatter(rows["seconds"].to_list(), rows["lane_order"].to_list(), s=40 if marker == "x" else 22,
+                   c=colour, marker=marker, label="kill/exit" if kind == "exit/kill" else kind,
+                   linewidths=1.4 if marker != "o" else 0, zorder=2 + z / 10)
+    root = data.filter(pl.col("is_root"))
+    for row in root.filter(pl.col("window_from_s") < pl.col("window_to_s")).iter_rows(named=True):
+        ax.hlines(row["lane_order"], max(row["window_from_s"], -window[0]), min(row["window_to_s"], window[1]),
+                  colors=ROOT_COLOUR, linewidth=3, alpha=0.35, zorder=1, label="root line's time window")
+    if root.height:
+        ax.scatter(root["seconds"].to_list(), root["lane_order"].to_list(), s=260, c=ROOT_COLOUR, marker="*",
+                   edgecolors="black", linewidths=0.8, label="root failure", zorder=4)
+    ax.axvline(0, color=ROOT_COLOUR, linestyle="--", linewidth=1, zorder=1)
+    orders, labels = list(range(len(lane_names))), lane_names
+    if len(orders) > MAX_LABELLED_LANES:
+        step = -(-len(orders) // MAX_LABELLED_LANES)
+        orders, labels = orders[::step], labels[::step]
+    ax.set_yticks(orders, labels, fontsize=8 if len(orders) <= 32 else 6)
+    ax.set_ylim(len(lane_names) - 0.3, -0.7)
+    ax.set_xlim(-window[0], window[1])
+    ax.grid(color="#eeeeee", zorder=0)
+    ax.set_xlabel("seconds since the root failure")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     return fig
 
 
@@ -539,7 +686,8 @@ def plot_last_activity(data: pl.DataFrame, title: str, relative_to: str) -> Figu
     orders = data["lane_order"].to_list()
     offsets = data["offset_s"].to_list()
     earliest = data["earliest"].to_list()
-    colours = [ROOT_COLOUR if e else "#4575b4" for e in earliest]
+    colours = [ROOT_COLOUR if e else ("#f46d43" if q else ("#4575b4" if i is not None else "#aaaaaa"))
+               for e, q, i in zip(earliest, data["quiet"].to_list(), data["interval_s"].to_list(), strict=True)]
     if n <= 32:  # a stem per lane reads well for a few lanes; for many, points only
         ax.hlines(orders, 0, offsets, colors=colours, linewidth=2, zorder=2)
     ax.scatter(offsets, orders, c=colours, s=36 if n <= 32 else 10, zorder=3)
@@ -558,7 +706,9 @@ def plot_last_activity(data: pl.DataFrame, title: str, relative_to: str) -> Figu
     ax.set_ylim(max(orders, default=0) + 0.7, min(orders, default=0) - 0.7)
     if max((abs(o) for o in offsets if o is not None), default=0.0) >= 1e-6:
         ax.margins(x=0.25)
-    ax.set_xlabel(f"seconds relative to {relative_to} (negative = before); red: the first to go quiet")
+    ax.set_xlabel(f"seconds relative to {relative_to} (negative = before); red: the first to go quiet (silent for "
+                  f"more than {QUIET_FACTOR:g}x its usual interval); orange: quiet too; grey: no periodic output",
+                  fontsize=8)
     ax.grid(axis="x", color="#eeeeee", zorder=0)
     ax.set_title(title, loc="left", fontsize=11)
     return fig
@@ -604,8 +754,15 @@ def _encode(fig: Figure, fmt: str) -> bytes:
 def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -> list[Chart]:
     """Every chart that makes sense for this job, rendered in memory.
 
-    ``formats`` picks the encodings (``png``, ``svg``); one left out is empty bytes.
+    ``formats`` picks the encodings (``png``, ``svg``); one left out is empty bytes. Every text
+    is drawn as it is: a ``$`` in a host name or a log line is not matplotlib math (an unbalanced
+    one made a chart fail to draw, and the chart was left out).
     """
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _render_charts(analysis, formats)
+
+
+def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
     word = _lane_word(analysis)
     suffix = _aggregated_suffix(analysis)
     reference = reference_time(analysis)
@@ -617,6 +774,14 @@ def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -
         title = f"Timeline per {word}{suffix}: events by kind; ★ root failure, × exits and kills"
         with contextlib.suppress(*UNDRAWABLE):
             figures.append(("swimlane", title, plot_swimlane(swim, title, reference)))
+    cascade = cascade_data(analysis)
+    if cascade.height:
+        before, after = cascade_window(analysis)
+        title = (f"The cascade, zoomed{suffix}: every node from {before:.3g} s before the root failure "
+                 f"to {after:.3g} s after; ★ root, × kills and exits")
+        with contextlib.suppress(*UNDRAWABLE):
+            figures.append(("cascade", title, plot_cascade(cascade, title, cascade_lanes(analysis, cascade),
+                                                           (before, after))))
     strip = progress_strip_data(analysis)
     if strip.height:
         quiet = strip.filter(pl.col("quiet"))["lane"].unique(maintain_order=True).to_list()
@@ -626,7 +791,8 @@ def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -
     last = last_activity_data(analysis)
     if last.height:
         relative_to = "the root failure" if has_root else "the job's last line"
-        title = f"Last normal activity per {word}{_aggregated_suffix(analysis, 'earliest rank per node')}"
+        title = (f"Last own line per {word}{_aggregated_suffix(analysis, 'earliest rank per node')}, "
+                 "and who went quiet before the root failure")
         figures.append(("last_activity", title, plot_last_activity(last, title, relative_to)))
     curve = failure_curve_data(analysis)
     if curve.height:
@@ -646,8 +812,17 @@ def render_charts(analysis: Analysis, formats: Sequence[str] = ("png", "svg")) -
     return charts
 
 
+def chart_paths(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
+    """The files :func:`write_charts` writes for ``charts`` into ``out_dir``."""
+    return [out_dir / f"{chart.name}{suffix}" for chart in charts
+            for suffix, data in ((".png", chart.png), (".svg", chart.svg)) if data]
+
+
 def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
-    """Write each chart as ``<name>.png`` and ``<name>.svg`` into ``out_dir`` (created)."""
+    """Write each chart as ``<name>.png`` and ``<name>.svg`` into ``out_dir`` (created), each
+    through a temporary file and a rename."""
+    from logscope.report.output import atomic_write
+
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in charts:
@@ -655,14 +830,19 @@ def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
             if not data:
                 continue
             path = out_dir / f"{chart.name}{suffix}"
-            path.write_bytes(data)
+            atomic_write(path, data)
             written.append(path)
     return written
 
 
 def save_charts(analysis: Analysis, out_dir: Path) -> list[Path]:
-    """Render the job's charts and write them (PNG and SVG) into ``out_dir``; return the paths."""
+    """Render the job's charts and write them (PNG and SVG) into ``out_dir``; return the paths.
+
+    No chart file may be, or lead through a link to, one of the job's logs."""
+    from logscope.report.output import refuse_inputs
+
     charts = render_charts(analysis)
+    refuse_inputs(analysis.job, chart_paths(charts, out_dir))
     try:
         return write_charts(charts, out_dir)
     except OSError as error:
@@ -674,7 +854,9 @@ __all__ = [
     "MAX_RANK_LANES",
     "Chart",
     "by_node",
+    "cascade_data",
     "chart_notes",
+    "chart_paths",
     "failure_curve_data",
     "lanes",
     "last_activity_data",

@@ -37,6 +37,10 @@ from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
+from logscope.report.context import last_line as last_line_of
+from logscope.report.context import root_context
+from logscope.report.output import atomic_write, refuse_inputs
+from logscope.report.times import culprit_time, window
 
 MAX_EVIDENCE = 8
 MAX_FINDING_EVIDENCE = 4
@@ -107,6 +111,7 @@ class LogLines:
     lines: list[Evidence]
     summary: str = ""
     note: str = ""
+    open: bool = False  # shown unfolded (HTML <details open>)
 
 
 @dataclass
@@ -167,6 +172,16 @@ def _since(value: datetime | None, reference: datetime | None) -> str:
     if value is None or reference is None:
         return ""
     return _delta((value - reference).total_seconds())
+
+
+def _since_window(earliest: datetime, latest: datetime, reference: datetime | None) -> str:
+    """A line's place relative to the root: 0 when its window holds the root's moment, else the
+    distance from the nearer end of its window."""
+    if reference is None:
+        return ""
+    if earliest <= reference <= latest:
+        return _delta(0.0)
+    return _delta(((latest if latest < reference else earliest) - reference).total_seconds())
 
 
 def _hosts(hosts: Sequence[str], limit: int = 6) -> str:
@@ -231,7 +246,7 @@ def _root_section(analysis: Analysis) -> Section:
         rows.append(["finding", f"{root.code} {root.name} ({root.category.value}, {root.severity.value})"])
     if culprit is not None:
         for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
-                             ("local rank", culprit.local_rank), ("time", _when(culprit.time) or None)):
+                             ("local rank", culprit.local_rank), ("time", culprit_time(culprit) or None)):
             if value is not None and not (label == "node" and value == culprit.host):
                 rows.append([label, str(value)])
     blocks.append(Table(["", ""], rows))
@@ -242,6 +257,18 @@ def _root_section(analysis: Analysis) -> Section:
         evidence = [culprit.evidence]
     if evidence:
         blocks.append(LogLines(evidence[:MAX_EVIDENCE], note=_more(len(evidence), MAX_EVIDENCE, "evidence line")))
+    context = root_context(analysis)
+    if context is not None:
+        who = f"rank {culprit.rank}" if culprit is not None and culprit.rank is not None else "the root process"
+        if context.traceback and culprit is not None and (culprit.rank is not None or culprit.local_rank is not None):
+            blocks.append(LogLines(context.traceback, summary=f"Traceback of {who}", open=True,
+                                   note="Only the lines of the same process (launcher prefix) are shown."))
+        if context.around:
+            first, last = context.around[0].line, context.around[-1].line
+            blocks.append(LogLines(context.around, summary=f"Lines around the root failure "
+                                   f"({_short_file(context.file)}:{first}-{last}, every process)"))
+        if context.note:
+            blocks.append(Paragraph(context.note))
     return Section("Root cause", "root-cause", blocks)
 
 
@@ -273,7 +300,13 @@ def _cascade_section(analysis: Analysis) -> Section:
         for i, finding in enumerate(findings):
             if finding.role == Role.ROOT:
                 strong.add(i)
-            rows.append([str(i + 1), _since(finding.first_seen, reference), _when(finding.first_seen),
+            first = finding.evidence[0] if finding.evidence else None
+            if first is not None and first.time is not None:
+                at = window(first.time, first.time_latest, note=False)
+                since = _since_window(first.time, first.time_latest or first.time, reference)
+            else:
+                at, since = _when(finding.first_seen), _since(finding.first_seen, reference)
+            rows.append([str(i + 1), since, at,
                          f"{finding.code} {finding.name}", finding.role.value, finding.severity.value,
                          _clip(finding.title, 400), _where(finding)])
         blocks.append(_drop_empty_columns(Table(
@@ -294,7 +327,10 @@ def _cascade_section(analysis: Analysis) -> Section:
                                 label="Failure sequence."))
         rows = []
         for row in sequence.head(MAX_SEQUENCE).iter_rows(named=True):
-            rows.append([_delta(row["seconds"]), _when(row["time"]), row["lane"], row["event"],
+            since = (_since_window(row["time_earliest"], row["time_latest"], reference)
+                     if row["time_earliest"] is not None else _delta(row["seconds"]))
+            rows.append([since, window(row["time_earliest"], row["time_latest"], note=False),
+                         row["lane"], row["event"],
                          Code(f"{_short_file(row['file'])}:{row['line']}"), Code(_clip(row["text"], 300))])
         blocks.append(Table(["since root", "time", word, "event", "where", "line"], rows, nowrap_columns={0, 1},
                             wide_columns={5},
@@ -325,17 +361,27 @@ def _nodes_section(analysis: Analysis) -> Section:
     chosen = rows_in if len(rows_in) <= MAX_NODE_ROWS else (flagged + rest)[:MAX_NODE_ROWS]
     rows: list[list[Cell]] = []
     strong = set()
+    sources = {f.display: f for f in analysis.job.files}
     for i, row in enumerate(chosen):
         if row["role"] == "root":
             strong.add(i)
+        last = row["last_line"]
+        last_line: Cell = ""
+        if last:
+            source = sources.get(last["file"])
+            tail = last_line_of(source) if source is not None else None
+            text = (f"{_short_file(last['file'])}:{last['line']}  {last['text']}" if tail is None
+                    or tail == last["text"] else f"{_short_file(last['file'])}, end of file:  {tail}")
+            last_line = Code(_clip(text, 300))
         rows.append([row["node"], _ranks(row["ranks"], 40), str(len(row["files"])), _iso(row["first_event"]),
                      _iso(row["last_event"]), "" if row["last_step"] is None else str(row["last_step"]),
-                     str(row["error_lines"]), row["role"]])
+                     str(row["error_lines"]), row["role"], last_line])
     note = _more(len(rows_in), len(chosen), "node")
     if note:
         note += " Nodes named by a finding are listed first; all are in `logscope analyze --format json`."
-    table = Table(["node", "ranks", "files", "first event", "last event", "last step", "error lines", "role"], rows,
-                  strong_rows=strong, nowrap_columns={0, 3, 4}, note=note)
+    table = Table(["node", "ranks", "files", "first event", "last event", "last step", "error lines", "role",
+                   "its own log's last line"], rows,
+                  strong_rows=strong, nowrap_columns={0, 3, 4}, wide_columns={8}, note=note)
     return Section("Per node", "nodes", [_drop_empty_columns(table)])
 
 
@@ -390,18 +436,33 @@ def _config_section(analysis: Analysis) -> Section:
             Paragraph("No NCCL version, network, driver or NCCL_* environment lines in the logs "
                       "(NCCL_DEBUG=INFO prints them).")])
     frame = frame.select("node", *[pl.col(c).cast(pl.String).fill_null("") for c in settings])
-    groups = (frame.group_by(settings, maintain_order=True).agg(pl.col("node").sort())
+    # A setting only some nodes print (NCCL prints its version from rank 0 only) is unknown on the
+    # others, not different: only two different printed values make a difference.
+    printed = {c: sorted({v for v in frame[c].to_list() if v}) for c in settings}
+    differing_settings = [c for c in settings if len(printed[c]) > 1]
+    common = {c: printed[c][0] if printed[c] else "" for c in settings if c not in differing_settings}
+    partial = [c for c in settings if c not in differing_settings and printed[c]
+               and any(not v for v in frame[c].to_list())]
+    keys: list[str | pl.Expr] = [*differing_settings] or [pl.lit(0).alias("_all")]
+    groups = (frame.group_by(keys, maintain_order=True)
+              .agg(pl.col("node").sort(), *[(pl.col(c) != "").any().alias(f"_printed_{c}") for c in partial])
               .sort(pl.col("node").list.len(), descending=True))
-    differing = {i + 2 for i, c in enumerate(settings) if groups[c].n_unique() > 1}
+    differing = {i + 2 for i, c in enumerate(settings) if c in differing_settings}
     rows: list[list[Cell]] = []
     for row in groups.head(MAX_CONFIG_ROWS).iter_rows(named=True):
         nodes = row["node"]
-        rows.append([_hosts(nodes, 8), str(len(nodes)), *[row[c] for c in settings]])
+        cells = [row[c] if c in differing_settings
+                 else (common[c] if c not in partial or row[f"_printed_{c}"] else "(not printed)")
+                 for c in settings]
+        rows.append([_hosts(nodes, 8), str(len(nodes)), *cells])
     if groups.height == 1:
         lead = f"All {frame.height} node(s) report the same NCCL settings."
     else:
         lead = (f"{groups.height} different configurations across {frame.height} node(s); "
                 "columns marked ≠ differ.")
+    if partial:
+        lead += (f" Printed by some nodes only, so not compared: {', '.join(partial)} "
+                 "(NCCL prints its version from rank 0 only).")
     return Section("Configuration and transport", "config", [
         Paragraph(lead),
         _drop_empty_columns(Table(["nodes", "count", *settings], rows, flagged_columns=differing,
@@ -533,14 +594,16 @@ def _html_td(cell: Cell, flagged: bool, nowrap: bool, wide: bool) -> str:
 def _html_log(block: LogLines) -> str:
     lines = []
     for ev in block.lines:
-        when = f'<span class="time">{_e(_when(ev.time))}</span>  ' if ev.time else ""
+        when = f'<span class="time">{_e(window(ev.time, ev.time_latest, note=False))}</span>  ' if ev.time else ""
         lines.append(f'{when}<span class="where">{_e(_short_file(ev.file))}:{ev.line}</span>  {_e(_clip(ev.text))}')
     pre = '<pre class="log">' + "\n".join(lines) + "</pre>"
     files = sorted({ev.file for ev in block.lines})
     paths = f'<p class="muted">in {_e(", ".join(files[:4]))}{" ..." if len(files) > 4 else ""}</p>'
     note = f'<p class="note">{_e(block.note)}</p>' if block.note else ""
     if block.summary:
-        return f"<details><summary>{_e(block.summary)} ({len(block.lines)})</summary>{pre}{paths}{note}</details>"
+        unfolded = " open" if block.open else ""
+        return (f"<details{unfolded}><summary>{_e(block.summary)} ({len(block.lines)})</summary>"
+                f"{pre}{paths}{note}</details>")
     return pre + paths + note
 
 
@@ -743,16 +806,23 @@ def chart_folder(out: Path) -> Path:
 
 
 def write_report(analysis: Analysis, out: Path) -> list[Path]:
-    """Write the report (and, for Markdown, its images); return the paths written, report first."""
+    """Write the report (and, for Markdown, its images); return the paths written, report first.
+
+    Every file goes through a temporary file and a rename (a full disk leaves no cut-short
+    report), and none may be, or lead through a link to, one of the job's logs.
+    """
     fmt = report_format(out)
     charts = charts_module.render_charts(analysis, formats=("png",) if fmt == "html" else ("png", "svg"))
+    folder = chart_folder(out)
+    targets = [out] if fmt == "html" else [out, *charts_module.chart_paths(charts, folder)]
+    refuse_inputs(analysis.job, targets)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "html":
-            out.write_text(render_html(analysis, charts), encoding="utf-8")
+            atomic_write(out, render_html(analysis, charts).encode("utf-8"))
             return [out]
-        images = charts_module.write_charts(charts, chart_folder(out))
-        out.write_text(render_markdown(analysis, images, relative_to=out.parent), encoding="utf-8")
+        images = charts_module.write_charts(charts, folder)
+        atomic_write(out, render_markdown(analysis, images, relative_to=out.parent).encode("utf-8"))
         return [out, *images]
     except OSError as error:
         raise OutputError(f"cannot write {out}: {error.strerror or error}") from None

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from logscope.analysis import Analysis, node_summary
 from logscope.model import Category, Finding, Role, Severity
+from logscope.report.times import culprit_time
 
 CATEGORY_STYLE = {
     Category.HEALTHY: "bold green",
@@ -73,10 +74,9 @@ def root_panel(analysis: Analysis) -> Panel | None:
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")  # a long path wraps instead of losing its line number
     for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
-                         ("local rank", culprit.local_rank),
-                         ("time", culprit.time.isoformat(sep=" ", timespec="milliseconds") if culprit.time else None)):
+                         ("local rank", culprit.local_rank), ("time", culprit_time(culprit) or None)):
         if value is not None and not (label == "node" and value == culprit.host):
-            rows.add_row(label, str(value))
+            rows.add_row(label, Text(str(value)))  # a host name is text, not rich markup
     if culprit.evidence is not None:
         ev = culprit.evidence
         rows.add_row("evidence", Text(f"{ev.file}:{ev.line}", style="cyan"))
@@ -103,11 +103,11 @@ def findings_table(findings: list[Finding], *, verbose: bool = False) -> Table:
             cell = Group(body, Text(finding.explanation),
                          *[Text(f"{e.file}:{e.line}  {e.text}", style="yellow") for e in finding.evidence[:4]])
         table.add_row(
-            finding.code,
+            Text(finding.code),
             Text(finding.severity.value, style=SEVERITY_STYLE[finding.severity]),
             Text(finding.role.value, style="bold" if finding.role == Role.ROOT else "dim"),
             cell,
-            where,
+            Text(where),
         )
     return table
 
@@ -123,7 +123,7 @@ def nodes_table(analysis: Analysis, limit: int = 32) -> Table | None:
         ranks = row["ranks"]
         rank_text = f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 else (str(ranks[0]) if ranks else "")
         table.add_row(
-            row["node"], rank_text, (row["last_event"] or "").replace("T", " ")[:19],
+            Text(row["node"]), rank_text, (row["last_event"] or "").replace("T", " ")[:19],
             "" if row["last_step"] is None else str(row["last_step"]), str(row["error_lines"]),
             Text(row["role"], style="bold red" if row["role"] == "root" else ""),
         )
@@ -139,7 +139,7 @@ def advice_panel(analysis: Analysis) -> Panel | None:
     text = Text(main.explanation + "\n\n")
     text.append("What to do: ", style="bold")
     text.append(main.advice)
-    return Panel(text, title=f"{main.code} {main.name}", title_align="left", border_style="blue")
+    return Panel(text, title=Text(f"{main.code} {main.name}"), title_align="left", border_style="blue")
 
 
 def footer(analysis: Analysis) -> Text:
@@ -158,5 +158,26 @@ def footer(analysis: Analysis) -> Text:
     return text
 
 
-def print_analysis(analysis: Analysis, console: Console, *, verbose: bool = False) -> None:
-    console.print(render(analysis, verbose=verbose))
+def recap(analysis: Analysis) -> Text:
+    """The verdict on one line: category, code, summary, and where the root evidence is.
+
+    Printed last (the full output scrolls the headline away) and alone with ``--quiet``.
+    """
+    verdict = analysis.verdict
+    mark = "✓" if verdict.category == Category.HEALTHY else "✗"
+    text = Text(no_wrap=False)
+    text.append(f"{mark} {verdict.category.value.upper()}", style=CATEGORY_STYLE[verdict.category])
+    if verdict.finding:
+        text.append(f" [{verdict.finding}]", style="bold")
+    summary = verdict.summary if len(verdict.summary) <= 160 else verdict.summary[:157] + "..."
+    text.append(f" {summary}")
+    culprit = verdict.root_cause
+    if culprit is not None and culprit.evidence is not None:
+        text.append(f" ({culprit.evidence.file}:{culprit.evidence.line})", style="cyan")
+    return text
+
+
+def print_analysis(analysis: Analysis, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
+    if not quiet:
+        console.print(render(analysis, verbose=verbose))
+    console.print(recap(analysis), soft_wrap=True)  # one line, last: the verdict does not scroll away
