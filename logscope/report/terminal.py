@@ -52,7 +52,7 @@ def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
 def headline(analysis: Analysis) -> Text:
     verdict = analysis.verdict
     style = CATEGORY_STYLE[verdict.category]
-    mark = {Category.HEALTHY: "✓", Category.INCOMPLETE: "?"}.get(verdict.category, "✗")
+    mark = verdict_mark(verdict.category)
     text = Text()
     text.append(f"{mark} {verdict.category.value.upper()}", style=style)
     if verdict.finding:
@@ -158,13 +158,18 @@ def footer(analysis: Analysis) -> Text:
     return text
 
 
+def verdict_mark(category: Category) -> str:
+    """✓ healthy, ? incomplete (neither healthy nor failed), ✗ a failure."""
+    return {Category.HEALTHY: "✓", Category.INCOMPLETE: "?"}.get(category, "✗")
+
+
 def recap(analysis: Analysis) -> Text:
     """The verdict on one line: category, code, summary, and where the root evidence is.
 
     Printed last (the full output scrolls the headline away) and alone with ``--quiet``.
     """
     verdict = analysis.verdict
-    mark = "✓" if verdict.category == Category.HEALTHY else "✗"
+    mark = verdict_mark(verdict.category)
     text = Text(no_wrap=False)
     text.append(f"{mark} {verdict.category.value.upper()}", style=CATEGORY_STYLE[verdict.category])
     if verdict.finding:
