@@ -251,11 +251,7 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
     if culprit is None and chosen.reactive:
         return None  # a witness's host (a timeout it waited out) is not where the failure was
     if culprit is None:
-        hosts = set(chosen.hosts)
-        if len(hosts) == 1 and chosen.evidence:
-            host = next(iter(hosts))
-            return Culprit(host=host, node=host, time=chosen.first_seen, evidence=chosen.evidence[0])
-        return None
+        return None  # the detector named nobody: the hosts its evidence comes from are witnesses
     if culprit.host or culprit.node:
         return culprit
     named = {h for f in findings if f is not chosen and f.category == chosen.category for h in f.hosts}

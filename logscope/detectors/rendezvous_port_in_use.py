@@ -37,8 +37,8 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key, place_of, who
-from logscope.model import Category, Event, Finding, Severity
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, place_of, seen_at, who
+from logscope.model import Category, Culprit, Event, Finding, Severity
 from logscope.timeline import node_of_host
 
 
@@ -79,4 +79,6 @@ class RendezvousPortInUse(Detector):
                     "make sure no stale torchrun from an earlier job is still running on the node."),
             rows=rows.head(4),
             severity=Severity.CRITICAL,
+            # the node whose port was taken; no process of the job is at fault
+            culprit=Culprit(host=place, node=place, time=seen_at(first), evidence=evidence_of(first)) if place else None,
         )]

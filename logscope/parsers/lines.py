@@ -127,6 +127,7 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
 
     ``carriage_returns=False``: the caller knows no line holds ``\\r`` (a byte search of the
     block costs far less than a search of every line)."""
+    lines = _join_hard_wraps(lines)
     segments = _split_carriage_returns(lines) if carriage_returns else lines
     was_split = segments is not lines
     surplus = _coll_surplus(segments, *coll_keep) if coll_keep is not None else None
@@ -402,6 +403,47 @@ def _valid_pointers(slices: pl.Series) -> pl.Series:
     pointer = text.str.extract(_COLL_POINTER, 0)
     whole = pointer.str.len_bytes() < text.str.len_bytes()
     return slices.filter((pointer.is_not_null() & (whole | (slices.bin.size() < _COLL_SLICE))).fill_null(False))
+
+
+# A paste hard-wrapped at a fixed width (a terminal, a browser): a line of exactly the widest length
+# continues on the next one, unless that one starts a record of its own. Only a chunk that shows the
+# cut is joined: at least WRAP_MIN_CUT distinct lines of exactly that width, at least two of them
+# continued. Pastes are small; a chunk of a job's own log is never looked at (its longest lines
+# can share a length: NCCL's COLL lines). Elsewhere a line means the same alone or among others.
+WRAP_MAX_LINES = 5000
+WRAP_WIDTHS = (60, 400)
+WRAP_MIN_CUT = 4
+_RECORD_START = r"^(?:\[|\(|[A-Z]|\S+:\d+:\d+ |\d{1,6}: |\d{4}-\d\d-\d\d|[IWEF]\d{4} )"
+
+
+def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
+    """``lines`` with each hard-wrapped line joined to its continuation (the joined row keeps the
+    first line's number; the continuation's row goes). A line is cut when it has the paste's width,
+    does not end in a space (a padded paste pads every line to the width) and the next line starts
+    no record."""
+    if lines.height < 3 or lines.height > WRAP_MAX_LINES:
+        return lines
+    length = pl.col("raw").str.len_chars()
+    width = lines.select(length.max()).item()
+    if width is None or not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
+        return lines
+    if lines.filter(length == width)["raw"].n_unique() < WRAP_MIN_CUT:
+        return lines
+    cut = ((length == width) & ~pl.col("raw").str.ends_with(" ")
+           & ~pl.col("raw").shift(-1).fill_null("[").str.contains(_RECORD_START))
+    if lines.select(cut.sum()).item() < 2:
+        return lines
+    for _ in range(3):  # a record wrapped over up to four lines
+        marked = lines.with_columns(cut.alias("_wraps"))
+        # a continuation that is cut again is joined on the next pass
+        marked = marked.with_columns(pl.col("_wraps") & ~pl.col("_wraps").shift(1).fill_null(False))
+        if not marked["_wraps"].any():
+            break
+        lines = marked.with_columns(
+            pl.when(pl.col("_wraps")).then(pl.col("raw") + pl.col("raw").shift(-1)).otherwise(pl.col("raw"))
+            .alias("raw")
+        ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps")
+    return lines
 
 
 def _split_carriage_returns(lines: pl.DataFrame) -> pl.DataFrame:

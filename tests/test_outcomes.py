@@ -1,0 +1,112 @@
+"""The verdict's outcomes and the evidence each needs (README "Outcomes"), on small built logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from logscope.analysis import analyze
+from logscope.errors import InputError
+from logscope.parsers.lines import parse_chunk
+from logscope.parsers.prefixes import strip_prefixes
+
+
+def job(tmp_path: Path, text: str, name: str = "train-7-node1.out") -> Path:
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def verdict_of(tmp_path: Path, text: str) -> tuple[str, str]:
+    result = analyze([job(tmp_path, text)])
+    return result.verdict.category.value, result.verdict.summary
+
+
+@pytest.mark.parametrize("end", [
+    ':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "INTERVAL_END", "key": "run_stop", "value": null, '
+    '"metadata": {"file": "run.py", "lineno": 9, "status": "success"}}',
+    "[INFO|trainer_pt_utils.py:907] 2021-05-25 07:09:47,832 >> ***** train metrics *****",
+    "`Trainer.fit` stopped: `max_epochs=3` reached.",
+    "[after training is done] datetime: 2024-05-01 12:00:00",
+    "2026-01-01 00:00:09,000 - INFO - step 10/10 loss 1.0",
+])
+def test_healthy_needs_a_clean_end(tmp_path: Path, end: str) -> None:
+    category, _ = verdict_of(tmp_path, f"2026-01-01 00:00:00,000 - INFO - step 1/10 loss 2.0\n{end}\n")
+    assert category == "healthy"
+
+
+def test_no_failure_and_no_clean_end_is_incomplete(tmp_path: Path) -> None:
+    category, summary = verdict_of(tmp_path, "2026-01-01 00:00:00,000 - INFO - step 1/10 loss 2.0\n")
+    assert category == "incomplete"
+    assert "after step 1" in summary
+
+
+@pytest.mark.parametrize("failure", [
+    "/var/spool/slurmd/job7/slurm_script: line 41:  2222 Segmentation fault      (core dumped) python train.py",
+    "node1:12:34 [0] misc/socket.cc:50 NCCL WARN something NCCL says went wrong",
+    "[rank3]:[E1115 16:42:37.909000893 ProcessGroupNCCL.cpp:1753] [PG ID 0 PG GUID 0 Rank 3] something failed",
+    "[node1:227  :0:227] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)",
+    "terminate called after throwing an instance of 'std::runtime_error'",
+])
+def test_a_failure_line_no_detector_claims_is_at_least_unknown(tmp_path: Path, failure: str) -> None:
+    category, _ = verdict_of(tmp_path, f"2026-01-01 00:00:00,000 - INFO - step 1/10 loss 2.0\n{failure}\n")
+    assert category not in ("healthy", "incomplete")
+
+
+def test_a_failure_before_the_run_completed_is_context(tmp_path: Path) -> None:
+    text = ("2026-01-01 00:00:00,000 - INFO - step 1/2 loss 2.0\n"
+            "AttributeError: module 'fused' has no attribute 'quick_gelu'\n"
+            "2026-01-01 00:00:05,000 - INFO - step 2/2 loss 1.0\n")
+    assert verdict_of(tmp_path, text)[0] == "healthy"
+
+
+def test_a_failure_after_the_run_completed_still_counts(tmp_path: Path) -> None:
+    text = ("2026-01-01 00:00:05,000 - INFO - step 2/2 loss 1.0\n"
+            "2026-01-01 00:00:06,000 - INFO - x\n"
+            "[rank1]: ValueError: teardown went wrong\n"
+            "2026-01-01 00:00:07,000 - INFO - y\n")
+    assert verdict_of(tmp_path, text)[0] == "crash"
+
+
+def test_no_job_log_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no line of a training job's log"):
+        analyze([job(tmp_path, "# How to run\n\nsbatch job.slurm\n", "notes.txt")])
+
+
+@pytest.mark.parametrize(("raw", "column", "value"), [
+    ("10.223.9.146:   File \"x.py\", line 1", "p_host", "10.223.9.146"),
+    ("[1,3]<stderr>:Traceback (most recent call last):", "p_rank", 3),
+    ("(RayWorker pid=207931, ip=10.0.1.75) x", "p_host", "10.0.1.75"),
+    ("[trainer0|0]:x", "p_local_rank", 0),
+    ("2025-08-12 09:37:03.463948 worker-9 >> x", "p_host", "worker-9"),
+    ("[gpu-node01:12345:0:12400] Caught signal 11", "p_host", "gpu-node01"),
+])
+def test_launcher_prefixes(raw: str, column: str, value: object) -> None:
+    assert strip_prefixes(pl.DataFrame({"raw": [raw]}))[column][0] == value
+
+
+def test_a_tag_without_its_colon_is_no_torchrun_prefix() -> None:
+    """An NCCL build's "[host-0][pid:tid]" head is not "[role0]:"."""
+    row = strip_prefixes(pl.DataFrame({"raw": ["[master-0][16101:17880][0][init.cc:1815] NCCL WARN x"]})).row(
+        0, named=True)
+    assert row["prefix"] is None and row["p_local_rank"] is None
+
+
+def paste(lines: list[str]) -> list[str]:
+    return [e for e in parse_chunk(pl.DataFrame({"line": range(1, len(lines) + 1), "raw": lines}), 2024,
+                                   None).events["event"].to_list()]
+
+
+def test_a_hard_wrapped_paste_is_joined() -> None:
+    width = 100
+    message = ("[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to "
+               "(172.17.0.2, 44737).")
+    other = "(Actor pid=7) Some weights of the model checkpoint were not used when initializing the model: " \
+            "['value_head.weight']"
+    filler = [f"(Actor pid={n}) {'x' * (width - 17)}"[:width] for n in range(1000, 1003)]
+    lines = [*filler, other[:width], other[width:], message[:width], message[width:]]
+    assert len({line for line in lines if len(line) == width}) >= 4
+    assert "store_error" in paste(lines)
+    # cut at the same place but followed by a line that starts a record: not joined
+    assert "store_error" not in paste([*filler, other[:width], other[width:], message[:width], "[rank0]: y"])
