@@ -68,9 +68,6 @@ KNOWN_MISSES: dict[str, str] = {
         "category 'healthy' not in ['crash', 'launch']; root host None, expected '10.223.9.146' (No failure "
         "found: the job looks healthy)"
     ),
-    "159-openrlhf-265-ray-vllm-connect-timeout-docker-bridge-ip": (
-        "category 'healthy' not in ['hang', 'launch', 'network'] (No failure found: the job looks healthy)"
-    ),
     "167-llamafactory-6201-browser-translated-log-exitcode-minus11": (
         "category 'healthy' not in ['crash', 'launch']; root local_rank None, expected 0 (No failure found: "
         "the job looks healthy)"

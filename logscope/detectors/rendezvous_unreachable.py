@@ -90,7 +90,11 @@ class RendezvousUnreachable(Detector):
             why = ("the endpoint is the local host, so every node looked for the store on itself; only the master "
                    "node has it")
         elif endpoint_host and not reached:
-            culprit_host = node_of_host(endpoint_host, list(job.nodes)) if not local else None
+            # The master's node is at fault only if it is one of the job's nodes (its torchrun not
+            # started, or gone). An address no node of the job has (the login node, a container's
+            # bridge address) is a wrong MASTER_ADDR: the launch configuration, no host, is to blame.
+            master = node_of_host(endpoint_host, list(job.nodes)) if not local else None
+            culprit_host = master if master in job.nodes else None
             why = (f"no node reached {endpoint}: nothing was listening there (wrong MASTER_ADDR, the master's "
                    "torchrun not started or already gone, or a firewall)")
         else:
