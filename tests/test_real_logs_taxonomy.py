@@ -64,10 +64,6 @@ KNOWN_MISSES: dict[str, str] = {
     "128-eks-llama3-8b-rank3-cuda-oom-gpu-held-by-other-process": (
         "root local_rank None, expected 0 (Rank 3 ran out of GPU memory (tried to allocate 112.00 MiB))"
     ),
-    "152-llamafactory-640-pdsh-traceback-glued-to-progress-bar": (
-        "category 'healthy' not in ['crash', 'launch']; root host None, expected '10.223.9.146' (No failure "
-        "found: the job looks healthy)"
-    ),
     "167-llamafactory-6201-browser-translated-log-exitcode-minus11": (
         "category 'healthy' not in ['crash', 'launch']; root local_rank None, expected 0 (No failure found: "
         "the job looks healthy)"

@@ -48,6 +48,7 @@ from logscope.detectors.requeue import Requeue
 from logscope.detectors.socket_error import SocketError
 from logscope.detectors.split_world import SplitWorld
 from logscope.detectors.time_limit import TimeLimit
+from logscope.detectors.traceback_cut_short import TracebackCutShort
 from logscope.detectors.transport_fallback import TransportFallback
 from logscope.detectors.version_skew import VersionSkew
 from logscope.detectors.worker_restart import WorkerRestart
@@ -80,6 +81,7 @@ REGISTRY: tuple[type[Detector], ...] = (
     TransportFallback,
     VersionSkew,
     ExitCascade,
+    TracebackCutShort,
     KnownMessage,
     WorkerRestart,
 )

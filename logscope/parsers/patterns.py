@@ -358,6 +358,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     # ---------------------------------------------------------------- Python
     # Anywhere in the line: a traceback's first line is often glued behind a progress bar.
     LinePattern(Event.TRACEBACK, "python", I, "Traceback", r"Traceback \(most recent call last\):"),
+    # A traceback's frame line (CPython traceback.c / traceback.py: '  File "%s", line %d, in %s'):
+    # it carries the printing process's launcher prefix where the first line may not (glued to a
+    # progress bar), and shows a traceback going on where its exception line never came.
+    LinePattern(Event.TRACEBACK, "python", I, 'File "',
+                r'^\s+File "(?P<value>[^"]+)", line (?P<count>\d+), in (?P<key>\S+)'),
     LinePattern(Event.EXCEPTION, "python", E, "what():", r"^\s*what\(\):\s+(?P<message>.*?)\s*$"),
     LinePattern(Event.EXCEPTION, "python", E, ("Error", "Exception", "Exit", "Failure", "Timeout"),
                 r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>.*?)\s*$"),

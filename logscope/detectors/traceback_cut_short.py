@@ -1,0 +1,96 @@
+"""LS303 traceback-cut-short: a Python traceback whose exception line never came.
+
+What it detects
+    A ``Traceback (most recent call last):`` and its frames with no exception line after them
+    from that process before the log ends: the process was printing its crash when the log was
+    cut (a paste that stops there, a node that died while writing, an excerpt).
+
+Why it matters
+    The exception line names the error, and without it no crash is recognised: the verdict would
+    call a crashed job incomplete. A traceback going on at the end of a log is a failure, on the
+    process that printed it, even when what failed is not in the log.
+
+Evidence
+    ``traceback`` events (the first line and the ``File "...", line N, in f`` frame lines) after
+    which no ``exception`` or ``cpp_exception`` line of the same file follows. The process is the
+    one the frame lines' launcher prefixes name: the first line is often glued behind a progress
+    bar, without its prefix.
+
+Example
+    ::
+
+          4%|▎         | 10/270 [07:16<2:55:33, 40.51s/it]Traceback (most recent call last):
+        10.223.9.146:   File "/code/src/train_bash.py", line 14, in <module>
+        10.223.9.146:     main()
+
+False positives
+    A traceback logged on purpose whose last line the logger dropped, at the very end of an
+    excerpt. The finding says the exception is not in the log and names the deepest frame seen.
+
+Advice
+    Find the rest of this process's output (its own log file, ``--tee``, the error file of
+    torchrun's ``--log-dir``); the exception line after the last frame is the error to fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, who
+from logscope.detectors.job_facts import capitalised
+from logscope.model import Category, Culprit, Event, Finding, Severity
+
+# Lines that end a traceback: its exception (Python or C++), or a fatal signal report.
+_ENDINGS = (Event.EXCEPTION, Event.CPP_EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FATAL_SIGNAL,
+            Event.ERROR_FILE, Event.KNOWN_MESSAGE, Event.STORE_ERROR, Event.WATCHDOG_TIMEOUT)
+
+
+class TracebackCutShort(Detector):
+    code = "LS303"
+    name = "traceback-cut-short"
+    category = Category.CRASH
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.TRACEBACK})
+    specificity = 20  # below every detector that read an actual error
+
+    def detect(self, job: JobView) -> list[Finding]:
+        findings = []
+        for file in job.of(Event.TRACEBACK)["file"].unique().sort().to_list():
+            rows = sorted(job.events.filter(job.events["file"] == file).to_dicts(), key=lambda r: int(r["line"]))
+            starts = [i for i, r in enumerate(rows) if Event(r["event"]) == Event.TRACEBACK
+                      and field_of(r, "key") is None]
+            if not starts:
+                continue
+            last = starts[-1]
+            after = rows[last + 1:]
+            if any(Event(r["event"]) in _ENDINGS for r in after):
+                continue
+            frames = [r for r in after if Event(r["event"]) == Event.TRACEBACK]
+            finding = self._finding(rows[last], frames)
+            if finding is not None:
+                findings.append(finding)
+        return findings[:1]
+
+    def _finding(self, start: dict[str, Any], frames: list[dict[str, Any]]) -> Finding | None:
+        culprit = culprit_of(start)
+        places = {(r.get("node") or r.get("host")) for r in frames} - {None}
+        if not (culprit.host or culprit.node) and len(places) == 1:
+            place = next(iter(places))
+            culprit = Culprit(host=place, node=place, rank=culprit.rank, local_rank=culprit.local_rank,
+                              time=culprit.time, evidence=culprit.evidence)
+        deepest = frames[-1] if frames else None
+        where = (f"; the deepest frame seen is {field_of(deepest, 'key')} in {field_of(deepest, 'value')}"
+                 if deepest is not None else "")
+        return self.finding(
+            title=capitalised(f"{who(culprit)} was printing a traceback when the log ends: the exception line is "
+                              "not in the log"),
+            explanation=("A Python traceback started and no exception line followed it before the end of the log: "
+                         f"the process was failing when its output stops{where}."),
+            advice=("Find the rest of this process's output (its own file, torchrun --tee, the --log-dir error file); "
+                    "the exception after the last frame is the error to fix."),
+            rows=sorted([start, *frames[:3]], key=order_key),
+            culprit=culprit,
+            severity=Severity.ERROR,
+        )
+
+
+__all__ = ["TracebackCutShort"]
