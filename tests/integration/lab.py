@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -51,7 +52,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -65,20 +67,51 @@ TERMINAL_STATES = {
 
 MARKER_VAR = "SLURMLAB_ID"
 
-# Scenario name -> (sbatch script under jobs/, limit in seconds to wait for the job)
-SCENARIOS: dict[str, tuple[str, int]] = {
-    "healthy": ("healthy.sbatch", 180),
-    "raise": ("raise.sbatch", 180),
-    "hang": ("hang.sbatch", 240),
-    "procid-unescaped": ("procid-unescaped.sbatch", 180),
-    "procid-unescaped-c10d": ("procid-unescaped-c10d.sbatch", 180),
-    "timelimit": ("timelimit.sbatch", 240),
-    "sigkill": ("sigkill.sbatch", 180),
-    "nnodes-mismatch": ("nnodes-mismatch.sbatch", 180),
-    "port-in-use": ("port-in-use.sbatch", 180),
-    "segfault": ("segfault.sbatch", 180),
-    "endpoint-per-node": ("endpoint-per-node.sbatch", 180),
-    "restart": ("restart.sbatch", 180),
+@dataclass(frozen=True)
+class Scenario:
+    """One job of the lab: its sbatch script, how long to wait for it, and what shows that it
+    happened as set up.
+
+    ``shows`` are lines the scenario's own programs (train.py, the batch script) print when the
+    set-up happened: the injected fault's own line on the failing rank's node, or every rank's last
+    line for a job meant to finish. They never describe torch's or SLURM's reaction, which varies
+    from run to run. ``job_state`` is the JobState the set-up forces (a time limit).
+    """
+
+    script: str
+    limit: int
+    shows: tuple[tuple[str, str], ...] = ()  # (node, regex) the capture must hold
+    job_state: str | None = None
+
+
+def _rank_line(node: str, rank: int, text: str) -> tuple[str, str]:
+    """train.py's log line of one rank (its format: ``[nodeNN rank R/4 local L] text``)."""
+    return node, rf"\[{node} rank {rank}/4 local {rank % 2}\] {text}"
+
+
+ALL_RANKS_DONE = tuple(_rank_line(f"node0{1 + r // 2}", r, "training done after 8 steps") for r in range(4))
+
+SCENARIOS: dict[str, Scenario] = {
+    "healthy": Scenario("healthy.sbatch", 180, ALL_RANKS_DONE),
+    "raise": Scenario("raise.sbatch", 180,
+                      (_rank_line("node02", 3, "injecting failure: raising RuntimeError at step 4"),)),
+    "hang": Scenario("hang.sbatch", 240,
+                     (_rank_line("node02", 3, "injecting hang: sleeping \\d+s before the all_reduce of step 4"),)),
+    "procid-unescaped": Scenario("procid-unescaped.sbatch", 180,
+                                 (("node01", r"LAUNCHER as expanded on the batch host: .*--node_rank 0 "),)),
+    "procid-unescaped-c10d": Scenario(
+        "procid-unescaped-c10d.sbatch", 180,
+        (("node01", r"LAUNCHER as expanded on the batch host: .*--node_rank 0 "), *ALL_RANKS_DONE)),
+    "timelimit": Scenario("timelimit.sbatch", 240, job_state="TIMEOUT"),
+    "sigkill": Scenario("sigkill.sbatch", 180,
+                        (_rank_line("node02", 3, r"injecting failure: SIGKILL to self \(pid \d+\) at step 4"),)),
+    "nnodes-mismatch": Scenario("nnodes-mismatch.sbatch", 180),
+    "port-in-use": Scenario("port-in-use.sbatch", 180, (("node01", r"stale listener on port 29500: listening"),)),
+    "segfault": Scenario("segfault.sbatch", 180,
+                         (_rank_line("node02", 3, r"injecting failure: reading address 0 \(pid \d+\) at step 4"),)),
+    "endpoint-per-node": Scenario("endpoint-per-node.sbatch", 180),
+    "restart": Scenario("restart.sbatch", 180,
+                        (_rank_line("node02", 3, "injecting failure: raising RuntimeError at step 4"),)),
 }
 
 
@@ -596,72 +629,142 @@ def parse_scontrol(text: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- runner
+RECAPTURES = 2  # a capture that does not show its scenario is taken again at most this often
+RECAPTURE_LOG = "_recaptures.json"
+
+
+def capture_problem(name: str, dest: Path) -> str | None:
+    """Why the capture in dest does not show scenario `name` as it was set up; None when it does.
+
+    The job must have run (a terminal JobState reached before the lab's limit, one output file per
+    node) and the scenario's own programs must have printed what shows the set-up happened
+    (``Scenario.shows``). Nothing here looks at how torch or SLURM reacted.
+    """
+    scenario = SCENARIOS[name]
+    meta = json.loads((dest / "meta.json").read_text())
+    if meta.get("lab_note"):
+        return f"{meta['lab_note']} (JobState {meta.get('job_state')})"
+    if meta.get("job_state") not in TERMINAL_STATES:
+        return f"the job did not end (JobState {meta.get('job_state')})"
+    if scenario.job_state is not None and meta["job_state"] != scenario.job_state:
+        return f"JobState {meta['job_state']}, the scenario sets up {scenario.job_state}"
+    texts = {}
+    for node in meta["nodes"]:
+        path = dest / f"{meta['job_name']}-{meta['job_id']}-{node}.out"
+        if not path.is_file():
+            return f"no output file for {node}: the job step did not start there"
+        texts[node] = path.read_text(errors="replace")
+    for node, pattern in scenario.shows:
+        if not re.search(pattern, texts[node], re.M):
+            return f"{node}'s file lacks the scenario's own line /{pattern}/"
+    return None
+
+
+def capture(lab: SlurmLab, name: str, dest: Path) -> dict[str, object]:
+    """Run one scenario's sbatch script in the lab and copy what it wrote into dest (replaced)."""
+    scenario = SCENARIOS[name]
+    script = JOBS_DIR / scenario.script
+    work = lab.dir / "jobs" / name
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    shutil.copy(script, work / scenario.script)
+    shutil.copy(HERE / "train.py", work / "train.py")
+    t0 = time.monotonic()
+    job_id = lab.sbatch(work / scenario.script, work, extra_args=[f"--job-name={name}"])
+    info, raw = lab.wait_job(job_id, timeout=scenario.limit)
+    wall = time.monotonic() - t0
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    files = []
+    for f in sorted(work.iterdir()):
+        if f.name in (scenario.script, "train.py") or not f.is_file():
+            continue
+        shutil.copy(f, dest / f.name)
+        files.append(f.name)
+    shutil.copy(script, dest / scenario.script)
+    (dest / "scontrol-show-job.txt").write_text(raw)
+    meta = {
+        "scenario": name,
+        "job_id": job_id,
+        "job_name": info.get("JobName", name),
+        "job_state": info.get("JobState"),
+        "exit_code": info.get("ExitCode"),
+        "derived_exit_code": info.get("DerivedExitCode"),
+        "reason": info.get("Reason"),
+        "node_list": info.get("NodeList"),
+        "time_limit": info.get("TimeLimit"),
+        "run_time": info.get("RunTime"),
+        "start_time": info.get("StartTime"),
+        "end_time": info.get("EndTime"),
+        "wall_seconds": round(wall, 1),
+        "files": files,
+        "nodes": lab.node_names,
+        "node_addrs": {n: lab.node_addr(n) for n in lab.node_names},
+        "lab_network": lab.network,
+        "lab_note": info.get("lab_note"),
+    }
+    (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
 def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool = True,
-                  keep_lab: bool = False, network: str | None = None) -> dict[str, dict[str, object]]:
-    """Run each scenario's sbatch script in one lab, copy what it wrote into out/<scenario>/."""
+                  keep_lab: bool = False, network: str | None = None, recaptures: int = RECAPTURES,
+                  on_recapture: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
+    """Run each scenario's sbatch script in one lab, copy what it wrote into out/<scenario>/.
+
+    A capture that does not show its scenario as set up (`capture_problem`) is moved to
+    out/_invalid/<scenario>-<n>/ and taken again, at most `recaptures` times; each recapture is
+    reported through `on_recapture` (and stderr when verbose) and listed in out/_recaptures.json.
+    The last capture stays in out/<scenario>/ whatever it shows, with its problem in meta.json
+    (``capture_problem``), so the caller decides.
+    """
     for n in names:
         if n not in SCENARIOS:
             raise LabError(f"unknown scenario {n!r}; known: {', '.join(SCENARIOS)}")
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, object]] = {}
+    retried: list[dict[str, object]] = []
     t_all = time.monotonic()
     with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
         if verbose:
             print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
                   f"(network={lab.network})", file=sys.stderr)
         for name in names:
-            script_name, limit = SCENARIOS[name]
-            script = JOBS_DIR / script_name
-            work = lab.dir / "jobs" / name
-            work.mkdir()
-            shutil.copy(script, work / script_name)
-            shutil.copy(HERE / "train.py", work / "train.py")
-            t0 = time.monotonic()
-            job_id = lab.sbatch(work / script_name, work, extra_args=[f"--job-name={name}"])
-            info, raw = lab.wait_job(job_id, timeout=limit)
-            wall = time.monotonic() - t0
             dest = out / name
-            if dest.exists():
-                shutil.rmtree(dest)
-            dest.mkdir(parents=True)
-            files = []
-            for f in sorted(work.iterdir()):
-                if f.name in (script_name, "train.py") or not f.is_file():
-                    continue
-                shutil.copy(f, dest / f.name)
-                files.append(f.name)
-            shutil.copy(script, dest / script_name)
-            (dest / "scontrol-show-job.txt").write_text(raw)
-            meta = {
-                "scenario": name,
-                "job_id": job_id,
-                "job_name": info.get("JobName", name),
-                "job_state": info.get("JobState"),
-                "exit_code": info.get("ExitCode"),
-                "derived_exit_code": info.get("DerivedExitCode"),
-                "reason": info.get("Reason"),
-                "node_list": info.get("NodeList"),
-                "time_limit": info.get("TimeLimit"),
-                "run_time": info.get("RunTime"),
-                "start_time": info.get("StartTime"),
-                "end_time": info.get("EndTime"),
-                "wall_seconds": round(wall, 1),
-                "files": files,
-                "nodes": lab.node_names,
-                "node_addrs": {n: lab.node_addr(n) for n in lab.node_names},
-                "lab_network": lab.network,
-                "lab_note": info.get("lab_note"),
-            }
-            (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+            for attempt in range(recaptures + 1):
+                meta = capture(lab, name, dest)
+                problem = capture_problem(name, dest)
+                meta["capture_attempt"] = attempt + 1
+                meta["capture_problem"] = problem
+                (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+                if verbose:
+                    print(f"{name:21s} job {meta['job_id']:<4d} {meta['job_state']!s:10s} "
+                          f"exit={meta['exit_code']} {meta['wall_seconds']:6.1f}s "
+                          f"{'INVALID: ' + problem if problem else 'ok'}", file=sys.stderr, flush=True)
+                if problem is None or attempt == recaptures:
+                    break
+                kept = out / "_invalid" / f"{name}-{attempt + 1}"
+                if kept.exists():
+                    shutil.rmtree(kept)
+                kept.parent.mkdir(exist_ok=True)
+                shutil.move(str(dest), str(kept))
+                message = (f"recapture {attempt + 1}/{recaptures} of {name}: job {meta['job_id']} did not "
+                           f"show the scenario ({problem}); that capture is kept in {kept}")
+                retried.append({"scenario": name, "job_id": meta["job_id"], "problem": problem,
+                                "kept": str(kept)})
+                if on_recapture is not None:
+                    on_recapture(message)
+                if verbose:
+                    print(message, file=sys.stderr, flush=True)
             results[name] = meta
-            if verbose:
-                print(f"{name:18s} job {job_id:<4d} {meta['job_state']!s:10s} exit={meta['exit_code']} "
-                      f"{wall:6.1f}s  files={files}", file=sys.stderr, flush=True)
         # slurmd logs are useful when a scenario looks odd
         logs = out / "_lab-logs"
         if logs.exists():
             shutil.rmtree(logs)
         shutil.copytree(lab.dir / "log", logs)
+    (out / RECAPTURE_LOG).write_text(json.dumps(retried, indent=2) + "\n")
     if verbose:
         print(f"total {time.monotonic() - t_all:.1f}s", file=sys.stderr)
     return results
@@ -694,7 +797,8 @@ def _cli(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "run":
         names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
         res = run_scenarios(names, args.out, nodes=args.nodes, keep_lab=args.keep_lab, network=args.network)
-        print(json.dumps({k: {kk: v[kk] for kk in ("job_id", "job_state", "exit_code", "wall_seconds")}
+        print(json.dumps({k: {kk: v[kk] for kk in ("job_id", "job_state", "exit_code", "wall_seconds",
+                                                     "capture_attempt", "capture_problem")}
                           for k, v in res.items()}, indent=2))
         return 0
     with SlurmLab(nodes=args.nodes, verbose=True, keep=args.keep,
