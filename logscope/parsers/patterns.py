@@ -57,6 +57,10 @@ _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|F
 # "[time] logger: [LEVEL]" before); torch 1.x prints the continuation lines bare.
 _LOGPFX = (r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ \S+\] ?"
            r"|\[\d{4}-\d\d-\d\d [^\]]+\] [\w.]+: \[\w+\] ?)?")
+# c10d's watchdog timeout report, and the head of the watchdog's last word (ProcessGroupNCCL.cpp).
+_WORK_TIMEOUT = (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+                 r"(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?")
+_WATCHDOG_DIED = r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: "
 _NCCL_EXC = r"nccl(?:InvalidUsage|InvalidArgument|InternalError|SystemError|UnhandledCudaError|RemoteError|InProgress)"
 
 
@@ -155,17 +159,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     # timeout is that rank's timeout report (torch 2.2+ prints no separate "Watchdog caught" line
     # before it); a quoted CUDA error is the GPU failing under the watchdog thread.
     LinePattern(Event.WATCHDOG_TIMEOUT, "c10d", E, "watchdog thread terminated",
-                r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: (?:\[Rank \d+\] )?"
-                r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
-                r"(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?"),
+                _WATCHDOG_DIED + r"(?:\[Rank \d+\] )?" + _WORK_TIMEOUT),
     LinePattern(Event.CUDA_ERROR, "cuda", E, "watchdog thread terminated",
-                r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: "
-                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?CUDA error: (?P<message>.*?)\s*$"),
-    LinePattern(Event.TEARDOWN, "c10d", E, "watchdog thread terminated",
-                r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: (?P<message>.*)$"),
+                _WATCHDOG_DIED + r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?CUDA error: (?P<message>.*?)\s*$"),
+    LinePattern(Event.TEARDOWN, "c10d", E, "watchdog thread terminated", _WATCHDOG_DIED + r"(?P<message>.*)$"),
     LinePattern(Event.WATCHDOG_TIMEOUT, "c10d", E, "Watchdog caught collective operation timeout",
-                r"(?:" + _PG + r")?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
-                r"OpType=(?P<op>\w+)(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?"),
+                r"(?:" + _PG + r")?" + _WORK_TIMEOUT),
     # gloo has no watchdog: a rank waiting for a peer that never comes raises this instead.
     LinePattern(Event.WATCHDOG_TIMEOUT, "gloo", E, "Timed out waiting",
                 r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?.*?Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) "
