@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from logscope import ingest
 from logscope.analysis import analyze
 from logscope.errors import UsageError
-from logscope.ingest import FileRead, Skipped, discover, read_file
+from logscope.ingest import FileRead, Skipped, blocks, discover, read_file
 from logscope.lint import lint_script, parse_script
 from logscope.parsers.filenames import DEFAULT_PATTERNS, compile_pattern, describe
 from logscope.parsers.lines import parse_chunk
@@ -171,13 +171,13 @@ log_bytes = st.lists(st.tuples(byte_piece, line_ending), max_size=40).map(
 @example(data=b"ValueError: x\n" + b"\x00" * 20000 + b"ValueError: y", chunk=4096)  # a hole
 @example(data=b"\r\n\r\r\n\n\x1f\t", chunk=16)
 def test_any_bytes_read_without_error_and_every_line_is_counted(data: bytes, chunk: int) -> None:
-    saved = ingest.CHUNK_BYTES
-    ingest.CHUNK_BYTES = chunk  # small blocks: lines cut at every possible place
+    saved = blocks.CHUNK_BYTES
+    blocks.CHUNK_BYTES = chunk  # small blocks: lines cut at every possible place
     try:
         with log_file(data) as path:
             result = read(path)
     finally:
-        ingest.CHUNK_BYTES = saved
+        blocks.CHUNK_BYTES = saved
     if isinstance(result, Skipped):
         assert result.reason  # skipped, with the reason said
         return
