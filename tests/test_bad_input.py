@@ -7,6 +7,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -245,6 +248,54 @@ def test_truncated_zst_is_analysed_up_to_the_damage(capsys: pytest.CaptureFixtur
     assert any("truncated" in w for w in data["warnings"])
 
 
+def _damaged(blob: bytes, how: str) -> bytes:
+    """``blob`` (a gzip or zstd file) damaged as logs of crashed jobs and bad copies are."""
+    if how == "checksum":  # gzip: the CRC in the trailer; zstd: the content checksum at the end
+        at = len(blob) - 8 if blob[:2] == b"\x1f\x8b" else len(blob) - 1
+        return blob[:at] + bytes([blob[at] ^ 0xFF]) + blob[at + 1:]
+    if how == "garbage after":
+        return blob + b"\x00\x01junk"
+    at = int(len(blob) * 0.6)  # "middle": bytes overwritten at 60%
+    return blob[:at] + b"\xff" * 16 + blob[at + 16:]
+
+
+@pytest.mark.parametrize("compression", ["gz", "zst"])
+@pytest.mark.parametrize("how", ["checksum", "garbage after", "middle"])
+def test_damaged_archive_keeps_every_line_before_the_damage(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            compression: str, how: str) -> None:
+    # Random payloads, so that the archive is not all back-references and the damage lands in
+    # real data, as in an 8.7 MB .gz damaged at 60%.
+    rng = random.Random(7)
+    body = "".join(f"2026-01-01 00:00:{i % 60:02d},000 - INFO - step {i} {rng.randbytes(24).hex()}\n"
+                   for i in range(40000)) + "[default0]:ValueError: end\n"
+    raw = body.encode()
+    blob = gzip.compress(raw) if compression == "gz" else zstandard.ZstdCompressor(write_checksum=True).compress(raw)
+    path = tmp_path / f"train-1-node1.out.{compression}"
+    path.write_bytes(_damaged(blob, how))
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert code in (0, 1), err
+    data = json.loads(out)
+    lines = data["job"]["lines_read"]
+    if how == "middle":  # what comes before the damage (and what the damaged bytes decode to, as zcat)
+        assert lines > 0.5 * 40001, lines
+        assert any("damaged" in w or "truncated" in w or "checksum" in w for w in data["warnings"]), data
+    else:  # nothing lost: every line, and the damage said
+        assert lines == 40001, lines
+        assert data["verdict"]["category"] == "crash"
+        said = "ignored" if how == "garbage after" else ("check" if compression == "gz" else "checksum")
+        assert any(said in w for w in data["warnings"]), data["warnings"]
+
+
+def test_small_damaged_archive_is_read_not_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Smaller than the first read (8 KiB): the damage used to make it "no readable log file".
+    blob = gzip.compress(GOOD.encode())
+    path = tmp_path / "train-1-node1.out.gz"
+    path.write_bytes(_damaged(blob, "checksum"))
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert code == 1, err
+    assert json.loads(out)["job"]["lines_read"] == 2
+
+
 def test_gzip_of_binary_is_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "train-1-node1.out.gz").write_bytes(gzip.compress(bytes(range(256)) * 100))
     code, _, err = run(capsys, "analyze", str(tmp_path))
@@ -447,3 +498,40 @@ def test_tens_of_thousands_of_failure_lines_are_analysed_in_seconds(capsys: pyte
     code, _, err = run(capsys, "analyze", str(logs))
     assert code == 1, err
     assert time.monotonic() - started < 30
+
+
+def test_small_zstd_inflating_to_hundreds_of_megabytes_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    # 200 KB that inflate to 512 MB of long lines: inflated in pieces, never whole.
+    line = b"[default0]:" + b"x" * 100_000 + b" NCCL WARN boom\n"
+    compressor = zstandard.ZstdCompressor(level=3).compressobj()
+    path = tmp_path / "train-1-node1.out.zst"
+    with path.open("wb") as out:
+        block = line * (8 * 1024 * 1024 // len(line))
+        for _ in range(64):
+            out.write(compressor.compress(block))
+        out.write(compressor.flush())
+    assert path.stat().st_size < 1_000_000
+    probe = ("import resource, sys\nfrom pathlib import Path\nfrom logscope.ingest import discover, read_file\n"
+             "r = read_file(discover([Path(sys.argv[1])])[0][0])\n"
+             "print(r.lines_read, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True,
+                         timeout=300).stdout.split()
+    assert int(out[0]) == 64 * (8 * 1024 * 1024 // len(line))
+    assert int(out[1]) < 800, f"peak {out[1]} MB for 512 MB inflated"  # it was 1.4 GB, growing with the size
+
+
+def test_events_of_one_kind_are_bounded_across_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Thousands of processes printing one NCCL WARN each: thinning per process keeps them all.
+    from logscope.ingest import FileRead, discover, read_file, thinning
+
+    monkeypatch.setattr(thinning, "KIND_KEEP", 200)
+    path = tmp_path / "train-1-node1.out"
+    path.write_text("".join(f"node1:{1000 + i}:{2000 + i} [0] misc/socket.cc:50 NCCL WARN socketProgress: "
+                            f"Connection closed by remote peer node2<{i}>\n" for i in range(5000)) + "ValueError: x\n")
+    result = read_file(discover([path])[0][0])
+    assert isinstance(result, FileRead)
+    assert result.lines_read == 5001 and result.lines_recognised == 5001  # counts stay exact
+    warns = result.events.filter(result.events["event"] == "nccl_socket_error")
+    assert warns.height == 200
+    assert warns["line"].min() == 1 and warns["line"].max() == 5000  # the first and the last kept
+    assert "exception" in result.events["event"].to_list()  # other kinds untouched

@@ -14,9 +14,10 @@ Reading policy, the same for every file:
 
 One concern per module: :mod:`.discovery` (finding files, names that are not logs),
 :mod:`.compression` (gzip/zstd streams), :mod:`.blocks` (blocks cut at newlines, NUL holes, line
-frames), :mod:`.reading` (the per-file pipeline, batching, thinning, times) and :mod:`.workers`
-(worker processes). The names below are re-exported for callers; the settings are read where
-they are defined (patch ``logscope.ingest.blocks.CHUNK_BYTES``, not this package's copy).
+frames), :mod:`.reading` (the per-file pipeline, batching, times), :mod:`.thinning` (events kept in
+bounded memory) and :mod:`.workers` (worker processes). The names below are re-exported for
+callers; the settings are read where they are defined (patch ``logscope.ingest.blocks.CHUNK_BYTES``,
+not this package's copy).
 """
 
 from __future__ import annotations
@@ -24,23 +25,12 @@ from __future__ import annotations
 from logscope.ingest.blocks import CHUNK_BYTES, MAX_LINE_BYTES, NUL_RUN, SNIFF_BYTES
 from logscope.ingest.compression import READ_ERRORS, TruncatedArchive
 from logscope.ingest.discovery import NOT_LOG_SUFFIXES, Skipped, SourceFile, discover, is_not_a_log
-from logscope.ingest.reading import (
-    BATCH_BYTES,
-    BATCH_ROWS,
-    COLL_HEAD,
-    COLL_TAIL,
-    PROGRESS_TAIL,
-    RECORD_KEEP,
-    REPEAT_KEEP,
-    FileRead,
-    ProgressCallback,
-    read_file,
-    read_in_order,
-)
+from logscope.ingest.reading import BATCH_BYTES, BATCH_ROWS, FileRead, ProgressCallback, read_file, read_in_order
+from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
 from logscope.ingest.workers import MAX_WORKERS, PARALLEL_MIN_BYTES, read_files
 
 __all__ = [
-    "BATCH_BYTES", "BATCH_ROWS", "CHUNK_BYTES", "COLL_HEAD", "COLL_TAIL", "MAX_LINE_BYTES", "MAX_WORKERS",
+    "BATCH_BYTES", "BATCH_ROWS", "CHUNK_BYTES", "COLL_HEAD", "COLL_TAIL", "KIND_KEEP", "MAX_LINE_BYTES", "MAX_WORKERS",
     "NOT_LOG_SUFFIXES", "NUL_RUN", "PARALLEL_MIN_BYTES", "PROGRESS_TAIL", "READ_ERRORS", "RECORD_KEEP",
     "REPEAT_KEEP", "SNIFF_BYTES", "FileRead", "ProgressCallback", "Skipped", "SourceFile", "TruncatedArchive",
     "discover", "is_not_a_log", "read_file", "read_files", "read_in_order",

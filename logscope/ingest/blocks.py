@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from logscope.ingest.compression import InflateStream
+from logscope.ingest.compression import READ_ERRORS, InflateStream
 
 CHUNK_BYTES = 32 * 1024 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -47,7 +47,13 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             # The rest of a plain file, up to half a block more, in one block: every block costs
             # a fixed ~20 ms beyond its lines, and a small last block would cost it for little.
             want = max(CHUNK_BYTES, size - stream.tell() + 1)
-        data = stream.read(want)
+        try:
+            data = stream.read(want)
+        except READ_ERRORS:  # damage: the lines before it, the last one cut short, still count
+            if pending:
+                yield pending
+            _note_squeezed(squeezed, warnings)
+            raise
         if not data:
             break
         if data[:1] == b"\0" or data[-1:] == b"\0":
@@ -80,9 +86,13 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
         pending = pending[cut + 1:]
     if pending:
         yield pending
+    _note_squeezed(squeezed, warnings)
+
+
+def _note_squeezed(squeezed: int, warnings: list[str]) -> None:
     if squeezed:
         warnings.append(f"{squeezed:,} NUL bytes skipped (a hole, as a node that crashed while writing "
-                               "leaves); the lines around them were read")
+                        "leaves); the lines around them were read")
 
 
 def _plain_size(stream: io.BufferedIOBase | InflateStream) -> int | None:

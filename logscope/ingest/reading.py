@@ -24,19 +24,11 @@ import polars as pl
 from logscope.ingest.blocks import CHUNK_BYTES, MAX_LINE_BYTES, blocks, lines_frame, looks_binary, peek, without_nul
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import Skipped, SourceFile
+from logscope.ingest.matching import CLASSIFY_BYTES, MATCH_CHARS, bounded_pieces, cut_for_matching
+from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, thin
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import EVENT_COLUMNS, ChunkResult, PreparedChunk, finish_chunks, prepare_chunk
 from logscope.parsers.timestamps import FULL_DATE_BYTES
-
-# NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first and
-# the last ones matter to the detectors (where a rank started and where it stopped).
-COLL_HEAD = 2
-COLL_TAIL = 64
-PROGRESS_TAIL = 4096
-# Other repeated lines: first and last kept per (process, kind of line); multi-line records more.
-REPEAT_KEEP = 64
-RECORD_KEEP = 4096
-_RECORD_EVENTS = [Event.CHILD_FAILURE.value, Event.LAUNCH_CONFIG.value, Event.RENDEZVOUS.value]
 
 _FULL_DATE = re.compile(FULL_DATE_BYTES)
 
@@ -98,7 +90,8 @@ class _Reading:
         self.year = year
         self.result = FileRead(source, pl.DataFrame(schema=EVENT_COLUMNS))
         self.parts: list[pl.DataFrame] = []
-        self.waiting = 0  # blocks read but not yet classified
+        self.waiting = 0  # blocks (or pieces of blocks) read but not yet classified
+        self.cut = 0  # lines cut for matching
 
     def add(self, chunk: ChunkResult) -> None:
         self.waiting -= 1
@@ -106,11 +99,11 @@ class _Reading:
         if chunk.events.height:
             self.parts.append(chunk.events)
             if len(self.parts) >= 8:  # keep memory flat on huge files
-                self.parts = [_thin(pl.concat(self.parts))]
+                self.parts = [thin(pl.concat(self.parts))]
 
     def finished(self) -> FileRead:
         if self.parts:
-            self.result.events = _finish_times(_thin(pl.concat(self.parts)))
+            self.result.events = _finish_times(thin(pl.concat(self.parts)))
             self.parts = []
         return self.result
 
@@ -124,6 +117,7 @@ class _Batch:
         self._pending: list[tuple[_Reading, PreparedChunk]] = []
         self._rows = 0
         self._bytes = 0
+        self._cost = 0  # the classification cost of what is waiting (see matching.bounded_pieces)
 
     def done(self, result: FileRead | Skipped) -> None:
         """A file's result that needs no block read, in its place in the order."""
@@ -142,12 +136,18 @@ class _Batch:
                     block = without_nul(block)
                     lines = lines_frame(block, result.lines_read)
                     result.lines_read += lines.height
+                    lines, cut = cut_for_matching(lines)
+                    reading.cut += cut
                     prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=(COLL_HEAD, COLL_TAIL),
-                                             carriage_returns=b"\r" in block)
+                                             carriage_returns=cut > 0 or b"\r" in block)
                     carry_time = prepared.last_time
-                    self._pending.append((reading, prepared))
-                    reading.waiting += 1
-                    self._rows += prepared.candidates.height
+                    for piece, cost in bounded_pieces(prepared):
+                        if self._pending and self._cost + cost > CLASSIFY_BYTES:
+                            self.finish()
+                        self._pending.append((reading, piece))
+                        reading.waiting += 1
+                        self._rows += piece.candidates.height
+                        self._cost += cost
                     self._bytes += len(block)
                     if self._rows >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
                         self.finish()
@@ -156,13 +156,19 @@ class _Batch:
                     f"stopped reading after line {result.lines_read}: {describe_error(error)}; "
                     "the lines before it were analysed"
                 )
+        if isinstance(reading.stream, InflateStream):
+            result.warnings.extend(reading.stream.notes)
+        if reading.cut:
+            result.warnings.append(f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on "
+                                   "their first (and, after a carriage return, last) "
+                                   f"{MATCH_CHARS:,} characters")
 
     def finish(self) -> None:
         """Classify every block waiting."""
         chunks = finish_chunks([prepared for _, prepared in self._pending])
         for (reading, _), chunk in zip(self._pending, chunks, strict=True):
             reading.add(chunk)
-        self._pending, self._rows, self._bytes = [], 0, 0
+        self._pending, self._rows, self._bytes, self._cost = [], 0, 0, 0
 
     def ready(self) -> Iterator[FileRead | Skipped]:
         """The results at the front that are complete, in order."""
@@ -205,45 +211,6 @@ def _reference_year(head: bytes, path: Path) -> int:
     except (OSError, ValueError, OverflowError):
         return 1970
     return year if 1900 <= year <= 2999 else 1970  # as timestamps.py: no year close to datetime's limits
-
-
-def _thin(events: pl.DataFrame) -> pl.DataFrame:
-    """Keep the first/last COLL rows per communicator and the last progress rows per process."""
-    coll = pl.col("event") == Event.NCCL_COLL.value
-    progress = pl.col("event") == Event.PROGRESS.value
-    key_coll = [pl.col("host"), pl.col("pid"), pl.col("fields").struct.field("comm")]
-    key_progress = [pl.col("host"), pl.col("pid"), pl.col("rank"), pl.col("local_rank"), pl.col("task")]
-    pos_c = pl.int_range(pl.len()).over(key_coll)
-    n_c = pl.len().over(key_coll).cast(pl.Int64)  # UInt32 would wrap below zero
-    pos_p = pl.int_range(pl.len()).over(key_progress)
-    n_p = pl.len().over(key_progress).cast(pl.Int64)
-    keep_coll = events.filter(coll).filter((pos_c < COLL_HEAD) | (pos_c >= n_c - COLL_TAIL))
-    keep_progress = events.filter(progress).filter((pos_p < COLL_HEAD) | (pos_p >= n_p - PROGRESS_TAIL))
-    channel = pl.col("event") == Event.NCCL_CHANNEL.value
-    # Channel lines repeat per channel; one per (process, peer, transport) says all there is.
-    channel_key = ["host", "pid", "_transport", "_from", "_to"]
-    keep_channel = (
-        events.filter(channel)
-        .with_columns(
-            pl.col("fields").struct.field("transport").alias("_transport"),
-            pl.col("fields").struct.field("comm_rank").alias("_from"),
-            pl.col("fields").struct.field("value").alias("_to"),
-        )
-        .unique(subset=channel_key, keep="first", maintain_order=True)
-        .drop("_transport", "_from", "_to")
-    )
-    # Everything else: a process repeating the same kind of line thousands of times (a retry loop
-    # of NCCL WARNs, tracebacks in a crash loop) keeps its first and last ones. What detectors use
-    # is there: a process's first failure, and its last activity. Record lines (ChildFailedError,
-    # launch configs, rendezvous results) span several lines each, so they get far more room.
-    records = pl.col("event").is_in(_RECORD_EVENTS)
-    key_rest = [pl.col("host"), pl.col("pid"), pl.col("rank"), pl.col("local_rank"), pl.col("task"),
-                pl.col("event")]
-    pos_r = pl.int_range(pl.len()).over(key_rest)
-    n_r = pl.len().over(key_rest).cast(pl.Int64)
-    limit = pl.when(records).then(RECORD_KEEP).otherwise(REPEAT_KEEP)
-    rest = events.filter(~coll & ~progress & ~channel).filter((pos_r < limit) | (pos_r >= n_r - limit))
-    return pl.concat([rest, keep_coll, keep_progress, keep_channel]).sort("line", maintain_order=True)
 
 
 def _finish_times(events: pl.DataFrame) -> pl.DataFrame:
