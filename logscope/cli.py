@@ -283,10 +283,12 @@ def lint(
 
 
 def _date(text: str) -> datetime:
+    """A --since date, as the local time the files' modification times are compared in."""
     try:
-        return datetime.fromisoformat(text)
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
         raise UsageError(f"--since wants a date like 2026-11-01 or 2026-11-01T12:00 (got {text!r})") from None
+    return when.astimezone().replace(tzinfo=None) if when.tzinfo is not None else when
 
 
 def _scan_progress() -> tuple[Any, Any, Any]:
@@ -420,7 +422,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         result = app(args=args, prog_name="logscope", standalone_mode=False)
-        return int(result) if isinstance(result, int) else 0
+        code = int(result) if isinstance(result, int) else 0
+        if code == 130:  # typer returns Ctrl-C (a KeyboardInterrupt) as 130, silently; no command does
+            sys.stderr.write("Interrupted.\n")
+        return code
     except typer.Exit as done:
         return int(done.exit_code)
     except typer.Abort:

@@ -15,12 +15,18 @@ of N tasks splits a scan; ``merge`` joins the shards' tables.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import signal
+import stat
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -180,6 +186,7 @@ def _worker_init() -> None:
     # Workers each analyse one job at a time; letting every one of them start a polars thread
     # pool per core would oversubscribe the machine.
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _pool_round: the scan stops its workers itself
 
 
 def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS, workers: int | None = None,
@@ -202,8 +209,9 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
     todo: list[JobFiles] = []
     for job in jobs:
         hit = cache.get(job.key)
-        if hit is not None and hit.get("signature") == job.signature:
-            rows.append(_from_json_row(hit["row"]))
+        row = _from_json_row(hit["row"]) if hit is not None and hit["signature"] == job.signature else None
+        if row is not None:
+            rows.append(row)
             result.cached += 1
         else:
             todo.append(job)
@@ -239,27 +247,84 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
             if on_done is not None:
                 on_done(row)
         return out
+    results: dict[int, dict[str, Any]] = {}
+    waiting = deque(range(len(jobs)))
+    alone: deque[int] = deque()  # jobs that were running when a worker died: each is run alone
+    while waiting or alone:
+        if alone:
+            index = alone.popleft()
+            in_pool = _pool_round(jobs, patterns, 1, deque([index]), results, on_done)
+            if in_pool:  # its worker died again: this job kills it
+                row = _failed_row(jobs[index], "worker failed: the process analysing this job died "
+                                               "(killed, e.g. for memory)")
+                results[index] = row
+                if on_done is not None:
+                    on_done(row)
+        else:
+            alone.extend(_pool_round(jobs, patterns, count, waiting, results, on_done))
+    return [results[i] for i in range(len(jobs))]
+
+
+def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, waiting: deque[int],
+                results: dict[int, dict[str, Any]], on_done: Callable[[dict[str, Any]], None] | None) -> list[int]:
+    """Analyse the jobs of ``waiting`` in a pool of ``count`` workers, ``count`` at a time (so
+    that when a worker dies, only the jobs then running are in doubt); return those jobs, if one
+    died, with the ones not started left in ``waiting``."""
     import multiprocessing
 
-    results: dict[int, dict[str, Any]] = {}
     context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
-    with ProcessPoolExecutor(max_workers=min(count, len(jobs)), mp_context=context,
-                             initializer=_worker_init) as pool:
-        futures = {pool.submit(analyse_one, job, patterns): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            index = futures[future]
-            try:
-                row = future.result()
-            except Exception as error:  # a worker killed by the OS (OOM) still gives a row
-                job = jobs[index]
-                row = dict.fromkeys(SCAN_SCHEMA)
-                row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)),
-                           files=len(job.files), bytes=sum(job.sizes), newest_file=job.newest, category="unreadable",
-                           error=f"worker failed: {type(error).__name__}: {error}")
-            results[index] = row
-            if on_done is not None:
-                on_done(row)
-    return [results[i] for i in range(len(jobs))]
+    pool = ProcessPoolExecutor(max_workers=min(count, len(waiting)), mp_context=context, initializer=_worker_init)
+    running: dict[Future[dict[str, Any]], int] = {}
+    try:
+        # The workers start with the first submissions; they are started with Ctrl-C ignored, as
+        # it reaches the whole process group (this process stops them itself), so that none
+        # prints a traceback, even while it is still importing.
+        with _ctrl_c_ignored():
+            while waiting and len(running) < count:
+                index = waiting.popleft()
+                running[pool.submit(analyse_one, jobs[index], patterns)] = index
+        while waiting or running:
+            while waiting and len(running) < count:
+                index = waiting.popleft()
+                running[pool.submit(analyse_one, jobs[index], patterns)] = index
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = running.pop(future)
+                try:
+                    row = future.result()
+                except BrokenProcessPool:  # a worker died (killed for memory): which job did it?
+                    return [index, *running.values()]
+                except Exception as error:
+                    row = _failed_row(jobs[index], f"worker failed: {type(error).__name__}: {error}")
+                results[index] = row
+                if on_done is not None:
+                    on_done(row)
+        return []
+    except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _failed_row(job: JobFiles, error: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
+    row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
+               bytes=sum(job.sizes), newest_file=job.newest, category="unreadable", error=error)
+    return row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,23 +335,51 @@ def _to_json_row(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
 
 
-def _from_json_row(row: dict[str, Any]) -> dict[str, Any]:
+def _from_json_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A cached row as the table holds it; None when it does not fit the table (a damaged or
+    edited cache: the job is analysed again)."""
     # a cache written by an older version may hold a file name's undecodable bytes
-    out = {key: printable(value) if isinstance(value, str) else value for key, value in row.items()}
-    for key, dtype in SCAN_SCHEMA.items():
-        if isinstance(dtype, pl.Datetime) and isinstance(out.get(key), str):
-            out[key] = datetime.fromisoformat(out[key])
+    out = {key: printable(value) if isinstance(value, str) else value for key, value in row.items()
+           if key in SCAN_SCHEMA}
+    try:
+        for key, dtype in SCAN_SCHEMA.items():
+            if isinstance(dtype, pl.Datetime) and isinstance(out.get(key), str):
+                out[key] = datetime.fromisoformat(out[key]).replace(tzinfo=None)
+        pl.DataFrame([out], schema=SCAN_SCHEMA)  # the types fit the table
+    except Exception:  # whatever the cache holds, it costs a rescan, not the scan
+        return None
     return out
 
 
+def check_cache_path(path: Path) -> None:
+    """Refuse a cache path that is not a regular file (a FIFO would hang the scan, a device or a
+    folder cannot hold it)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"--cache {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--cache {path} is not a regular file")
+
+
 def _load_cache(path: Path | None) -> dict[str, Any]:
+    """The cached jobs, keeping only well-formed entries: a damaged cache costs a rescan of the
+    jobs it cannot vouch for, never the scan."""
     if path is None or not path.exists():
         return {}
+    check_cache_path(path)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}  # a damaged cache only costs a full rescan
-    return data.get("jobs", {}) if isinstance(data, dict) and data.get("version") == 1 else {}
+        return {}
+    jobs = data.get("jobs") if isinstance(data, dict) and data.get("version") == 1 else None
+    if not isinstance(jobs, dict):
+        return {}
+    return {key: entry for key, entry in jobs.items()
+            if isinstance(entry, dict) and isinstance(entry.get("signature"), str)
+            and isinstance(entry.get("row"), dict)}
 
 
 def _save_cache(path: Path, jobs: dict[str, Any]) -> None:
@@ -335,7 +428,13 @@ def read_table(path: Path) -> pl.DataFrame:
     missing = set(SCAN_SCHEMA) - set(frame.columns)
     if missing:
         raise InputError(f"{path}: not a logscope scan table (missing {', '.join(sorted(missing))})")
-    return frame.select(list(SCAN_SCHEMA)).cast(SCAN_SCHEMA)  # type: ignore[arg-type]
+    for name, dtype in SCAN_SCHEMA.items():
+        try:
+            frame = frame.with_columns(pl.col(name).cast(dtype))
+        except Exception:  # polars raises several kinds for a cast that cannot be done
+            raise InputError(f"{path}: not a logscope scan table (column {name} holds {frame.schema[name]}, "
+                             f"not {dtype})") from None
+    return frame.select(list(SCAN_SCHEMA))
 
 
 def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:

@@ -535,3 +535,119 @@ def test_events_of_one_kind_are_bounded_across_processes(tmp_path: Path, monkeyp
     assert warns.height == 200
     assert warns["line"].min() == 1 and warns["line"].max() == 5000  # the first and the last kept
     assert "exception" in result.events["event"].to_list()  # other kinds untouched
+
+
+# --- scan: one bad job, cache or table must not spoil the scan ------------------------------
+
+
+def _jobs(root: Path, count: int) -> Path:
+    for n in range(count):
+        (root / f"train-{100 + n}-node1.out").write_text(GOOD)
+    return root
+
+
+def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scan's worker processes start with this sitecustomize: analysing job 103 kills its
+    # process, as the kernel's OOM killer would. (This process started before it exists.)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os\nimport logscope.analysis as a\nreal = a.analyze\n"
+        "def analyze(paths, **kw):\n"
+        "    if any('train-103-' in str(p) for p in paths):\n        os._exit(9)\n"
+        "    return real(paths, **kw)\n"
+        "a.analyze = analyze\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), *sys.path]))
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 8)
+    out_table = tmp_path / "out" / "t.jsonl"
+    code, _, err = run(capsys, "scan", str(logs), "-j", "3", "-o", str(out_table))
+    assert code == 0, err
+    rows = [json.loads(line) for line in out_table.read_text().splitlines()]
+    assert len(rows) == 8
+    bad = [r for r in rows if r["error"]]
+    assert [r["job_id"] for r in bad] == ["103"], bad
+    assert "died" in bad[0]["error"]
+    assert all(r["category"] == "crash" for r in rows if r["job_id"] != "103")
+
+
+@pytest.mark.parametrize("cache", [
+    '{"jobs": []}', '{"version": 1, "jobs": []}', '"just a string"', "not json", "string entries", "damaged row",
+])
+def test_a_damaged_cache_costs_a_rescan(capsys: pytest.CaptureFixture[str], tmp_path: Path, cache: str) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 2)
+    table, cache_file = tmp_path / "t.csv", tmp_path / "c.json"
+    code, _, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache_file))
+    assert code == 0, err
+    if cache in ("damaged row", "string entries"):  # a well-formed cache holding what no scan writes
+        data = json.loads(cache_file.read_text())
+        for key, entry in data["jobs"].items():
+            if cache == "string entries":
+                data["jobs"][key] = "a string"
+            else:  # a bad date and wrong types
+                entry["row"].update(newest_file="not a date", files="many")
+        cache_file.write_text(json.dumps(data))
+    else:
+        cache_file.write_text(cache)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache_file),
+                         "--format", "json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["analysed"], summary["cached"], summary["unreadable"]) == (2, 0, 0)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache_file),
+                         "--format", "json")
+    assert json.loads(out)["cached"] == 2  # and the cache written again is whole
+
+
+def test_a_cache_that_is_a_fifo_is_refused_not_waited_on(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 1)
+    os.mkfifo(tmp_path / "cache.fifo")
+    code, _, err = run(capsys, "scan", str(logs), "-j", "1", "--cache", str(tmp_path / "cache.fifo"))
+    assert_one_line_error(code, err, "not a regular file")
+
+
+@pytest.mark.parametrize("since", ["2000-01-01T00:00+02:00", "2000-01-01T00:00:00Z", "2999-01-01T00:00-05:00"])
+def test_scan_since_with_a_utc_offset(capsys: pytest.CaptureFixture[str], tmp_path: Path, since: str) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 1)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1", "--since", since, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["jobs"] == (0 if since.startswith("2999") else 1)
+
+
+def test_merge_of_a_table_with_the_right_columns_and_wrong_types(capsys: pytest.CaptureFixture[str],
+                                                                  tmp_path: Path) -> None:
+    import polars as pl
+
+    from logscope.scan import SCAN_SCHEMA
+
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({name: ["x"] for name in SCAN_SCHEMA}).write_parquet(bad)
+    code, _, err = run(capsys, "merge", str(bad), "-o", str(tmp_path / "m.parquet"))
+    assert_one_line_error(code, err, "not a logscope scan table")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the scan's workers start")
+def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n in range(1000):
+        (logs / f"train-{100 + n}-node1.out").write_text(GOOD * 200)
+    proc = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # Once the workers run (children of the scan), a thousand jobs take far longer than this test.
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(children.read_text().split()) < 2:
+        time.sleep(0.2)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert err == "Interrupted.\n", (out[-500:], err)  # one line: no traceback from the workers
