@@ -14,6 +14,7 @@ Exit codes (the same for every command):
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -209,7 +210,7 @@ def scan(
     if category:
         table = table.filter(table["category"].is_in([c.lower() for c in category]))
     if output is not None:
-        scanner.write_table(table, output, table_format)
+        scanner.write_table(table, output, table_format, result.inputs)
     summary = scanner.summarise(table)
     if fmt == "json":
         sys.stdout.write(json.dumps({"summary": summary, "analysed": result.analysed, "cached": result.cached,
@@ -425,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(result) if isinstance(result, int) else 0
         if code == 130:  # typer returns Ctrl-C (a KeyboardInterrupt) as 130, silently; no command does
             sys.stderr.write("Interrupted.\n")
+        sys.stdout.flush()  # a full disk says so here, not in a message at exit
         return code
     except typer.Exit as done:
         return int(done.exit_code)
@@ -442,17 +444,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115 - stays open until exit
         return 0
+    except OSError as error:
+        if error.errno not in _WRITE_ERRNOS:
+            return _internal_error(error)
+        # Standard output could not be written (a full disk, a file too big, a dead device):
+        # what is still buffered goes nowhere, so that the exit says nothing more.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stderr.write(f"Error: cannot write the output: {error.strerror or error}\n")
+        return 2
     except Exception as error:
         if hasattr(error, "exit_code") and hasattr(error, "show"):
             # typer's (click's) own usage errors: bad option, missing argument, --help exits
             error.show()
             return int(error.exit_code) if error.exit_code else 0
-        if os.environ.get("LOGSCOPE_DEBUG"):
-            traceback.print_exc()
-        first = str(error).splitlines()[0][:300] if str(error) else ""
-        sys.stderr.write(f"Error: internal error ({type(error).__name__}: {first}); "
-                         "rerun with --debug for details and report it\n")
-        return 2
+        return _internal_error(error)
+
+
+_WRITE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
+
+
+def _internal_error(error: BaseException) -> int:
+    if os.environ.get("LOGSCOPE_DEBUG"):
+        traceback.print_exception(error)
+    first = str(error).splitlines()[0][:300] if str(error) else ""
+    sys.stderr.write(f"Error: internal error ({type(error).__name__}: {first}); "
+                     "rerun with --debug for details and report it\n")
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,6 +22,7 @@ import os
 import re
 import signal
 import stat
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -74,6 +75,7 @@ class JobFiles:
     files: tuple[Path, ...]
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]  # st_mtime_ns
+    inodes: tuple[tuple[int, int], ...] = ()  # (st_dev, st_ino): what no output may overwrite
 
     @property
     def signature(self) -> str:
@@ -95,6 +97,7 @@ class ScanResult:
     failed: int = 0
     skipped_by_filter: int = 0
     messages: list[str] = field(default_factory=list)
+    inputs: frozenset[tuple[int, int]] = frozenset()  # the scanned files: no output may land on one
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -111,7 +114,7 @@ def shard_of(key: str, shards: int) -> int:
 
 def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[JobFiles]:
     """Group the log files under ``roots`` into jobs, in a stable order."""
-    groups: dict[tuple[str, str | None], list[tuple[Path, int, int]]] = {}
+    groups: dict[tuple[str, str | None], list[tuple[Path, int, int, tuple[int, int]]]] = {}
     for root in roots:
         if not root.exists():
             what = "broken or looping symbolic link" if root.is_symlink() else "no such file or directory"
@@ -132,13 +135,15 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                 job_id = info.job_id
                 if info.array_task is not None and job_id is not None:
                     job_id = f"{job_id}_{info.array_task}"
-                groups.setdefault((folder, job_id), []).append((path, stat.st_size, stat.st_mtime_ns))
+                groups.setdefault((folder, job_id), []).append(
+                    (path, stat.st_size, stat.st_mtime_ns, (stat.st_dev, stat.st_ino)))
     jobs = []
     for (folder, job_id), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         members.sort()
         key = printable(f"{folder}::{job_id}" if job_id else folder)
         jobs.append(JobFiles(key, job_id, Path(folder), tuple(m[0] for m in members),
-                             tuple(m[1] for m in members), tuple(m[2] for m in members)))
+                             tuple(m[1] for m in members), tuple(m[2] for m in members),
+                             tuple(m[3] for m in members)))
     return jobs
 
 
@@ -197,7 +202,7 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
     jobs = find_jobs(roots, patterns)
     if not jobs:
         raise InputError(f"no log files found in {', '.join(str(r) for r in roots)}")
-    result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA))
+    result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA), inputs=frozenset(i for j in jobs for i in j.inodes))
     if shard is not None:
         jobs = [j for j in jobs if shard_of(j.key, shard[1]) == shard[0]]
     if since is not None:
@@ -228,7 +233,7 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
         if not str(row.get("error") or "").startswith("worker failed"):  # a crashed worker may work next time
             cache[job.key] = {"signature": job.signature, "row": _to_json_row(row)}
     if cache_path is not None:
-        _save_cache(cache_path, cache)
+        _save_cache(cache_path, cache, result.inputs)
     table = pl.DataFrame(rows, schema=SCAN_SCHEMA) if rows else pl.DataFrame(schema=SCAN_SCHEMA)
     result.table = table.sort("location", "job_id", nulls_last=True)
     return result
@@ -382,33 +387,72 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
             and isinstance(entry.get("row"), dict)}
 
 
-def _save_cache(path: Path, jobs: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"version": 1, "jobs": jobs}))
-        tmp.replace(path)
-    except OSError as error:
-        raise OutputError(f"cannot write the scan cache {path}: {error.strerror or error}") from None
+def _save_cache(path: Path, jobs: dict[str, Any], inputs: frozenset[tuple[int, int]]) -> None:
+    text = json.dumps({"version": 1, "jobs": jobs})
+    def write(target: Path) -> None:
+        target.write_text(text)
+
+    write_output(path, write, inputs, "the scan cache")
 
 
-def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None) -> str:
+def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None,
+                inputs: frozenset[tuple[int, int]] = frozenset()) -> str:
     """Write the scan table as parquet (default), csv or jsonl; return the format used."""
     kind = fmt or {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}.get(
         path.suffix.lower(), "parquet")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if kind not in ("parquet", "csv", "jsonl"):
+        raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
+
+    def write(target: Path) -> None:
         if kind == "parquet":
-            table.write_parquet(path)
+            table.write_parquet(target)
         elif kind == "csv":
-            table.write_csv(path)
-        elif kind == "jsonl":
-            table.write_ndjson(path)
+            table.write_csv(target)
         else:
-            raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
-    except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+            table.write_ndjson(target)
+
+    write_output(path, write, inputs, "the table")
     return kind
+
+
+def write_output(path: Path, write: Callable[[Path], None], inputs: frozenset[tuple[int, int]], what: str) -> None:
+    """Write an output file without ever changing another file: its real target (links
+    followed) must not be one of ``inputs`` (the logs read, by device and inode: a hard link is
+    caught too), and a regular file is written to a new temporary file beside it, then renamed
+    over it (a rename replaces the name, never the content of a file linked to it). A device or
+    a FIFO (``/dev/stdout``, ``/dev/full``) is written directly."""
+    target = Path(os.path.realpath(path))
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as error:
+        raise OutputError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    if st is not None and (st.st_dev, st.st_ino) in inputs:
+        raise OutputError(f"{path} is one of the log files being read (through a link); write {what} elsewhere "
+                          "(logscope never writes into the logs it reads)")
+    try:
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode):
+                raise UsageError(f"{path} is a folder; give a file name to write to")
+            write(target)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)  # created here, exclusively: never a file that was there before, nor a link
+        temporary = Path(name)
+        try:
+            write(temporary)
+            temporary.replace(target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+    except OSError as error:
+        raise OutputError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    except pl.exceptions.PolarsError as error:  # polars' writers report a failed write (a full disk) so
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise OutputError(f"cannot write {what} {path}: {reason}") from None
 
 
 def read_table(path: Path) -> pl.DataFrame:

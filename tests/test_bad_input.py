@@ -651,3 +651,66 @@ def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert err == "Interrupted.\n", (out[-500:], err)  # one line: no traceback from the workers
+
+
+# --- outputs reached through links never overwrite a log -------------------------------------
+
+
+@pytest.mark.parametrize("link", ["table symlink", "table hard link", "cache hard link", "cache temporary symlink"])
+def test_scan_outputs_through_links_never_overwrite_a_log(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          link: str) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 2)
+    log = logs / "train-100-node1.out"
+    before = log.read_bytes()
+    out = tmp_path / "out"
+    out.mkdir()
+    table, cache = out / "t.csv", out / "c.json"
+    if link == "table symlink":
+        table.symlink_to(log)
+    elif link == "table hard link":
+        os.link(log, table)
+    elif link == "cache hard link":
+        os.link(log, cache)
+    else:  # the temporary file a cache used to be written to first
+        (out / "c.json.tmp").symlink_to(log)
+    code, _, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache))
+    assert log.read_bytes() == before
+    if link == "cache temporary symlink":
+        assert code == 0, err
+        assert json.loads(cache.read_text())["version"] == 1
+    else:
+        assert_one_line_error(code, err)
+        assert "log" in err
+
+
+# --- a full disk, Ctrl-C: one line --------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["analyze", str(CRASH)], ["analyze", str(CRASH), "--format", "json"],
+                                  ["scan", str(CRASH), "-j", "1"]])
+def test_standard_output_on_a_full_disk(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:  # noqa: PTH123 - a device, not a path to build
+        done = subprocess.run([sys.executable, "-m", "logscope", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "Error: cannot write the output: No space left on device\n", done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("table_format", ["parquet", "csv", "jsonl"])
+def test_scan_table_to_a_full_disk(capsys: pytest.CaptureFixture[str], table_format: str) -> None:
+    code, _, err = run(capsys, "scan", str(CRASH), "-j", "1", "-o", "/dev/full", "--table-format", table_format)
+    assert_one_line_error(code, err, "cannot write the table /dev/full")
+
+
+def test_ctrl_c_during_analyze(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import logscope.analysis
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(logscope.analysis, "analyze", interrupted)
+    code, out, err = run(capsys, "analyze", str(CRASH))
+    assert (code, out, err) == (130, "", "Interrupted.\n")
