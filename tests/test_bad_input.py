@@ -714,3 +714,25 @@ def test_ctrl_c_during_analyze(capsys: pytest.CaptureFixture[str], monkeypatch: 
     monkeypatch.setattr(logscope.analysis, "analyze", interrupted)
     code, out, err = run(capsys, "analyze", str(CRASH))
     assert (code, out, err) == (130, "", "Interrupted.\n")
+
+
+@pytest.mark.parametrize("how", ["sparse 4 GB", "written NUL bytes", "gz"])
+def test_a_file_that_starts_with_a_hole_is_read_after_it(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                         how: str) -> None:
+    # logrotate's copytruncate: the file is truncated while its writer keeps its offset, so what it
+    # writes next lands after a hole as long as the old file was.
+    path = tmp_path / "train-1-node1.out"
+    if how == "sparse 4 GB":
+        _sparse(path, 4 * 1024**3 + len(GOOD), tail=GOOD.encode())
+    elif how == "written NUL bytes":
+        path.write_bytes(bytes(3 * 1024 * 1024 + 7) + GOOD.encode())
+    else:
+        path = tmp_path / "train-1-node1.out.gz"
+        path.write_bytes(gzip.compress(bytes(100_000) + GOOD.encode()))
+    started = time.monotonic()
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert time.monotonic() - started < 30
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["job"]["lines_read"] == 2 and data["verdict"]["category"] == "crash"
+    assert any("NUL bytes at its start skipped" in w for w in data["warnings"]), data["warnings"]

@@ -35,6 +35,32 @@ def peek(stream: io.BufferedIOBase | InflateStream) -> bytes:
     return head
 
 
+def skip_leading_hole(stream: io.BufferedIOBase | InflateStream, path: Path, head: bytes) -> tuple[int, bytes]:
+    """After a ``head`` (see :func:`peek`) made only of NUL bytes, as logrotate's copytruncate
+    leaves in front of what the writer adds next: skip the NUL bytes (a sparse file's hole by
+    ``SEEK_DATA``, at disk speed otherwise) and return how many were skipped and the new head, the
+    first bytes after them (empty when the file holds nothing else)."""
+    skipped = len(head)
+    while True:
+        if isinstance(stream, io.BufferedReader):
+            here = stream.tell()
+            there = _next_data(path, here)
+            if there is not None and there > here:
+                stream.seek(there)
+                skipped += there - here
+        data = stream.read(1024 * 1024)
+        if not data:
+            stream._logscope_head = b""  # type: ignore[union-attr]
+            return skipped, b""
+        rest = data.lstrip(b"\0")
+        skipped += len(data) - len(rest)
+        if rest:
+            if len(rest) < SNIFF_BYTES:
+                rest += stream.read(SNIFF_BYTES - len(rest))
+            stream._logscope_head = rest  # type: ignore[union-attr]
+            return skipped, rest
+
+
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str]) -> Iterator[bytes]:
     """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES, of the
     stream of the file at ``path``; what was cut or skipped is added to ``warnings``."""

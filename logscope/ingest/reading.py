@@ -21,7 +21,16 @@ from pathlib import Path
 
 import polars as pl
 
-from logscope.ingest.blocks import CHUNK_BYTES, MAX_LINE_BYTES, blocks, lines_frame, looks_binary, peek, without_nul
+from logscope.ingest.blocks import (
+    CHUNK_BYTES,
+    MAX_LINE_BYTES,
+    blocks,
+    lines_frame,
+    looks_binary,
+    peek,
+    skip_leading_hole,
+    without_nul,
+)
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.matching import CLASSIFY_BYTES, MATCH_CHARS, bounded_pieces, cut_for_matching
@@ -194,11 +203,24 @@ def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:
     if not head:
         stream.close()
         return FileRead(source, pl.DataFrame(schema=EVENT_COLUMNS), warnings=["empty file"])
+    hole = 0
+    if head == bytes(len(head)):  # a hole first (logrotate's copytruncate): the lines after it count
+        try:
+            hole, head = skip_leading_hole(stream, source.path, head)
+        except READ_ERRORS as error:
+            stream.close()
+            return Skipped(source.display, f"cannot read ({describe_error(error)})")
+        if not head:
+            stream.close()
+            return Skipped(source.display, "only NUL bytes (a hole), not a text log")
     if looks_binary(head):
         stream.close()
-        what = "only NUL bytes at its start (a hole)" if head == bytes(len(head)) else "binary data"
-        return Skipped(source.display, f"{what}, not a text log")
-    return _Reading(source, stream, _reference_year(head, source.path))
+        return Skipped(source.display, "binary data, not a text log")
+    reading = _Reading(source, stream, _reference_year(head, source.path))
+    if hole:
+        reading.result.warnings.append(f"{hole:,} NUL bytes at its start skipped (a hole, as logrotate's "
+                                       "copytruncate leaves); the lines after it were read")
+    return reading
 
 
 def _reference_year(head: bytes, path: Path) -> int:
