@@ -37,6 +37,7 @@ import polars as pl
 
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
+from logscope.ingest.discovery import named_path
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
 
 SCAN_SCHEMA: dict[str, pl.DataType] = {
@@ -131,11 +132,13 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                     stat = path.stat()
                 except OSError:
                     continue
-                info = describe(Path(printable(name)), patterns)
+                info = describe(Path(printable(str(named_path(path)))), patterns)
                 job_id = info.job_id
                 if info.array_task is not None and job_id is not None:
                     job_id = f"{job_id}_{info.array_task}"
-                groups.setdefault((folder, job_id), []).append(
+                # A torchrun --log-dir tree (<run>/attempt_N/<local_rank>/...) is one job: its run folder.
+                home = str(path.parents[2]) if info.kind.startswith("torchrun") else folder
+                groups.setdefault((home, job_id), []).append(
                     (path, stat.st_size, stat.st_mtime_ns, (stat.st_dev, stat.st_ino)))
     jobs = []
     for (folder, job_id), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):

@@ -736,3 +736,29 @@ def test_a_file_that_starts_with_a_hole_is_read_after_it(capsys: pytest.CaptureF
     data = json.loads(out)
     assert data["job"]["lines_read"] == 2 and data["verdict"]["category"] == "crash"
     assert any("NUL bytes at its start skipped" in w for w in data["warnings"]), data["warnings"]
+
+
+# --- the same files, however they are given -----------------------------------------------------
+
+LOG_DIR = Path(__file__).parent / "goldens" / "LS302-log-dir-attempts" / "logs"
+
+
+def test_a_torchrun_log_dir_gives_one_verdict_however_it_is_given(capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted(str(p) for p in LOG_DIR.rglob("*") if p.is_file())
+    attempts = sorted(str(p) for p in LOG_DIR.glob("*/attempt_*"))
+    outputs = []
+    for given in ([str(LOG_DIR)], files, attempts):
+        code, out, err = run(capsys, "analyze", *given, "--format", "json")
+        assert code == 1, err
+        data = json.loads(out)
+        data["job"].pop("files")  # named as given
+        outputs.append(data)
+    assert outputs[0]["verdict"]["finding"] == "LS301"
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]  # error.json read as one, not as text
+
+
+def test_scan_takes_a_torchrun_log_dir_as_one_job(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "scan", str(LOG_DIR), "-j", "1", "-o", str(tmp_path / "t.jsonl"))
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["files"] == 9 and rows[0]["finding"] == "LS301", rows

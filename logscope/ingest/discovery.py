@@ -94,6 +94,14 @@ def _add(path: Path, base: Path | None, found: list[SourceFile], skipped: list[S
     if key in seen:
         return
     seen.add(key)
-    rel = path.relative_to(base) if base is not None else Path(path.name)
     _, compression = strip_compression(path.name)
-    found.append(SourceFile(path, display, describe(Path(printable(str(rel))), patterns), compression, stat.st_size))
+    found.append(SourceFile(path, display, describe(Path(printable(str(named_path(path, base)))), patterns),
+                            compression, stat.st_size))
+
+
+def named_path(path: Path, base: Path | None = None) -> Path:
+    """The part of ``path`` whose names say what the file is: its path below ``base`` (the folder
+    given), and at least its last three names, so that a torchrun ``attempt_N/<local_rank>/`` file
+    is known as such whether its folder, a folder inside its tree, or the file itself was given."""
+    below = len(path.relative_to(base).parts) if base is not None else 1
+    return Path(*path.parts[-max(3, below):])
