@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -86,6 +87,8 @@ def read_in_order(sources: Sequence[SourceFile],
     yield from batch.ready()
 
 
+COLL_ASIDE_MIN_LINES = 4096  # see _Batch.read
+
 # A batch of blocks waiting for classification (see read_in_order) is finished at these sizes.
 BATCH_ROWS = 200_000
 BATCH_BYTES = 4 * CHUNK_BYTES
@@ -97,7 +100,7 @@ class _Reading:
     def __init__(self, source: SourceFile, stream: io.BufferedIOBase | InflateStream, year: int) -> None:
         self.stream = stream
         self.year = year
-        self.result = FileRead(source, pl.DataFrame(schema=EVENT_COLUMNS))
+        self.result = FileRead(source, _no_events())
         self.parts: list[pl.DataFrame] = []
         self.waiting = 0  # blocks (or pieces of blocks) read but not yet classified
         self.cut = 0  # lines cut for matching
@@ -112,9 +115,17 @@ class _Reading:
 
     def finished(self) -> FileRead:
         if self.parts:
-            self.result.events = _finish_times(thin(pl.concat(self.parts)))
+            events = self.parts[0] if len(self.parts) == 1 else pl.concat(self.parts)
+            self.result.events = _finish_times(thin(events))
             self.parts = []
         return self.result
+
+
+@cache
+def _no_events() -> pl.DataFrame:
+    """The events of a file that has none (frames are immutable: one serves every file; building
+    one costs ~2 ms, paid per file of a job of thousands)."""
+    return pl.DataFrame(schema=EVENT_COLUMNS)
 
 
 class _Batch:
@@ -147,7 +158,10 @@ class _Batch:
                     result.lines_read += lines.height
                     lines, cut = cut_for_matching(lines)
                     reading.cut += cut
-                    prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=(COLL_HEAD, COLL_TAIL),
+                    # Setting COLL lines aside early pays on big blocks only; in a small one it
+                    # costs more than classifying them (thinning drops them just the same).
+                    keep = (COLL_HEAD, COLL_TAIL) if lines.height > COLL_ASIDE_MIN_LINES else None
+                    prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=keep,
                                              carriage_returns=cut > 0 or b"\r" in block)
                     carry_time = prepared.last_time
                     for piece, cost in bounded_pieces(prepared):
@@ -202,7 +216,7 @@ def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:
         return Skipped(source.display, f"cannot read ({describe_error(error)})")
     if not head:
         stream.close()
-        return FileRead(source, pl.DataFrame(schema=EVENT_COLUMNS), warnings=["empty file"])
+        return FileRead(source, _no_events(), warnings=["empty file"])
     hole = 0
     if head == bytes(len(head)):  # a hole first (logrotate's copytruncate): the lines after it count
         try:

@@ -30,6 +30,9 @@ KIND_KEEP = 16384
 
 def thin(events: pl.DataFrame) -> pl.DataFrame:
     """Keep the first/last COLL rows per communicator and the last progress rows per process."""
+    if events.height <= min(REPEAT_KEEP, COLL_HEAD + COLL_TAIL) and not (
+            events["event"] == Event.NCCL_CHANNEL.value).any():
+        return events  # no group can be over its limit (channel lines are made unique: not skipped)
     coll = pl.col("event") == Event.NCCL_COLL.value
     progress = pl.col("event") == Event.PROGRESS.value
     key_coll = [pl.col("host"), pl.col("pid"), pl.col("fields").struct.field("comm")]
