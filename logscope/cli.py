@@ -162,8 +162,9 @@ def report(
 def scan(
     roots: Annotated[list[Path], typer.Argument(help="Folders holding old job logs.", show_default=False)],
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl). Default: none, "
-        "only the summary is printed.")] = None,
+        "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl); - writes it to "
+        "standard output (format: --table-format or --format parquet|csv|jsonl, default csv) and the summary "
+        "to standard error. Default: none, only the summary is printed.")] = None,
     table_format: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--table-format", help="parquet, csv or jsonl (default: from the output's extension).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel worker processes (0: one per core).")] = 0,
@@ -188,6 +189,10 @@ def scan(
     """
     from logscope import scan as scanner
 
+    to_stdout = output is not None and str(output) == "-"
+    if to_stdout:  # the table on standard output, in --table-format or --format; the summary on stderr
+        table_format = table_format or (output_format if output_format.lower() in scanner.TABLE_FORMATS else "csv")
+        output_format = "text" if output_format.lower() in scanner.TABLE_FORMATS else output_format
     fmt = _format(output_format)
     patterns = _patterns(pattern)
     if print_sbatch is not None:
@@ -197,9 +202,10 @@ def scan(
         return 0
     parsed_shard = scanner.parse_shard(shard) if shard else None
     when = _date(since) if since else None
-    if output is not None:
+    if output is not None and not to_stdout:
         _output_file(output, roots)
-    cache_path = None if no_cache else (cache or (output.with_name(output.name + ".cache.json") if output else None))
+    default_cache = output.with_name(output.name + ".cache.json") if output is not None and not to_stdout else None
+    cache_path = None if no_cache else (cache or default_cache)
     if cache_path is not None:
         _output_file(cache_path, roots)
     progress, on_total, on_done = _scan_progress()
@@ -209,15 +215,17 @@ def scan(
     table = result.table
     if category:
         table = table.filter(table["category"].is_in([c.lower() for c in category]))
-    if output is not None:
+    if to_stdout:
+        scanner.write_table_to(table, sys.stdout.buffer, (table_format or "csv").lower())
+    elif output is not None:
         scanner.write_table(table, output, table_format, result.inputs)
     summary = scanner.summarise(table)
     if fmt == "json":
-        sys.stdout.write(json.dumps({"summary": summary, "analysed": result.analysed, "cached": result.cached,
-                                     "unreadable": result.failed, "output": str(output) if output else None},
-                                    indent=2, default=str) + "\n")
+        (sys.stderr if to_stdout else sys.stdout).write(json.dumps(
+            {"summary": summary, "analysed": result.analysed, "cached": result.cached, "unreadable": result.failed,
+             "output": str(output) if output else None}, indent=2, default=str) + "\n")
     else:
-        _print_scan_summary(summary, result, output)
+        _print_scan_summary(summary, result, None if to_stdout else output, stderr=to_stdout)
     return 0
 
 
@@ -305,10 +313,11 @@ def _scan_progress() -> tuple[Any, Any, Any]:
             lambda row: progress.advance(task))
 
 
-def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, output: Path | None) -> None:
+def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, output: Path | None,
+                        stderr: bool = False) -> None:
     from rich.table import Table
 
-    console = _console()
+    console = Console(highlight=False, soft_wrap=False, stderr=True) if stderr else _console()
     counts = Table(title=f"{summary['jobs']} job(s)", title_justify="left")
     counts.add_column("category")
     counts.add_column("jobs", justify="right")

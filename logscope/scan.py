@@ -31,7 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -62,8 +62,16 @@ SCAN_SCHEMA: dict[str, pl.DataType] = {
     "root_evidence": pl.String(),
     "lines_read": pl.Int64(),
     "lines_unrecognised": pl.Int64(),
+    "job_start": pl.Datetime("us"),  # the first and last times the logs hold
+    "job_end": pl.Datetime("us"),
+    "duration_s": pl.Float64(),
+    "last_step": pl.Int64(),  # the highest training step a log line names
+    "secondary_findings": pl.String(),  # the other findings' codes, comma-separated
     "error": pl.String(),
 }
+# Columns a table written by an older logscope lacks; merge reads such a table with them empty.
+_LATER_COLUMNS = frozenset(("job_start", "job_end", "duration_s", "last_step", "secondary_findings"))
+_CACHE_VERSION = 2  # the rows of a cache of another version lack columns: it is not used
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,15 @@ def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
         root_evidence=f"{evidence.file}:{evidence.line}" if evidence else None,
         lines_read=result.job.lines_read,
         lines_unrecognised=result.job.lines_unrecognised,
+        secondary_findings=",".join(dict.fromkeys(f.code for f in result.findings if f.code != verdict.finding))
+        or None,
     )
+    events = result.view.events
+    if events.height:
+        span = events.select(pl.col("time").min().alias("start"), pl.col("time").max().alias("end"),
+                             pl.col("fields").struct.field("step").max().alias("step")).row(0, named=True)
+        row.update(job_start=span["start"], job_end=span["end"], last_step=span["step"],
+                   duration_s=(span["end"] - span["start"]).total_seconds() if span["start"] and span["end"] else None)
     return row
 
 
@@ -382,7 +398,7 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    jobs = data.get("jobs") if isinstance(data, dict) and data.get("version") == 1 else None
+    jobs = data.get("jobs") if isinstance(data, dict) and data.get("version") == _CACHE_VERSION else None
     if not isinstance(jobs, dict):
         return {}
     return {key: entry for key, entry in jobs.items()
@@ -391,7 +407,7 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
 
 
 def _save_cache(path: Path, jobs: dict[str, Any], inputs: frozenset[tuple[int, int]]) -> None:
-    text = json.dumps({"version": 1, "jobs": jobs})
+    text = json.dumps({"version": _CACHE_VERSION, "jobs": jobs})
     def write(target: Path) -> None:
         target.write_text(text)
 
@@ -416,6 +432,22 @@ def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None,
 
     write_output(path, write, inputs, "the table")
     return kind
+
+
+TABLE_FORMATS = ("parquet", "csv", "jsonl")
+
+
+def write_table_to(table: pl.DataFrame, stream: BinaryIO, kind: str) -> None:
+    """Write the scan table to an open binary stream (standard output for ``-o -``)."""
+    if kind not in TABLE_FORMATS:
+        raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
+    if kind == "parquet":
+        table.write_parquet(stream)
+    elif kind == "csv":
+        table.write_csv(stream)
+    else:
+        table.write_ndjson(stream)
+    stream.flush()
 
 
 def write_output(path: Path, write: Callable[[Path], None], inputs: frozenset[tuple[int, int]], what: str) -> None:
@@ -473,6 +505,9 @@ def read_table(path: Path) -> pl.DataFrame:
     except Exception as error:
         raise InputError(f"{path}: not a logscope scan table ({type(error).__name__})") from None
     missing = set(SCAN_SCHEMA) - set(frame.columns)
+    if missing and missing <= _LATER_COLUMNS:  # a table of an older logscope
+        frame = frame.with_columns(pl.lit(None, dtype=SCAN_SCHEMA[name]).alias(name) for name in sorted(missing))
+        missing = set()
     if missing:
         raise InputError(f"{path}: not a logscope scan table (missing {', '.join(sorted(missing))})")
     for name, dtype in SCAN_SCHEMA.items():

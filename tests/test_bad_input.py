@@ -573,7 +573,7 @@ def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize("cache", [
-    '{"jobs": []}', '{"version": 1, "jobs": []}', '"just a string"', "not json", "string entries", "damaged row",
+    '{"jobs": []}', '{"version": 2, "jobs": []}', '"just a string"', "not json", "string entries", "damaged row",
 ])
 def test_a_damaged_cache_costs_a_rescan(capsys: pytest.CaptureFixture[str], tmp_path: Path, cache: str) -> None:
     (tmp_path / "logs").mkdir()
@@ -678,7 +678,7 @@ def test_scan_outputs_through_links_never_overwrite_a_log(capsys: pytest.Capture
     assert log.read_bytes() == before
     if link == "cache temporary symlink":
         assert code == 0, err
-        assert json.loads(cache.read_text())["version"] == 1
+        assert json.loads(cache.read_text())["version"] == 2
     else:
         assert_one_line_error(code, err)
         assert "log" in err

@@ -82,7 +82,7 @@ def test_a_damaged_cache_costs_only_a_rescan(archive: Path, tmp_path: Path) -> N
     cache = tmp_path / "c.json"
     cache.write_text("{not json")
     assert scan([archive], workers=1, cache_path=cache).analysed == 3
-    assert json.loads(cache.read_text())["version"] == 1
+    assert json.loads(cache.read_text())["version"] == 2
 
 
 def test_shards_partition_the_jobs(archive: Path) -> None:
@@ -141,3 +141,51 @@ def test_scan_and_merge_cli(archive: Path, tmp_path: Path, capsys: pytest.Captur
     assert main(["scan", str(archive), "-o", str(archive / "inside.parquet")]) == 2
     assert "inside the log folder" in capsys.readouterr().err
     assert main(["scan", str(archive), "--since", "yesterday"]) == 2
+
+
+# --- issue 13: the job's span, last step and secondary findings; the table to standard output --
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+def test_the_table_holds_the_jobs_span_last_step_and_secondary_findings(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path) -> None:
+    job = SAMPLES / "crash-cascade"
+    assert main(["analyze", str(job), "--format", "json"]) == 1
+    analysis = json.loads(capsys.readouterr().out)
+    row = scan([job], workers=1).table.row(0, named=True)
+    starts = [n["first_event"] for n in analysis["nodes"] if n["first_event"]]
+    ends = [n["last_event"] for n in analysis["nodes"] if n["last_event"]]
+    assert row["job_start"].isoformat() == min(starts) and row["job_end"].isoformat() == max(ends)
+    assert row["duration_s"] == (row["job_end"] - row["job_start"]).total_seconds() > 0
+    assert row["last_step"] == max(n["last_step"] for n in analysis["nodes"] if n["last_step"] is not None)
+    others = [f["code"] for f in analysis["findings"] if f["code"] != analysis["verdict"]["finding"]]
+    assert row["secondary_findings"] == (",".join(dict.fromkeys(others)) or None)
+
+
+@pytest.mark.parametrize("how", [["--format", "parquet"], ["--format", "csv"], ["--format", "jsonl"],
+                                 ["--table-format", "jsonl"], []])
+def test_the_table_to_standard_output(capfdbinary: pytest.CaptureFixture[bytes], tmp_path: Path,
+                                      how: list[str]) -> None:
+    import io
+
+    assert main(["scan", str(SAMPLES / "crash-cascade"), str(SAMPLES / "oom"), "-j", "1", "-o", "-", *how]) == 0
+    out, err = capfdbinary.readouterr()
+    kind = how[1] if how else "csv"
+    table = (pl.read_parquet(io.BytesIO(out)) if kind == "parquet" else
+             pl.read_csv(io.BytesIO(out), schema=SCAN_SCHEMA) if kind == "csv" else
+             pl.read_ndjson(io.BytesIO(out), schema=SCAN_SCHEMA))
+    assert table.height == 2 and set(table["finding"]) == {"LS301", "LS501"}
+    assert b"analysed 2" in err  # the summary goes to standard error
+    assert not (SAMPLES / "crash-cascade" / "-").exists()
+
+
+def test_merge_reads_a_table_of_an_older_version(tmp_path: Path) -> None:
+    old = tmp_path / "old.parquet"
+    pl.DataFrame({name: [None] for name in SCAN_SCHEMA if name not in ("job_start", "job_end", "duration_s",
+                                                                      "last_step", "secondary_findings")},
+                 schema={k: v for k, v in SCAN_SCHEMA.items()
+                         if k not in ("job_start", "job_end", "duration_s", "last_step", "secondary_findings")}
+                 ).with_columns(pl.lit("a::1").alias("job_key")).write_parquet(old)
+    merged = merge_tables([old])
+    assert merged.columns == list(SCAN_SCHEMA) and merged["last_step"].to_list() == [None]
