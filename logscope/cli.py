@@ -327,10 +327,12 @@ def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, outp
     hosts = summary["top_root_hosts"]
     if hosts:
         table = Table(title="hosts most often at the root of a failure", title_justify="left")
-        for col in ("host", "jobs", "categories", ""):
+        for col in ("host", "jobs run", "at the root", "rate", "by category", ""):
             table.add_column(col)
         for row in hosts:
-            table.add_row(row["root_host"], str(row["jobs"]), ", ".join(row["categories"]),
+            rate = f"{row['rate']:.0%}" if row["rate"] is not None else ""
+            table.add_row(row["root_host"], str(row["jobs_run"]), str(row["jobs"]), rate,
+                          ", ".join(f"{c} {n}" for c, n in row["by_category"].items()),
                           "hardware suspect" if row["suspect"] else "")
         console.print(table)
     if result is not None:

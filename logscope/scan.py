@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -530,18 +531,56 @@ def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:
             .sort("location", "job_id", nulls_last=True))
 
 
-def summarise(table: pl.DataFrame, suspect_threshold: int = 3) -> dict[str, Any]:
-    """Counts per category and the hosts that were the root of many jobs (hardware suspects)."""
+# Root causes that can lie with the machine rather than the job.
+SUSPECT_CATEGORIES = ("hardware", "network", "unknown")
+SUSPECT_MIN_ROOTS = 3  # fewer is never evidence
+SUSPECT_P = 0.01  # how unlikely the count must be if roots fell on hosts by their share of the jobs
+
+
+def summarise(table: pl.DataFrame) -> dict[str, Any]:
+    """Counts per category, and per host: the jobs it ran, the jobs it was at the root of and the
+    rate, by category. A host is a hardware suspect when its hardware, network and unknown roots
+    are well above its share of the jobs: at least SUSPECT_MIN_ROOTS, and a count that roots spread
+    over the hosts by the jobs each ran would reach with a probability below SUSPECT_P (Poisson)."""
     per_category = (table.group_by("category").len().sort(["len", "category"], descending=[True, False])
                     .to_dicts()) if table.height else []
-    hosts = (table.filter(pl.col("root_host").is_not_null())
-             .group_by("root_host").agg(pl.len().alias("jobs"),
-                                        pl.col("category").unique().sort().alias("categories"))
-             .sort(["jobs", "root_host"], descending=[True, False]))
-    top = hosts.head(10).to_dicts()
-    for row in top:
-        row["suspect"] = row["jobs"] >= suspect_threshold
-    return {"jobs": table.height, "per_category": per_category, "top_root_hosts": top}
+    ran = (table.select("job_key", pl.col("node_list").str.split(",").alias("host"))
+           .explode("host").filter(pl.col("host").is_not_null() & (pl.col("host") != "")))
+    rooted = table.filter(pl.col("root_host").is_not_null()).select("job_key", "category",
+                                                                    pl.col("root_host").alias("host"))
+    # A host at the root of a job ran it, whatever the node list says.
+    runs = pl.concat([ran, rooted.select("job_key", "host")]).unique().group_by("host").len("jobs_run")
+    roots = rooted.group_by("host").agg(pl.len().alias("root_jobs"),
+                                        pl.col("category").is_in(SUSPECT_CATEGORIES).sum().alias("machine_roots"),
+                                        pl.col("category").value_counts(sort=True).alias("by_category"))
+    hosts = roots.join(runs, on="host", how="left").with_columns(pl.col("jobs_run").fill_null(0))
+    total_runs = int(runs["jobs_run"].sum() or 0)
+    total_machine = int(hosts["machine_roots"].sum() or 0)
+    out = []
+    for row in hosts.sort(["root_jobs", "host"], descending=[True, False]).to_dicts():
+        expected = total_machine * row["jobs_run"] / total_runs if total_runs else 0.0
+        observed = row["machine_roots"]
+        suspect = observed >= SUSPECT_MIN_ROOTS and _poisson_at_least(observed, expected) < SUSPECT_P
+        by_category = {item["category"]: item["count"] for item in row["by_category"]}
+        out.append({
+            "root_host": row["host"], "jobs_run": row["jobs_run"], "jobs": row["root_jobs"],
+            "rate": row["root_jobs"] / row["jobs_run"] if row["jobs_run"] else None,
+            "by_category": dict(sorted(by_category.items())), "categories": sorted(by_category),
+            "machine_roots": observed, "expected_machine_roots": round(expected, 3), "suspect": suspect,
+        })
+    return {"jobs": table.height, "per_category": per_category, "top_root_hosts": out[:10], "hosts": out}
+
+
+def _poisson_at_least(k: int, mean: float) -> float:
+    """P(X >= k) for X ~ Poisson(mean)."""
+    if mean <= 0:
+        return 0.0 if k > 0 else 1.0
+    term = math.exp(-mean)
+    below = 0.0
+    for i in range(k):
+        below += term
+        term *= mean / (i + 1)
+    return max(0.0, 1.0 - below)
 
 
 def sbatch_script(roots: Sequence[Path], shards: int, output_prefix: str, cpus: int,

@@ -110,15 +110,38 @@ def test_tables_round_trip_and_merge(archive: Path, tmp_path: Path, suffix: str)
     assert merged.height == 3 and set(merged["job_key"]) == set(table["job_key"])
 
 
-def test_summary_flags_repeat_offender_hosts() -> None:
-    rows = [dict.fromkeys(SCAN_SCHEMA) | {"job_key": str(i), "category": "hardware", "root_host": "gpu13"}
-            for i in range(3)]
-    rows.append(dict.fromkeys(SCAN_SCHEMA) | {"job_key": "x", "category": "crash", "root_host": "gpu02"})
+def _row(key: str, hosts: list[str], category: str | None = None, root: str | None = None) -> dict[str, object]:
+    return dict.fromkeys(SCAN_SCHEMA) | {"job_key": key, "node_list": ",".join(hosts), "category": category or
+                                         "healthy", "root_host": root}
+
+
+def test_summary_per_host_and_hardware_suspects_by_their_share_of_the_jobs() -> None:
+    # 20 hosts, 100 jobs of 4 hosts each: every host runs 20. gpu13 is at the root of 5 hardware
+    # failures, five other hosts of one each; gpu02 of 3 crashes (the job's fault, not the host's).
+    hosts = [f"gpu{n:02d}" for n in range(20)]
+    rows = []
+    for j in range(100):
+        rows.append(_row(str(j), [hosts[(j + k * 5) % 20] for k in range(4)]))
+    for root in ["gpu13"] * 5 + ["gpu01", "gpu03", "gpu05", "gpu07", "gpu09"]:
+        job = next(r for r in rows if root in str(r["node_list"]) and r["root_host"] is None)
+        job.update(category="hardware", root_host=root)
+    for job in [r for r in rows if "gpu02" in str(r["node_list"]) and r["root_host"] is None][:3]:
+        job.update(category="crash", root_host="gpu02")
     summary = summarise(pl.DataFrame(rows, schema=SCAN_SCHEMA))
-    assert summary["per_category"][0] == {"category": "hardware", "len": 3}
-    top = summary["top_root_hosts"]
-    assert top[0]["root_host"] == "gpu13" and top[0]["suspect"] is True
-    assert top[1]["suspect"] is False
+    by_host = {h["root_host"]: h for h in summary["hosts"]}
+    assert by_host["gpu13"]["jobs_run"] == 20 and by_host["gpu13"]["jobs"] == 5 and by_host["gpu13"]["rate"] == 0.25
+    assert by_host["gpu13"]["by_category"] == {"hardware": 5}
+    assert [h for h, row in by_host.items() if row["suspect"]] == ["gpu13"]
+    assert by_host["gpu02"]["jobs"] == 3 and not by_host["gpu02"]["suspect"]  # three roots are not enough alone
+
+
+def test_a_host_running_most_jobs_is_not_a_suspect_for_its_share_of_the_roots() -> None:
+    # gpu00 runs every job; 6 hardware roots, 3 of them on gpu00: about its share.
+    rows = [_row(str(j), ["gpu00", f"gpu{1 + j % 9:02d}"]) for j in range(60)]
+    for j, root in enumerate(["gpu00"] * 3 + ["gpu01", "gpu02", "gpu03"]):
+        rows[j * 9 + (root != "gpu00")].update(category="hardware", root_host=root)
+    summary = summarise(pl.DataFrame(rows, schema=SCAN_SCHEMA))
+    assert not any(h["suspect"] for h in summary["hosts"])
 
 
 def test_sbatch_array_script() -> None:
