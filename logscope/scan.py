@@ -496,7 +496,8 @@ def read_table(path: Path) -> pl.DataFrame:
     try:
         suffix = path.suffix.lower()
         if suffix == ".csv":
-            frame = pl.read_csv(path, schema=SCAN_SCHEMA, try_parse_dates=True)
+            # by name, not position: a table of an older logscope lacks the later columns
+            frame = pl.read_csv(path, schema_overrides=SCAN_SCHEMA, try_parse_dates=True)
         elif suffix in (".jsonl", ".ndjson", ".json"):
             frame = pl.read_ndjson(path, schema=SCAN_SCHEMA)
         else:

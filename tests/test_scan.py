@@ -203,12 +203,15 @@ def test_the_table_to_standard_output(capfdbinary: pytest.CaptureFixture[bytes],
     assert not (SAMPLES / "crash-cascade" / "-").exists()
 
 
-def test_merge_reads_a_table_of_an_older_version(tmp_path: Path) -> None:
-    old = tmp_path / "old.parquet"
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_merge_reads_a_table_of_an_older_version(tmp_path: Path, suffix: str) -> None:
+    old = tmp_path / f"old{suffix}"
     pl.DataFrame({name: [None] for name in SCAN_SCHEMA if name not in ("job_start", "job_end", "duration_s",
                                                                       "last_step", "secondary_findings")},
                  schema={k: v for k, v in SCAN_SCHEMA.items()
                          if k not in ("job_start", "job_end", "duration_s", "last_step", "secondary_findings")}
-                 ).with_columns(pl.lit("a::1").alias("job_key")).write_parquet(old)
+                 ).with_columns(pl.lit("a::1").alias("job_key")).pipe(
+        lambda frame: frame.write_parquet(old) if suffix == ".parquet" else
+        frame.write_csv(old) if suffix == ".csv" else frame.write_ndjson(old))
     merged = merge_tables([old])
     assert merged.columns == list(SCAN_SCHEMA) and merged["last_step"].to_list() == [None]
