@@ -183,8 +183,11 @@ def lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
         block = block[len(codecs.BOM_UTF8):] or b"\n"
     if b"\x1f" in block:
         block = block.replace(b"\x1f", b" ")
+    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
+    # first line in front of such a block keeps it text, and its row is dropped below.
+    shielded = _compressed_start(block)
     frame = pl.read_csv(
-        block,
+        b"\n" + block if shielded else block,
         has_header=False,
         separator="\x1f",
         quote_char=None,
@@ -194,10 +197,20 @@ def lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
         infer_schema=False,
         truncate_ragged_lines=True,
     )
+    if shielded:
+        frame = frame.slice(1)
     return frame.select(
         (pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + first_line).alias("line"),
         pl.col("raw"),
     )
+
+
+def _compressed_start(block: bytes) -> bool:
+    """Whether ``block`` starts with a zlib header or the zstd magic number (gzip's cannot be
+    left: its 0x1f is replaced before)."""
+    if block.startswith(b"\x28\xb5\x2f\xfd"):
+        return True
+    return len(block) >= 2 and block[0] & 0x0F == 8 and ((block[0] << 8) | block[1]) % 31 == 0
 
 
 def looks_binary(head: bytes) -> bool:
