@@ -156,7 +156,7 @@ class _Batch:
                     block = without_nul(block)
                     lines = lines_frame(block, result.lines_read)
                     result.lines_read += lines.height
-                    lines, cut = cut_for_matching(lines)
+                    lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
                     reading.cut += cut
                     # Setting COLL lines aside early pays on big blocks only; in a small one it
                     # costs more than classifying them (thinning drops them just the same).
