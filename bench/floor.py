@@ -75,7 +75,7 @@ def main() -> int:
         i = load.index(min(load))
         groups[i].append(str(path))
         load[i] += path.stat().st_size
-    # The settings logscope's workers run with (see ingest._Workers).
+    # The settings logscope's workers run with (see ingest.workers._Workers).
     env = {**os.environ, "POLARS_MAX_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
            "MALLOC_TRIM_THRESHOLD_": str(1 << 32), "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}
     times = []

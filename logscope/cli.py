@@ -14,6 +14,7 @@ Exit codes (the same for every command):
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -190,8 +191,9 @@ def report(
 def scan(
     roots: Annotated[list[Path], typer.Argument(help="Folders holding old job logs.", show_default=False)],
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl). Default: none, "
-        "only the summary is printed.")] = None,
+        "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl); - writes it to "
+        "standard output (format: --table-format or --format parquet|csv|jsonl, default csv) and the summary "
+        "to standard error. Default: none, only the summary is printed.")] = None,
     table_format: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--table-format", help="parquet, csv or jsonl (default: from the output's extension).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel worker processes (0: one per core).")] = 0,
@@ -216,6 +218,10 @@ def scan(
     """
     from logscope import scan as scanner
 
+    to_stdout = output is not None and str(output) == "-"
+    if to_stdout:  # the table on standard output, in --table-format or --format; the summary on stderr
+        table_format = table_format or (output_format if output_format.lower() in scanner.TABLE_FORMATS else "csv")
+        output_format = "text" if output_format.lower() in scanner.TABLE_FORMATS else output_format
     fmt = _format(output_format)
     patterns = _patterns(pattern)
     if print_sbatch is not None:
@@ -225,9 +231,10 @@ def scan(
         return 0
     parsed_shard = scanner.parse_shard(shard) if shard else None
     when = _date(since) if since else None
-    if output is not None:
+    if output is not None and not to_stdout:
         _output_file(output, roots)
-    cache_path = None if no_cache else (cache or (output.with_name(output.name + ".cache.json") if output else None))
+    default_cache = output.with_name(output.name + ".cache.json") if output is not None and not to_stdout else None
+    cache_path = None if no_cache else (cache or default_cache)
     if cache_path is not None:
         _output_file(cache_path, roots)
     progress, on_total, on_done = _scan_progress()
@@ -237,15 +244,17 @@ def scan(
     table = result.table
     if category:
         table = table.filter(table["category"].is_in([c.lower() for c in category]))
-    if output is not None:
-        scanner.write_table(table, output, table_format)
+    if to_stdout:
+        scanner.write_table_to(table, sys.stdout.buffer, (table_format or "csv").lower())
+    elif output is not None:
+        scanner.write_table(table, output, table_format, result.inputs)
     summary = scanner.summarise(table)
     if fmt == "json":
-        sys.stdout.write(json.dumps({"summary": summary, "analysed": result.analysed, "cached": result.cached,
-                                     "unreadable": result.failed, "output": str(output) if output else None},
-                                    indent=2, default=str) + "\n")
+        (sys.stderr if to_stdout else sys.stdout).write(json.dumps(
+            {"summary": summary, "analysed": result.analysed, "cached": result.cached, "unreadable": result.failed,
+             "output": str(output) if output else None}, indent=2, default=str) + "\n")
     else:
-        _print_scan_summary(summary, result, output)
+        _print_scan_summary(summary, result, None if to_stdout else output, stderr=to_stdout)
     return 0
 
 
@@ -333,10 +342,12 @@ def _codes(given: list[str] | None) -> set[str]:
 
 
 def _date(text: str) -> datetime:
+    """A --since date, as the local time the files' modification times are compared in."""
     try:
-        return datetime.fromisoformat(text)
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
         raise UsageError(f"--since wants a date like 2026-11-01 or 2026-11-01T12:00 (got {text!r})") from None
+    return when.astimezone().replace(tzinfo=None) if when.tzinfo is not None else when
 
 
 def _scan_progress() -> tuple[Any, Any, Any]:
@@ -352,10 +363,11 @@ def _scan_progress() -> tuple[Any, Any, Any]:
             lambda row: progress.advance(task))
 
 
-def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, output: Path | None) -> None:
+def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, output: Path | None,
+                        stderr: bool = False) -> None:
     from rich.table import Table
 
-    console = _console()
+    console = Console(highlight=False, soft_wrap=False, stderr=True) if stderr else _console()
     counts = Table(title=f"{summary['jobs']} job(s)", title_justify="left")
     counts.add_column("category")
     counts.add_column("jobs", justify="right")
@@ -365,10 +377,12 @@ def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, outp
     hosts = summary["top_root_hosts"]
     if hosts:
         table = Table(title="hosts most often at the root of a failure", title_justify="left")
-        for col in ("host", "jobs", "categories", ""):
+        for col in ("host", "jobs run", "at the root", "rate", "by category", ""):
             table.add_column(col)
         for row in hosts:
-            table.add_row(row["root_host"], str(row["jobs"]), ", ".join(row["categories"]),
+            rate = f"{row['rate']:.0%}" if row["rate"] is not None else ""
+            table.add_row(row["root_host"], str(row["jobs_run"]), str(row["jobs"]), rate,
+                          ", ".join(f"{c} {n}" for c, n in row["by_category"].items()),
                           "hardware suspect" if row["suspect"] else "")
         console.print(table)
     if result is not None:
@@ -480,7 +494,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         result = app(args=args, prog_name="logscope", standalone_mode=False)
-        return int(result) if isinstance(result, int) else 0
+        code = int(result) if isinstance(result, int) else 0
+        if code == 130:  # typer returns Ctrl-C (a KeyboardInterrupt) as 130, silently; no command does
+            sys.stderr.write("Interrupted.\n")
+        sys.stdout.flush()  # a full disk says so here, not in a message at exit
+        return code
     except typer.Exit as done:
         return int(done.exit_code)
     except typer.Abort:
@@ -497,17 +515,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115 - stays open until exit
         return 0
+    except OSError as error:
+        if error.errno not in _WRITE_ERRNOS:
+            return _internal_error(error)
+        # Standard output could not be written (a full disk, a file too big, a dead device):
+        # what is still buffered goes nowhere, so that the exit says nothing more.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stderr.write(f"Error: cannot write the output: {error.strerror or error}\n")
+        return 2
     except Exception as error:
         if hasattr(error, "exit_code") and hasattr(error, "show"):
             # typer's (click's) own usage errors: bad option, missing argument, --help exits
             error.show()
             return int(error.exit_code) if error.exit_code else 0
-        if os.environ.get("LOGSCOPE_DEBUG"):
-            traceback.print_exc()
-        first = str(error).splitlines()[0][:300] if str(error) else ""
-        sys.stderr.write(f"Error: internal error ({type(error).__name__}: {first}); "
-                         "rerun with --debug for details and report it\n")
-        return 2
+        return _internal_error(error)
+
+
+_WRITE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
+
+
+def _internal_error(error: BaseException) -> int:
+    if os.environ.get("LOGSCOPE_DEBUG"):
+        traceback.print_exception(error)
+    first = str(error).splitlines()[0][:300] if str(error) else ""
+    sys.stderr.write(f"Error: internal error ({type(error).__name__}: {first}); "
+                     "rerun with --debug for details and report it\n")
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

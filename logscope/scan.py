@@ -15,21 +15,30 @@ of N tasks splits a scan; ``merge`` joins the shards' tables.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import signal
+import stat
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
+from logscope.ingest.discovery import named_path
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
 
 SCAN_SCHEMA: dict[str, pl.DataType] = {
@@ -54,8 +63,16 @@ SCAN_SCHEMA: dict[str, pl.DataType] = {
     "root_evidence": pl.String(),
     "lines_read": pl.Int64(),
     "lines_unrecognised": pl.Int64(),
+    "job_start": pl.Datetime("us"),  # the first and last times the logs hold
+    "job_end": pl.Datetime("us"),
+    "duration_s": pl.Float64(),
+    "last_step": pl.Int64(),  # the highest training step a log line names
+    "secondary_findings": pl.String(),  # the other findings' codes, comma-separated
     "error": pl.String(),
 }
+# Columns a table written by an older logscope lacks; merge reads such a table with them empty.
+_LATER_COLUMNS = frozenset(("job_start", "job_end", "duration_s", "last_step", "secondary_findings"))
+_CACHE_VERSION = 2  # the rows of a cache of another version lack columns: it is not used
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,7 @@ class JobFiles:
     files: tuple[Path, ...]
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]  # st_mtime_ns
+    inodes: tuple[tuple[int, int], ...] = ()  # (st_dev, st_ino): what no output may overwrite
 
     @property
     def signature(self) -> str:
@@ -89,6 +107,7 @@ class ScanResult:
     failed: int = 0
     skipped_by_filter: int = 0
     messages: list[str] = field(default_factory=list)
+    inputs: frozenset[tuple[int, int]] = frozenset()  # the scanned files: no output may land on one
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -105,7 +124,7 @@ def shard_of(key: str, shards: int) -> int:
 
 def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[JobFiles]:
     """Group the log files under ``roots`` into jobs, in a stable order."""
-    groups: dict[tuple[str, str | None], list[tuple[Path, int, int]]] = {}
+    groups: dict[tuple[str, str | None], list[tuple[Path, int, int, tuple[int, int]]]] = {}
     for root in roots:
         if not root.exists():
             what = "broken or looping symbolic link" if root.is_symlink() else "no such file or directory"
@@ -122,17 +141,21 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                     stat = path.stat()
                 except OSError:
                     continue
-                info = describe(Path(printable(name)), patterns)
+                info = describe(Path(printable(str(named_path(path)))), patterns)
                 job_id = info.job_id
                 if info.array_task is not None and job_id is not None:
                     job_id = f"{job_id}_{info.array_task}"
-                groups.setdefault((folder, job_id), []).append((path, stat.st_size, stat.st_mtime_ns))
+                # A torchrun --log-dir tree (<run>/attempt_N/<local_rank>/...) is one job: its run folder.
+                home = str(path.parents[2]) if info.kind.startswith("torchrun") else folder
+                groups.setdefault((home, job_id), []).append(
+                    (path, stat.st_size, stat.st_mtime_ns, (stat.st_dev, stat.st_ino)))
     jobs = []
     for (folder, job_id), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         members.sort()
         key = printable(f"{folder}::{job_id}" if job_id else folder)
         jobs.append(JobFiles(key, job_id, Path(folder), tuple(m[0] for m in members),
-                             tuple(m[1] for m in members), tuple(m[2] for m in members)))
+                             tuple(m[1] for m in members), tuple(m[2] for m in members),
+                             tuple(m[3] for m in members)))
     return jobs
 
 
@@ -172,7 +195,15 @@ def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
         root_evidence=f"{evidence.file}:{evidence.line}" if evidence else None,
         lines_read=result.job.lines_read,
         lines_unrecognised=result.job.lines_unrecognised,
+        secondary_findings=",".join(dict.fromkeys(f.code for f in result.findings if f.code != verdict.finding))
+        or None,
     )
+    events = result.view.events
+    if events.height:
+        span = events.select(pl.col("time").min().alias("start"), pl.col("time").max().alias("end"),
+                             pl.col("fields").struct.field("step").max().alias("step")).row(0, named=True)
+        row.update(job_start=span["start"], job_end=span["end"], last_step=span["step"],
+                   duration_s=(span["end"] - span["start"]).total_seconds() if span["start"] and span["end"] else None)
     return row
 
 
@@ -180,6 +211,7 @@ def _worker_init() -> None:
     # Workers each analyse one job at a time; letting every one of them start a polars thread
     # pool per core would oversubscribe the machine.
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _pool_round: the scan stops its workers itself
 
 
 def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS, workers: int | None = None,
@@ -190,7 +222,7 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
     jobs = find_jobs(roots, patterns)
     if not jobs:
         raise InputError(f"no log files found in {', '.join(str(r) for r in roots)}")
-    result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA))
+    result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA), inputs=frozenset(i for j in jobs for i in j.inodes))
     if shard is not None:
         jobs = [j for j in jobs if shard_of(j.key, shard[1]) == shard[0]]
     if since is not None:
@@ -202,8 +234,9 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
     todo: list[JobFiles] = []
     for job in jobs:
         hit = cache.get(job.key)
-        if hit is not None and hit.get("signature") == job.signature:
-            rows.append(_from_json_row(hit["row"]))
+        row = _from_json_row(hit["row"]) if hit is not None and hit["signature"] == job.signature else None
+        if row is not None:
+            rows.append(row)
             result.cached += 1
         else:
             todo.append(job)
@@ -220,7 +253,7 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
         if not str(row.get("error") or "").startswith("worker failed"):  # a crashed worker may work next time
             cache[job.key] = {"signature": job.signature, "row": _to_json_row(row)}
     if cache_path is not None:
-        _save_cache(cache_path, cache)
+        _save_cache(cache_path, cache, result.inputs)
     table = pl.DataFrame(rows, schema=SCAN_SCHEMA) if rows else pl.DataFrame(schema=SCAN_SCHEMA)
     result.table = table.sort("location", "job_id", nulls_last=True)
     return result
@@ -239,27 +272,84 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
             if on_done is not None:
                 on_done(row)
         return out
+    results: dict[int, dict[str, Any]] = {}
+    waiting = deque(range(len(jobs)))
+    alone: deque[int] = deque()  # jobs that were running when a worker died: each is run alone
+    while waiting or alone:
+        if alone:
+            index = alone.popleft()
+            in_pool = _pool_round(jobs, patterns, 1, deque([index]), results, on_done)
+            if in_pool:  # its worker died again: this job kills it
+                row = _failed_row(jobs[index], "worker failed: the process analysing this job died "
+                                               "(killed, e.g. for memory)")
+                results[index] = row
+                if on_done is not None:
+                    on_done(row)
+        else:
+            alone.extend(_pool_round(jobs, patterns, count, waiting, results, on_done))
+    return [results[i] for i in range(len(jobs))]
+
+
+def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, waiting: deque[int],
+                results: dict[int, dict[str, Any]], on_done: Callable[[dict[str, Any]], None] | None) -> list[int]:
+    """Analyse the jobs of ``waiting`` in a pool of ``count`` workers, ``count`` at a time (so
+    that when a worker dies, only the jobs then running are in doubt); return those jobs, if one
+    died, with the ones not started left in ``waiting``."""
     import multiprocessing
 
-    results: dict[int, dict[str, Any]] = {}
     context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
-    with ProcessPoolExecutor(max_workers=min(count, len(jobs)), mp_context=context,
-                             initializer=_worker_init) as pool:
-        futures = {pool.submit(analyse_one, job, patterns): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            index = futures[future]
-            try:
-                row = future.result()
-            except Exception as error:  # a worker killed by the OS (OOM) still gives a row
-                job = jobs[index]
-                row = dict.fromkeys(SCAN_SCHEMA)
-                row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)),
-                           files=len(job.files), bytes=sum(job.sizes), newest_file=job.newest, category="unreadable",
-                           error=f"worker failed: {type(error).__name__}: {error}")
-            results[index] = row
-            if on_done is not None:
-                on_done(row)
-    return [results[i] for i in range(len(jobs))]
+    pool = ProcessPoolExecutor(max_workers=min(count, len(waiting)), mp_context=context, initializer=_worker_init)
+    running: dict[Future[dict[str, Any]], int] = {}
+    try:
+        # The workers start with the first submissions; they are started with Ctrl-C ignored, as
+        # it reaches the whole process group (this process stops them itself), so that none
+        # prints a traceback, even while it is still importing.
+        with _ctrl_c_ignored():
+            while waiting and len(running) < count:
+                index = waiting.popleft()
+                running[pool.submit(analyse_one, jobs[index], patterns)] = index
+        while waiting or running:
+            while waiting and len(running) < count:
+                index = waiting.popleft()
+                running[pool.submit(analyse_one, jobs[index], patterns)] = index
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = running.pop(future)
+                try:
+                    row = future.result()
+                except BrokenProcessPool:  # a worker died (killed for memory): which job did it?
+                    return [index, *running.values()]
+                except Exception as error:
+                    row = _failed_row(jobs[index], f"worker failed: {type(error).__name__}: {error}")
+                results[index] = row
+                if on_done is not None:
+                    on_done(row)
+        return []
+    except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _failed_row(job: JobFiles, error: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
+    row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
+               bytes=sum(job.sizes), newest_file=job.newest, category="unreadable", error=error)
+    return row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,52 +360,135 @@ def _to_json_row(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
 
 
-def _from_json_row(row: dict[str, Any]) -> dict[str, Any]:
+def _from_json_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A cached row as the table holds it; None when it does not fit the table (a damaged or
+    edited cache: the job is analysed again)."""
     # a cache written by an older version may hold a file name's undecodable bytes
-    out = {key: printable(value) if isinstance(value, str) else value for key, value in row.items()}
-    for key, dtype in SCAN_SCHEMA.items():
-        if isinstance(dtype, pl.Datetime) and isinstance(out.get(key), str):
-            out[key] = datetime.fromisoformat(out[key])
+    out = {key: printable(value) if isinstance(value, str) else value for key, value in row.items()
+           if key in SCAN_SCHEMA}
+    try:
+        for key, dtype in SCAN_SCHEMA.items():
+            if isinstance(dtype, pl.Datetime) and isinstance(out.get(key), str):
+                out[key] = datetime.fromisoformat(out[key]).replace(tzinfo=None)
+        pl.DataFrame([out], schema=SCAN_SCHEMA)  # the types fit the table
+    except Exception:  # whatever the cache holds, it costs a rescan, not the scan
+        return None
     return out
 
 
+def check_cache_path(path: Path) -> None:
+    """Refuse a cache path that is not a regular file (a FIFO would hang the scan, a device or a
+    folder cannot hold it)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"--cache {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--cache {path} is not a regular file")
+
+
 def _load_cache(path: Path | None) -> dict[str, Any]:
+    """The cached jobs, keeping only well-formed entries: a damaged cache costs a rescan of the
+    jobs it cannot vouch for, never the scan."""
     if path is None or not path.exists():
         return {}
+    check_cache_path(path)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}  # a damaged cache only costs a full rescan
-    return data.get("jobs", {}) if isinstance(data, dict) and data.get("version") == 1 else {}
+        return {}
+    jobs = data.get("jobs") if isinstance(data, dict) and data.get("version") == _CACHE_VERSION else None
+    if not isinstance(jobs, dict):
+        return {}
+    return {key: entry for key, entry in jobs.items()
+            if isinstance(entry, dict) and isinstance(entry.get("signature"), str)
+            and isinstance(entry.get("row"), dict)}
 
 
-def _save_cache(path: Path, jobs: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"version": 1, "jobs": jobs}))
-        tmp.replace(path)
-    except OSError as error:
-        raise OutputError(f"cannot write the scan cache {path}: {error.strerror or error}") from None
+def _save_cache(path: Path, jobs: dict[str, Any], inputs: frozenset[tuple[int, int]]) -> None:
+    text = json.dumps({"version": _CACHE_VERSION, "jobs": jobs})
+    def write(target: Path) -> None:
+        target.write_text(text)
+
+    write_output(path, write, inputs, "the scan cache")
 
 
-def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None) -> str:
+def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None,
+                inputs: frozenset[tuple[int, int]] = frozenset()) -> str:
     """Write the scan table as parquet (default), csv or jsonl; return the format used."""
     kind = fmt or {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}.get(
         path.suffix.lower(), "parquet")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if kind not in ("parquet", "csv", "jsonl"):
+        raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
+
+    def write(target: Path) -> None:
         if kind == "parquet":
-            table.write_parquet(path)
+            table.write_parquet(target)
         elif kind == "csv":
-            table.write_csv(path)
-        elif kind == "jsonl":
-            table.write_ndjson(path)
+            table.write_csv(target)
         else:
-            raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
-    except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+            table.write_ndjson(target)
+
+    write_output(path, write, inputs, "the table")
     return kind
+
+
+TABLE_FORMATS = ("parquet", "csv", "jsonl")
+
+
+def write_table_to(table: pl.DataFrame, stream: BinaryIO, kind: str) -> None:
+    """Write the scan table to an open binary stream (standard output for ``-o -``)."""
+    if kind not in TABLE_FORMATS:
+        raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
+    if kind == "parquet":
+        table.write_parquet(stream)
+    elif kind == "csv":
+        table.write_csv(stream)
+    else:
+        table.write_ndjson(stream)
+    stream.flush()
+
+
+def write_output(path: Path, write: Callable[[Path], None], inputs: frozenset[tuple[int, int]], what: str) -> None:
+    """Write an output file without ever changing another file: its real target (links
+    followed) must not be one of ``inputs`` (the logs read, by device and inode: a hard link is
+    caught too), and a regular file is written to a new temporary file beside it, then renamed
+    over it (a rename replaces the name, never the content of a file linked to it). A device or
+    a FIFO (``/dev/stdout``, ``/dev/full``) is written directly."""
+    target = Path(os.path.realpath(path))
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as error:
+        raise OutputError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    if st is not None and (st.st_dev, st.st_ino) in inputs:
+        raise OutputError(f"{path} is one of the log files being read (through a link); write {what} elsewhere "
+                          "(logscope never writes into the logs it reads)")
+    try:
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode):
+                raise UsageError(f"{path} is a folder; give a file name to write to")
+            write(target)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)  # created here, exclusively: never a file that was there before, nor a link
+        temporary = Path(name)
+        try:
+            write(temporary)
+            temporary.replace(target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+    except OSError as error:
+        raise OutputError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    except pl.exceptions.PolarsError as error:  # polars' writers report a failed write (a full disk) so
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise OutputError(f"cannot write {what} {path}: {reason}") from None
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -323,7 +496,8 @@ def read_table(path: Path) -> pl.DataFrame:
     try:
         suffix = path.suffix.lower()
         if suffix == ".csv":
-            frame = pl.read_csv(path, schema=SCAN_SCHEMA, try_parse_dates=True)
+            # by name, not position: a table of an older logscope lacks the later columns
+            frame = pl.read_csv(path, schema_overrides=SCAN_SCHEMA, try_parse_dates=True)
         elif suffix in (".jsonl", ".ndjson", ".json"):
             frame = pl.read_ndjson(path, schema=SCAN_SCHEMA)
         else:
@@ -333,9 +507,18 @@ def read_table(path: Path) -> pl.DataFrame:
     except Exception as error:
         raise InputError(f"{path}: not a logscope scan table ({type(error).__name__})") from None
     missing = set(SCAN_SCHEMA) - set(frame.columns)
+    if missing and missing <= _LATER_COLUMNS:  # a table of an older logscope
+        frame = frame.with_columns(pl.lit(None, dtype=SCAN_SCHEMA[name]).alias(name) for name in sorted(missing))
+        missing = set()
     if missing:
         raise InputError(f"{path}: not a logscope scan table (missing {', '.join(sorted(missing))})")
-    return frame.select(list(SCAN_SCHEMA)).cast(SCAN_SCHEMA)  # type: ignore[arg-type]
+    for name, dtype in SCAN_SCHEMA.items():
+        try:
+            frame = frame.with_columns(pl.col(name).cast(dtype))
+        except Exception:  # polars raises several kinds for a cast that cannot be done
+            raise InputError(f"{path}: not a logscope scan table (column {name} holds {frame.schema[name]}, "
+                             f"not {dtype})") from None
+    return frame.select(list(SCAN_SCHEMA))
 
 
 def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:
@@ -349,18 +532,56 @@ def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:
             .sort("location", "job_id", nulls_last=True))
 
 
-def summarise(table: pl.DataFrame, suspect_threshold: int = 3) -> dict[str, Any]:
-    """Counts per category and the hosts that were the root of many jobs (hardware suspects)."""
+# Root causes that can lie with the machine rather than the job.
+SUSPECT_CATEGORIES = ("hardware", "network", "unknown")
+SUSPECT_MIN_ROOTS = 3  # fewer is never evidence
+SUSPECT_P = 0.01  # how unlikely the count must be if roots fell on hosts by their share of the jobs
+
+
+def summarise(table: pl.DataFrame) -> dict[str, Any]:
+    """Counts per category, and per host: the jobs it ran, the jobs it was at the root of and the
+    rate, by category. A host is a hardware suspect when its hardware, network and unknown roots
+    are well above its share of the jobs: at least SUSPECT_MIN_ROOTS, and a count that roots spread
+    over the hosts by the jobs each ran would reach with a probability below SUSPECT_P (Poisson)."""
     per_category = (table.group_by("category").len().sort(["len", "category"], descending=[True, False])
                     .to_dicts()) if table.height else []
-    hosts = (table.filter(pl.col("root_host").is_not_null())
-             .group_by("root_host").agg(pl.len().alias("jobs"),
-                                        pl.col("category").unique().sort().alias("categories"))
-             .sort(["jobs", "root_host"], descending=[True, False]))
-    top = hosts.head(10).to_dicts()
-    for row in top:
-        row["suspect"] = row["jobs"] >= suspect_threshold
-    return {"jobs": table.height, "per_category": per_category, "top_root_hosts": top}
+    ran = (table.select("job_key", pl.col("node_list").str.split(",").alias("host"))
+           .explode("host").filter(pl.col("host").is_not_null() & (pl.col("host") != "")))
+    rooted = table.filter(pl.col("root_host").is_not_null()).select("job_key", "category",
+                                                                    pl.col("root_host").alias("host"))
+    # A host at the root of a job ran it, whatever the node list says.
+    runs = pl.concat([ran, rooted.select("job_key", "host")]).unique().group_by("host").len("jobs_run")
+    roots = rooted.group_by("host").agg(pl.len().alias("root_jobs"),
+                                        pl.col("category").is_in(SUSPECT_CATEGORIES).sum().alias("machine_roots"),
+                                        pl.col("category").value_counts(sort=True).alias("by_category"))
+    hosts = roots.join(runs, on="host", how="left").with_columns(pl.col("jobs_run").fill_null(0))
+    total_runs = int(runs["jobs_run"].sum() or 0)
+    total_machine = int(hosts["machine_roots"].sum() or 0)
+    out = []
+    for row in hosts.sort(["root_jobs", "host"], descending=[True, False]).to_dicts():
+        expected = total_machine * row["jobs_run"] / total_runs if total_runs else 0.0
+        observed = row["machine_roots"]
+        suspect = observed >= SUSPECT_MIN_ROOTS and _poisson_at_least(observed, expected) < SUSPECT_P
+        by_category = {item["category"]: item["count"] for item in row["by_category"]}
+        out.append({
+            "root_host": row["host"], "jobs_run": row["jobs_run"], "jobs": row["root_jobs"],
+            "rate": row["root_jobs"] / row["jobs_run"] if row["jobs_run"] else None,
+            "by_category": dict(sorted(by_category.items())), "categories": sorted(by_category),
+            "machine_roots": observed, "expected_machine_roots": round(expected, 3), "suspect": suspect,
+        })
+    return {"jobs": table.height, "per_category": per_category, "top_root_hosts": out[:10], "hosts": out}
+
+
+def _poisson_at_least(k: int, mean: float) -> float:
+    """P(X >= k) for X ~ Poisson(mean)."""
+    if mean <= 0:
+        return 0.0 if k > 0 else 1.0
+    term = math.exp(-mean)
+    below = 0.0
+    for i in range(k):
+        below += term
+        term *= mean / (i + 1)
+    return max(0.0, 1.0 - below)
 
 
 def sbatch_script(roots: Sequence[Path], shards: int, output_prefix: str, cpus: int,

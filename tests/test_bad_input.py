@@ -7,6 +7,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -244,6 +247,54 @@ def test_truncated_zst_is_analysed_up_to_the_damage(capsys: pytest.CaptureFixtur
     data = json.loads(out)
     assert 0 < data["job"]["lines_read"] < 20001
     assert any("truncated" in w for w in data["warnings"])
+
+
+def _damaged(blob: bytes, how: str) -> bytes:
+    """``blob`` (a gzip or zstd file) damaged as logs of crashed jobs and bad copies are."""
+    if how == "checksum":  # gzip: the CRC in the trailer; zstd: the content checksum at the end
+        at = len(blob) - 8 if blob[:2] == b"\x1f\x8b" else len(blob) - 1
+        return blob[:at] + bytes([blob[at] ^ 0xFF]) + blob[at + 1:]
+    if how == "garbage after":
+        return blob + b"\x00\x01junk"
+    at = int(len(blob) * 0.6)  # "middle": bytes overwritten at 60%
+    return blob[:at] + b"\xff" * 16 + blob[at + 16:]
+
+
+@pytest.mark.parametrize("compression", ["gz", "zst"])
+@pytest.mark.parametrize("how", ["checksum", "garbage after", "middle"])
+def test_damaged_archive_keeps_every_line_before_the_damage(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            compression: str, how: str) -> None:
+    # Random payloads, so that the archive is not all back-references and the damage lands in
+    # real data, as in an 8.7 MB .gz damaged at 60%.
+    rng = random.Random(7)
+    body = "".join(f"2026-01-01 00:00:{i % 60:02d},000 - INFO - step {i} loss 1.0 {rng.randbytes(24).hex()}\n"
+                   for i in range(40000)) + "[default0]:ValueError: end\n"
+    raw = body.encode()
+    blob = gzip.compress(raw) if compression == "gz" else zstandard.ZstdCompressor(write_checksum=True).compress(raw)
+    path = tmp_path / f"train-1-node1.out.{compression}"
+    path.write_bytes(_damaged(blob, how))
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert code in (1, 3), err  # the crash at the end, or no failure and no clean end before the damage
+    data = json.loads(out)
+    lines = data["job"]["lines_read"]
+    if how == "middle":  # what comes before the damage (and what the damaged bytes decode to, as zcat)
+        assert lines > 0.5 * 40001, lines
+        assert any("damaged" in w or "truncated" in w or "checksum" in w for w in data["warnings"]), data
+    else:  # nothing lost: every line, and the damage said
+        assert lines == 40001, lines
+        assert data["verdict"]["category"] == "crash"
+        said = "ignored" if how == "garbage after" else ("check" if compression == "gz" else "checksum")
+        assert any(said in w for w in data["warnings"]), data["warnings"]
+
+
+def test_small_damaged_archive_is_read_not_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Smaller than the first read (8 KiB): the damage used to make it "no readable log file".
+    blob = gzip.compress(GOOD.encode())
+    path = tmp_path / "train-1-node1.out.gz"
+    path.write_bytes(_damaged(blob, "checksum"))
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert code == 1, err
+    assert json.loads(out)["job"]["lines_read"] == 2
 
 
 def test_gzip_of_binary_is_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -562,3 +613,268 @@ def test_brackets_in_host_names_are_not_rich_markup(capsys: pytest.CaptureFixtur
     code, out, err = run(capsys, "analyze", str(logs), "--color", "never")
     assert code == 1, err
     assert "n[red]02" in out and "n02" not in out.replace("n[red]02", "")  # nowhere read as markup
+
+
+def test_small_zstd_inflating_to_hundreds_of_megabytes_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    # 200 KB that inflate to 512 MB of long lines: inflated in pieces, never whole.
+    line = b"[default0]:" + b"x" * 100_000 + b" NCCL WARN boom\n"
+    compressor = zstandard.ZstdCompressor(level=3).compressobj()
+    path = tmp_path / "train-1-node1.out.zst"
+    with path.open("wb") as out:
+        block = line * (8 * 1024 * 1024 // len(line))
+        for _ in range(64):
+            out.write(compressor.compress(block))
+        out.write(compressor.flush())
+    assert path.stat().st_size < 1_000_000
+    probe = ("import resource, sys\nfrom pathlib import Path\nfrom logscope.ingest import discover, read_file\n"
+             "r = read_file(discover([Path(sys.argv[1])])[0][0])\n"
+             "print(r.lines_read, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True,
+                         timeout=300).stdout.split()
+    assert int(out[0]) == 64 * (8 * 1024 * 1024 // len(line))
+    assert int(out[1]) < 800, f"peak {out[1]} MB for 512 MB inflated"  # it was 1.4 GB, growing with the size
+
+
+def test_events_of_one_kind_are_bounded_across_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Thousands of processes printing one NCCL WARN each: thinning per process keeps them all.
+    from logscope.ingest import FileRead, discover, read_file, thinning
+
+    monkeypatch.setattr(thinning, "KIND_KEEP", 200)
+    path = tmp_path / "train-1-node1.out"
+    path.write_text("".join(f"node1:{1000 + i}:{2000 + i} [0] misc/socket.cc:50 NCCL WARN socketProgress: "
+                            f"Connection closed by remote peer node2<{i}>\n" for i in range(5000)) + "ValueError: x\n")
+    result = read_file(discover([path])[0][0])
+    assert isinstance(result, FileRead)
+    assert result.lines_read == 5001 and result.lines_recognised == 5001  # counts stay exact
+    warns = result.events.filter(result.events["event"] == "nccl_socket_error")
+    assert warns.height == 200
+    assert warns["line"].min() == 1 and warns["line"].max() == 5000  # the first and the last kept
+    assert "exception" in result.events["event"].to_list()  # other kinds untouched
+
+
+# --- scan: one bad job, cache or table must not spoil the scan ------------------------------
+
+
+def _jobs(root: Path, count: int) -> Path:
+    for n in range(count):
+        (root / f"train-{100 + n}-node1.out").write_text(GOOD)
+    return root
+
+
+def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scan's worker processes start with this sitecustomize: analysing job 103 kills its
+    # process, as the kernel's OOM killer would. (This process started before it exists.)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os\nimport logscope.analysis as a\nreal = a.analyze\n"
+        "def analyze(paths, **kw):\n"
+        "    if any('train-103-' in str(p) for p in paths):\n        os._exit(9)\n"
+        "    return real(paths, **kw)\n"
+        "a.analyze = analyze\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), *sys.path]))
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 8)
+    out_table = tmp_path / "out" / "t.jsonl"
+    code, _, err = run(capsys, "scan", str(logs), "-j", "3", "-o", str(out_table))
+    assert code == 0, err
+    rows = [json.loads(line) for line in out_table.read_text().splitlines()]
+    assert len(rows) == 8
+    bad = [r for r in rows if r["error"]]
+    assert [r["job_id"] for r in bad] == ["103"], bad
+    assert "died" in bad[0]["error"]
+    assert all(r["category"] == "crash" for r in rows if r["job_id"] != "103")
+
+
+@pytest.mark.parametrize("cache", [
+    '{"jobs": []}', '{"version": 2, "jobs": []}', '"just a string"', "not json", "string entries", "damaged row",
+])
+def test_a_damaged_cache_costs_a_rescan(capsys: pytest.CaptureFixture[str], tmp_path: Path, cache: str) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 2)
+    table, cache_file = tmp_path / "t.csv", tmp_path / "c.json"
+    code, _, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache_file))
+    assert code == 0, err
+    if cache in ("damaged row", "string entries"):  # a well-formed cache holding what no scan writes
+        data = json.loads(cache_file.read_text())
+        for key, entry in data["jobs"].items():
+            if cache == "string entries":
+                data["jobs"][key] = "a string"
+            else:  # a bad date and wrong types
+                entry["row"].update(newest_file="not a date", files="many")
+        cache_file.write_text(json.dumps(data))
+    else:
+        cache_file.write_text(cache)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache_file),
+                         "--format", "json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["analysed"], summary["cached"], summary["unreadable"]) == (2, 0, 0)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache_file),
+                         "--format", "json")
+    assert json.loads(out)["cached"] == 2  # and the cache written again is whole
+
+
+def test_a_cache_that_is_a_fifo_is_refused_not_waited_on(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 1)
+    os.mkfifo(tmp_path / "cache.fifo")
+    code, _, err = run(capsys, "scan", str(logs), "-j", "1", "--cache", str(tmp_path / "cache.fifo"))
+    assert_one_line_error(code, err, "not a regular file")
+
+
+@pytest.mark.parametrize("since", ["2000-01-01T00:00+02:00", "2000-01-01T00:00:00Z", "2999-01-01T00:00-05:00"])
+def test_scan_since_with_a_utc_offset(capsys: pytest.CaptureFixture[str], tmp_path: Path, since: str) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 1)
+    code, out, err = run(capsys, "scan", str(logs), "-j", "1", "--since", since, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["jobs"] == (0 if since.startswith("2999") else 1)
+
+
+def test_merge_of_a_table_with_the_right_columns_and_wrong_types(capsys: pytest.CaptureFixture[str],
+                                                                  tmp_path: Path) -> None:
+    import polars as pl
+
+    from logscope.scan import SCAN_SCHEMA
+
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({name: ["x"] for name in SCAN_SCHEMA}).write_parquet(bad)
+    code, _, err = run(capsys, "merge", str(bad), "-o", str(tmp_path / "m.parquet"))
+    assert_one_line_error(code, err, "not a logscope scan table")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the scan's workers start")
+def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n in range(1000):
+        (logs / f"train-{100 + n}-node1.out").write_text(GOOD * 200)
+    proc = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # Once the workers run (children of the scan), a thousand jobs take far longer than this test.
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(children.read_text().split()) < 2:
+        time.sleep(0.2)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert err == "Interrupted.\n", (out[-500:], err)  # one line: no traceback from the workers
+
+
+# --- outputs reached through links never overwrite a log -------------------------------------
+
+
+@pytest.mark.parametrize("link", ["table symlink", "table hard link", "cache hard link", "cache temporary symlink"])
+def test_scan_outputs_through_links_never_overwrite_a_log(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          link: str) -> None:
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 2)
+    log = logs / "train-100-node1.out"
+    before = log.read_bytes()
+    out = tmp_path / "out"
+    out.mkdir()
+    table, cache = out / "t.csv", out / "c.json"
+    if link == "table symlink":
+        table.symlink_to(log)
+    elif link == "table hard link":
+        os.link(log, table)
+    elif link == "cache hard link":
+        os.link(log, cache)
+    else:  # the temporary file a cache used to be written to first
+        (out / "c.json.tmp").symlink_to(log)
+    code, _, err = run(capsys, "scan", str(logs), "-j", "1", "-o", str(table), "--cache", str(cache))
+    assert log.read_bytes() == before
+    if link == "cache temporary symlink":
+        assert code == 0, err
+        assert json.loads(cache.read_text())["version"] == 2
+    else:
+        assert_one_line_error(code, err)
+        assert "log" in err
+
+
+# --- a full disk, Ctrl-C: one line --------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["analyze", str(CRASH)], ["analyze", str(CRASH), "--format", "json"],
+                                  ["scan", str(CRASH), "-j", "1"]])
+def test_standard_output_on_a_full_disk(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:  # noqa: PTH123 - a device, not a path to build
+        done = subprocess.run([sys.executable, "-m", "logscope", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "Error: cannot write the output: No space left on device\n", done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("table_format", ["parquet", "csv", "jsonl"])
+def test_scan_table_to_a_full_disk(capsys: pytest.CaptureFixture[str], table_format: str) -> None:
+    code, _, err = run(capsys, "scan", str(CRASH), "-j", "1", "-o", "/dev/full", "--table-format", table_format)
+    assert_one_line_error(code, err, "cannot write the table /dev/full")
+
+
+def test_ctrl_c_during_analyze(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import logscope.analysis
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(logscope.analysis, "analyze", interrupted)
+    code, out, err = run(capsys, "analyze", str(CRASH))
+    assert (code, out, err) == (130, "", "Interrupted.\n")
+
+
+@pytest.mark.parametrize("how", ["sparse 4 GB", "written NUL bytes", "gz"])
+def test_a_file_that_starts_with_a_hole_is_read_after_it(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                         how: str) -> None:
+    # logrotate's copytruncate: the file is truncated while its writer keeps its offset, so what it
+    # writes next lands after a hole as long as the old file was.
+    path = tmp_path / "train-1-node1.out"
+    if how == "sparse 4 GB":
+        _sparse(path, 4 * 1024**3 + len(GOOD), tail=GOOD.encode())
+    elif how == "written NUL bytes":
+        path.write_bytes(bytes(3 * 1024 * 1024 + 7) + GOOD.encode())
+    else:
+        path = tmp_path / "train-1-node1.out.gz"
+        path.write_bytes(gzip.compress(bytes(100_000) + GOOD.encode()))
+    started = time.monotonic()
+    code, out, err = run(capsys, "analyze", str(path), "--format", "json")
+    assert time.monotonic() - started < 30
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["job"]["lines_read"] == 2 and data["verdict"]["category"] == "crash"
+    assert any("NUL bytes at its start skipped" in w for w in data["warnings"]), data["warnings"]
+
+
+# --- the same files, however they are given -----------------------------------------------------
+
+LOG_DIR = Path(__file__).parent / "goldens" / "LS302-log-dir-attempts" / "logs"
+
+
+def test_a_torchrun_log_dir_gives_one_verdict_however_it_is_given(capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted(str(p) for p in LOG_DIR.rglob("*") if p.is_file())
+    attempts = sorted(str(p) for p in LOG_DIR.glob("*/attempt_*"))
+    outputs = []
+    for given in ([str(LOG_DIR)], files, attempts):
+        code, out, err = run(capsys, "analyze", *given, "--format", "json")
+        assert code == 0, err  # attempt_0 failed, attempt_1 ran to its last step: recovered
+        data = json.loads(out)
+        data["job"].pop("files")  # named as given
+        outputs.append(data)
+    assert outputs[0]["verdict"]["category"] == "healthy"
+    assert any(f["code"] == "LS301" and f["role"] == "context" for f in outputs[0]["findings"])
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]  # error.json read as one, not as text
+
+
+def test_scan_takes_a_torchrun_log_dir_as_one_job(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "scan", str(LOG_DIR), "-j", "1", "-o", str(tmp_path / "t.jsonl"))
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["files"] == 9 and rows[0]["category"] == "healthy", rows

@@ -21,7 +21,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from logscope import ingest
-from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_file, read_files
+from logscope.ingest import FileRead, Skipped, SourceFile, blocks, discover, read_file, read_files, reading, workers
 from logscope.parsers import lines as engine
 from logscope.parsers.prefixes import MAX_PREFIXES, ONE_PREFIX, split_prefix
 
@@ -63,7 +63,7 @@ def read_plainly(source: SourceFile, monkeypatch: pytest.MonkeyPatch) -> FileRea
     """read_file with no COLL line set aside before classification."""
     plain_prepare = engine.prepare_chunk
     with monkeypatch.context() as patch:
-        patch.setattr(ingest, "prepare_chunk",
+        patch.setattr(reading, "prepare_chunk",
                       lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
         return read_file(source)
 
@@ -115,7 +115,7 @@ def coll_heavy_log(path: Path, count: int = 24000) -> Path:
 
 def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Several chunks, each with more lines per process and comm than thinning keeps.
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 1024 * 1024)
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
     source = discover([coll_heavy_log(tmp_path / "coll-1-gpu0.out")])[0][0]
     fast = read_file(source)
     assert_same_reads([read_plainly(source, monkeypatch)], [fast])
@@ -131,7 +131,7 @@ def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, m
 def test_reading_in_workers_matches_reading_here(monkeypatch: pytest.MonkeyPatch, broken: bool) -> None:
     files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "oom"])
     here = [read_file(f) for f in files]
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
     if broken:  # no worker can start: everything is read here
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     seen: list[str] = []
@@ -153,9 +153,9 @@ def test_classifying_blocks_of_several_files_together_matches_one_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int) -> None:
     coll_heavy_log(tmp_path / "coll-1-gpu0.out", 3000)
     files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "rank0-misresolution", tmp_path])
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 16 * 1024)  # files of several blocks
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 16 * 1024)  # files of several blocks
     alone = [read_file(f) for f in files]
-    monkeypatch.setattr(ingest, "BATCH_ROWS", batch_rows)  # 1: each block alone; 10**9: one batch
+    monkeypatch.setattr(reading, "BATCH_ROWS", batch_rows)  # 1: each block alone; 10**9: one batch
     assert len(alone) == len(files)
     assert_same_reads(alone, list(ingest.read_in_order(files)))
 
@@ -180,7 +180,7 @@ def test_coll_lines_with_nccl_timestamps_set_aside_early_leave_the_events_unchan
         lines = path.read_text().splitlines()
         path.write_text("\n".join(f"{line}\nValueError: odd sample {n}" if n % 500 == 250 else line
                                   for n, line in enumerate(lines)) + "\n")
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 256 * 1024)
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 256 * 1024)
     for source in discover([tmp_path])[0]:
         fast = read_file(source)
         assert_same_reads([read_plainly(source, monkeypatch)], [fast])

@@ -11,7 +11,7 @@ import zstandard
 
 from logscope import ingest
 from logscope.errors import InputError
-from logscope.ingest import Skipped, discover, read_file
+from logscope.ingest import Skipped, blocks, discover, read_file
 from logscope.timeline import load_job
 
 LINES = [
@@ -51,7 +51,7 @@ def test_plain_and_compressed_files_read_the_same(tmp_path: Path, compress: str 
 
 
 def test_line_numbers_survive_chunking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 64)
     lines = [f"line {i}" for i in range(200)] + ["ValueError: at the end"]
     result = only(write(tmp_path / "x-1-n1.out", "\n".join(lines)))  # no trailing newline
     assert result.lines_read == 201

@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import gzip
 import html
+import random
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +31,7 @@ from hypothesis import strategies as st
 from logscope import ingest
 from logscope.analysis import analyze
 from logscope.errors import InputError, UsageError
-from logscope.ingest import FileRead, Skipped, discover, read_file
+from logscope.ingest import FileRead, Skipped, blocks, discover, read_file
 from logscope.lint import lint_script, parse_script
 from logscope.parsers.filenames import DEFAULT_PATTERNS, compile_pattern, describe
 from logscope.parsers.lines import parse_chunk
@@ -171,14 +174,17 @@ log_bytes = st.lists(st.tuples(byte_piece, line_ending), max_size=40).map(
 @example(data=b"ValueError: x\n\xef\xbb\xbf", chunk=16)  # ... at the start of a later block
 @example(data=b"ValueError: x\n" + b"\x00" * 20000 + b"ValueError: y", chunk=4096)  # a hole
 @example(data=b"\r\n\r\r\n\n\x1f\t", chunk=16)
+@example(data=b"x^\t ", chunk=16)  # a zlib header: polars' CSV reader took the block for zlib data
+@example(data=b"x^\x96\t", chunk=16)
+@example(data=b"ok\n\x28\xb5\x2f\xfd zstd magic at a block's start", chunk=4)
 def test_any_bytes_read_without_error_and_every_line_is_counted(data: bytes, chunk: int) -> None:
-    saved = ingest.CHUNK_BYTES
-    ingest.CHUNK_BYTES = chunk  # small blocks: lines cut at every possible place
+    saved = blocks.CHUNK_BYTES
+    blocks.CHUNK_BYTES = chunk  # small blocks: lines cut at every possible place
     try:
         with log_file(data) as path:
             result = read(path)
     finally:
-        ingest.CHUNK_BYTES = saved
+        blocks.CHUNK_BYTES = saved
     if isinstance(result, Skipped):
         assert result.reason  # skipped, with the reason said
         return
@@ -527,3 +533,42 @@ def test_dollars_in_host_names_are_not_math(host: str) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__, "-q"])
+
+
+# --- memory: bounded whatever the content ------------------------------------------------------
+
+_MEMORY_PROBE = """
+import resource, sys
+from pathlib import Path
+from logscope.ingest import blocks, discover, read_file
+blocks.CHUNK_BYTES = 1024 * 1024  # several blocks, as a big file has
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = read_file(discover([Path(sys.argv[1])])[0][0])
+print(result.lines_read, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+"""
+# Literals of logscope/parsers/patterns.py's triggers: one byte, short, long, and a prefix.
+TRIGGERS = ["=", "+ ", " : ", "NCCL WARN ", "Error", ": opCount ", "[default0]:", "Traceback"]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(st.tuples(st.integers(0, 120_000), st.sampled_from(TRIGGERS), st.floats(0, 1)),
+                      min_size=1, max_size=60))
+def test_memory_is_bounded_whatever_the_line_lengths_and_trigger_density(
+        lines: list[tuple[int, str, float]]) -> None:
+    # Each trigger hit used to copy its whole line: one line of 80,000 "=" took 6 GB.
+    rng = random.Random(len(lines))
+    rows = []
+    for length, trigger, density in lines:
+        parts, size = [], 0
+        while size < length:
+            part = trigger if rng.random() < density else "x" * rng.randint(1, 40)
+            parts.append(part)
+            size += len(part)
+        rows.append("".join(parts)[:length])
+    data = ("\n".join(rows) + "\n").encode()
+    with log_file(data) as path:
+        out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()
+    lines_read, grown_mb = int(out[0]), int(out[1])
+    assert lines_read == physical_lines(data)
+    assert grown_mb < 40 * len(data) / 1e6 + 150, (grown_mb, len(data))

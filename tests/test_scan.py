@@ -82,7 +82,7 @@ def test_a_damaged_cache_costs_only_a_rescan(archive: Path, tmp_path: Path) -> N
     cache = tmp_path / "c.json"
     cache.write_text("{not json")
     assert scan([archive], workers=1, cache_path=cache).analysed == 3
-    assert json.loads(cache.read_text())["version"] == 1
+    assert json.loads(cache.read_text())["version"] == 2
 
 
 def test_shards_partition_the_jobs(archive: Path) -> None:
@@ -110,15 +110,38 @@ def test_tables_round_trip_and_merge(archive: Path, tmp_path: Path, suffix: str)
     assert merged.height == 3 and set(merged["job_key"]) == set(table["job_key"])
 
 
-def test_summary_flags_repeat_offender_hosts() -> None:
-    rows = [dict.fromkeys(SCAN_SCHEMA) | {"job_key": str(i), "category": "hardware", "root_host": "gpu13"}
-            for i in range(3)]
-    rows.append(dict.fromkeys(SCAN_SCHEMA) | {"job_key": "x", "category": "crash", "root_host": "gpu02"})
+def _row(key: str, hosts: list[str], category: str | None = None, root: str | None = None) -> dict[str, object]:
+    return dict.fromkeys(SCAN_SCHEMA) | {"job_key": key, "node_list": ",".join(hosts), "category": category or
+                                         "healthy", "root_host": root}
+
+
+def test_summary_per_host_and_hardware_suspects_by_their_share_of_the_jobs() -> None:
+    # 20 hosts, 100 jobs of 4 hosts each: every host runs 20. gpu13 is at the root of 5 hardware
+    # failures, five other hosts of one each; gpu02 of 3 crashes (the job's fault, not the host's).
+    hosts = [f"gpu{n:02d}" for n in range(20)]
+    rows = []
+    for j in range(100):
+        rows.append(_row(str(j), [hosts[(j + k * 5) % 20] for k in range(4)]))
+    for root in ["gpu13"] * 5 + ["gpu01", "gpu03", "gpu05", "gpu07", "gpu09"]:
+        job = next(r for r in rows if root in str(r["node_list"]) and r["root_host"] is None)
+        job.update(category="hardware", root_host=root)
+    for job in [r for r in rows if "gpu02" in str(r["node_list"]) and r["root_host"] is None][:3]:
+        job.update(category="crash", root_host="gpu02")
     summary = summarise(pl.DataFrame(rows, schema=SCAN_SCHEMA))
-    assert summary["per_category"][0] == {"category": "hardware", "len": 3}
-    top = summary["top_root_hosts"]
-    assert top[0]["root_host"] == "gpu13" and top[0]["suspect"] is True
-    assert top[1]["suspect"] is False
+    by_host = {h["root_host"]: h for h in summary["hosts"]}
+    assert by_host["gpu13"]["jobs_run"] == 20 and by_host["gpu13"]["jobs"] == 5 and by_host["gpu13"]["rate"] == 0.25
+    assert by_host["gpu13"]["by_category"] == {"hardware": 5}
+    assert [h for h, row in by_host.items() if row["suspect"]] == ["gpu13"]
+    assert by_host["gpu02"]["jobs"] == 3 and not by_host["gpu02"]["suspect"]  # three roots are not enough alone
+
+
+def test_a_host_running_most_jobs_is_not_a_suspect_for_its_share_of_the_roots() -> None:
+    # gpu00 runs every job; 6 hardware roots, 3 of them on gpu00: about its share.
+    rows = [_row(str(j), ["gpu00", f"gpu{1 + j % 9:02d}"]) for j in range(60)]
+    for j, root in enumerate(["gpu00"] * 3 + ["gpu01", "gpu02", "gpu03"]):
+        rows[j * 9 + (root != "gpu00")].update(category="hardware", root_host=root)
+    summary = summarise(pl.DataFrame(rows, schema=SCAN_SCHEMA))
+    assert not any(h["suspect"] for h in summary["hosts"])
 
 
 def test_sbatch_array_script() -> None:
@@ -141,3 +164,54 @@ def test_scan_and_merge_cli(archive: Path, tmp_path: Path, capsys: pytest.Captur
     assert main(["scan", str(archive), "-o", str(archive / "inside.parquet")]) == 2
     assert "inside the log folder" in capsys.readouterr().err
     assert main(["scan", str(archive), "--since", "yesterday"]) == 2
+
+
+# --- issue 13: the job's span, last step and secondary findings; the table to standard output --
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+def test_the_table_holds_the_jobs_span_last_step_and_secondary_findings(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path) -> None:
+    job = SAMPLES / "crash-cascade"
+    assert main(["analyze", str(job), "--format", "json"]) == 1
+    analysis = json.loads(capsys.readouterr().out)
+    row = scan([job], workers=1).table.row(0, named=True)
+    starts = [n["first_event"] for n in analysis["nodes"] if n["first_event"]]
+    ends = [n["last_event"] for n in analysis["nodes"] if n["last_event"]]
+    assert row["job_start"].isoformat() == min(starts) and row["job_end"].isoformat() == max(ends)
+    assert row["duration_s"] == (row["job_end"] - row["job_start"]).total_seconds() > 0
+    assert row["last_step"] == max(n["last_step"] for n in analysis["nodes"] if n["last_step"] is not None)
+    others = [f["code"] for f in analysis["findings"] if f["code"] != analysis["verdict"]["finding"]]
+    assert row["secondary_findings"] == (",".join(dict.fromkeys(others)) or None)
+
+
+@pytest.mark.parametrize("how", [["--format", "parquet"], ["--format", "csv"], ["--format", "jsonl"],
+                                 ["--table-format", "jsonl"], []])
+def test_the_table_to_standard_output(capfdbinary: pytest.CaptureFixture[bytes], tmp_path: Path,
+                                      how: list[str]) -> None:
+    import io
+
+    assert main(["scan", str(SAMPLES / "crash-cascade"), str(SAMPLES / "oom"), "-j", "1", "-o", "-", *how]) == 0
+    out, err = capfdbinary.readouterr()
+    kind = how[1] if how else "csv"
+    table = (pl.read_parquet(io.BytesIO(out)) if kind == "parquet" else
+             pl.read_csv(io.BytesIO(out), schema=SCAN_SCHEMA) if kind == "csv" else
+             pl.read_ndjson(io.BytesIO(out), schema=SCAN_SCHEMA))
+    assert table.height == 2 and set(table["finding"]) == {"LS301", "LS501"}
+    assert b"analysed 2" in err  # the summary goes to standard error
+    assert not (SAMPLES / "crash-cascade" / "-").exists()
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_merge_reads_a_table_of_an_older_version(tmp_path: Path, suffix: str) -> None:
+    old = tmp_path / f"old{suffix}"
+    pl.DataFrame({name: [None] for name in SCAN_SCHEMA if name not in ("job_start", "job_end", "duration_s",
+                                                                      "last_step", "secondary_findings")},
+                 schema={k: v for k, v in SCAN_SCHEMA.items()
+                         if k not in ("job_start", "job_end", "duration_s", "last_step", "secondary_findings")}
+                 ).with_columns(pl.lit("a::1").alias("job_key")).pipe(
+        lambda frame: frame.write_parquet(old) if suffix == ".parquet" else
+        frame.write_csv(old) if suffix == ".csv" else frame.write_ndjson(old))
+    merged = merge_tables([old])
+    assert merged.columns == list(SCAN_SCHEMA) and merged["last_step"].to_list() == [None]

@@ -104,11 +104,11 @@ def _launcher_prefix(text: str) -> str:
 
 def _read_lines(source: SourceFile, first: int, last: int) -> Iterator[tuple[int, str]]:
     """Lines ``first``..``last`` (1-based) of a log file, cleaned and clipped."""
-    from logscope.ingest import _open
+    from logscope.ingest.compression import open_source
 
     number = 0
     pending = b""
-    with _open(source) as stream:
+    with open_source(source) as stream:
         while number < last:
             block = stream.read(BLOCK)
             if not block:

@@ -1,0 +1,37 @@
+"""Find a job's log files and read each one into event rows, in bounded memory.
+
+Reading policy, the same for every file:
+
+* inputs are folders (walked recursively, symbolic links to folders not followed, so a link loop
+  cannot trap the walk), files, or both; a file reached twice is read once;
+* ``.gz`` and ``.zst`` are decompressed on the fly; a corrupt or truncated archive keeps what was
+  read before the damage and says where it stopped;
+* a file whose first 8 KiB look binary is skipped with a reason, as is one that cannot be opened;
+* bytes are decoded as UTF-8 with replacement characters, never rejected;
+* files are read in blocks of :data:`CHUNK_BYTES` cut at a newline, so memory does not grow with
+  the file; a "line" longer than :data:`MAX_LINE_BYTES` is cut there and counted as several;
+* nothing is ever written: files are opened read-only and their times are not changed.
+
+One concern per module: :mod:`.discovery` (finding files, names that are not logs),
+:mod:`.compression` (gzip/zstd streams), :mod:`.blocks` (blocks cut at newlines, NUL holes, line
+frames), :mod:`.reading` (the per-file pipeline, batching, times), :mod:`.thinning` (events kept in
+bounded memory) and :mod:`.workers` (worker processes). The names below are re-exported for
+callers; the settings are read where they are defined (patch ``logscope.ingest.blocks.CHUNK_BYTES``,
+not this package's copy).
+"""
+
+from __future__ import annotations
+
+from logscope.ingest.blocks import CHUNK_BYTES, MAX_LINE_BYTES, NUL_RUN, SNIFF_BYTES
+from logscope.ingest.compression import READ_ERRORS, TruncatedArchive
+from logscope.ingest.discovery import NOT_LOG_SUFFIXES, Skipped, SourceFile, discover, is_not_a_log
+from logscope.ingest.reading import BATCH_BYTES, BATCH_ROWS, FileRead, ProgressCallback, read_file, read_in_order
+from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
+from logscope.ingest.workers import MAX_WORKERS, PARALLEL_MIN_BYTES, read_files
+
+__all__ = [
+    "BATCH_BYTES", "BATCH_ROWS", "CHUNK_BYTES", "COLL_HEAD", "COLL_TAIL", "KIND_KEEP", "MAX_LINE_BYTES", "MAX_WORKERS",
+    "NOT_LOG_SUFFIXES", "NUL_RUN", "PARALLEL_MIN_BYTES", "PROGRESS_TAIL", "READ_ERRORS", "RECORD_KEEP",
+    "REPEAT_KEEP", "SNIFF_BYTES", "FileRead", "ProgressCallback", "Skipped", "SourceFile", "TruncatedArchive",
+    "discover", "is_not_a_log", "read_file", "read_files", "read_in_order",
+]

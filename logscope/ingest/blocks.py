@@ -1,0 +1,227 @@
+"""Cut a file's bytes into blocks that end at a newline, and a block into a frame of numbered lines.
+
+* blocks hold about :data:`CHUNK_BYTES`, so memory does not grow with the file; a "line" longer
+  than :data:`MAX_LINE_BYTES` is cut there and counted as several;
+* a run of NUL bytes (a hole a crashed node left, a sparse file) is squeezed to one byte, and a
+  sparse file's hole is skipped with ``SEEK_DATA``, so line numbers do not change;
+* bytes are decoded as UTF-8 with replacement characters, never rejected;
+* a file whose first :data:`SNIFF_BYTES` look binary is not a text log (:func:`looks_binary`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import io
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+
+from logscope.ingest.compression import READ_ERRORS, InflateStream
+
+CHUNK_BYTES = 32 * 1024 * 1024
+MAX_LINE_BYTES = 8 * 1024 * 1024
+SNIFF_BYTES = 8192
+NUL_RUN = 4096  # NUL bytes in a row beyond this are a hole in the file, not text
+
+
+def peek(stream: io.BufferedIOBase | InflateStream) -> bytes:
+    """The first bytes of the (decompressed) stream, pushed back for the block reader."""
+    head = stream.read(SNIFF_BYTES)
+    stream._logscope_head = head  # type: ignore[union-attr]
+    return head
+
+
+def skip_leading_hole(stream: io.BufferedIOBase | InflateStream, path: Path, head: bytes) -> tuple[int, bytes]:
+    """After a ``head`` (see :func:`peek`) made only of NUL bytes, as logrotate's copytruncate
+    leaves in front of what the writer adds next: skip the NUL bytes (a sparse file's hole by
+    ``SEEK_DATA``, at disk speed otherwise) and return how many were skipped and the new head, the
+    first bytes after them (empty when the file holds nothing else)."""
+    skipped = len(head)
+    while True:
+        if isinstance(stream, io.BufferedReader):
+            here = stream.tell()
+            there = _next_data(path, here)
+            if there is not None and there > here:
+                stream.seek(there)
+                skipped += there - here
+        data = stream.read(1024 * 1024)
+        if not data:
+            stream._logscope_head = b""  # type: ignore[union-attr]
+            return skipped, b""
+        rest = data.lstrip(b"\0")
+        skipped += len(data) - len(rest)
+        if rest:
+            if len(rest) < SNIFF_BYTES:
+                rest += stream.read(SNIFF_BYTES - len(rest))
+            stream._logscope_head = rest  # type: ignore[union-attr]
+            return skipped, rest
+
+
+def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str]) -> Iterator[bytes]:
+    """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES, of the
+    stream of the file at ``path``; what was cut or skipped is added to ``warnings``."""
+    pending: bytes = getattr(stream, "_logscope_head", b"")
+    squeezed = 0
+    size = _plain_size(stream)
+    while True:
+        want = CHUNK_BYTES
+        if size is not None and size - stream.tell() <= CHUNK_BYTES * 3 // 2:
+            # The rest of a plain file, up to half a block more, in one block: every block costs
+            # a fixed ~20 ms beyond its lines, and a small last block would cost it for little.
+            want = max(CHUNK_BYTES, size - stream.tell() + 1)
+        try:
+            data = stream.read(want)
+        except READ_ERRORS:  # damage: the lines before it, the last one cut short, still count
+            if pending:
+                yield pending
+            _note_squeezed(squeezed, warnings)
+            raise
+        if not data:
+            break
+        if data[:1] == b"\0" or data[-1:] == b"\0":
+            data, dropped = _squeeze_nul_runs(data)
+            squeezed += dropped
+            if data == b"\0" and isinstance(stream, io.BufferedReader):  # in a hole: jump to the data
+                here = stream.tell()
+                there = _next_data(path, here)
+                if there is not None and there > here:
+                    stream.seek(there)
+                    squeezed += there - here
+        cut = data.rfind(b"\n")
+        if cut != -1:
+            # One copy of the block, not two: the carried partial line joined to the new bytes up
+            # to their last newline.
+            yield pending + memoryview(data)[: cut + 1] if pending else data[: cut + 1]
+            pending = data[cut + 1:]
+            continue
+        pending += data
+        cut = pending.rfind(b"\n")  # only the sniffed head can hold one
+        if cut == -1:
+            if len(pending) > MAX_LINE_BYTES:
+                split = f"a line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB was split"
+                if split not in warnings:
+                    warnings.append(split)
+                yield pending + b"\n"
+                pending = b""
+            continue
+        yield pending[: cut + 1]
+        pending = pending[cut + 1:]
+    if pending:
+        yield pending
+    _note_squeezed(squeezed, warnings)
+
+
+def _note_squeezed(squeezed: int, warnings: list[str]) -> None:
+    if squeezed:
+        warnings.append(f"{squeezed:,} NUL bytes skipped (a hole, as a node that crashed while writing "
+                        "leaves); the lines around them were read")
+
+
+def _plain_size(stream: io.BufferedIOBase | InflateStream) -> int | None:
+    """The size of an uncompressed file being read; None for a decompressing stream."""
+    if not isinstance(stream, io.BufferedReader):
+        return None
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except OSError:
+        return None
+
+
+def without_nul(block: bytes) -> bytes:
+    """``block`` without NUL bytes: a crash leaves them in front of the next writer's text, where
+    they would hide it from the patterns. Newlines are kept, and a last line made only of NUL
+    bytes stays a line, so line numbers do not change."""
+    if b"\0" not in block:
+        return block
+    kept = block.replace(b"\0", b"")
+    if not block.endswith(b"\n") and (not kept or kept.endswith(b"\n")):
+        kept += b"\0"
+    return kept
+
+
+def _next_data(path: Path, offset: int) -> int | None:
+    """Where data resumes at or after ``offset`` in a sparse file (its size when only a hole is
+    left); None when the system cannot tell. Uses its own descriptor: the reader's is untouched."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.lseek(fd, offset, seek_data)
+    except OSError as error:
+        return os.fstat(fd).st_size if error.errno == errno.ENXIO else None
+    finally:
+        os.close(fd)
+
+
+def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
+    """A long run of NUL bytes at either end of ``data`` becomes one NUL byte (newlines, and so
+    line numbers, are kept); return the new bytes and how many were dropped. A sparse or
+    NUL-padded file is then read at disk speed, in constant memory."""
+    if data == bytes(len(data)):
+        return b"\0", len(data) - 1
+    size = len(data)
+    if data[-1:] == b"\0" and len(data) - len(kept := data.rstrip(b"\0")) > NUL_RUN:
+        data = kept + b"\0"
+    if data[:1] == b"\0" and len(data) - len(kept := data.lstrip(b"\0")) > NUL_RUN:
+        data = b"\0" + kept
+    return data, size - len(data)
+
+
+def lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
+    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily."""
+    # The CSV reader is the fastest line splitter polars has; give it a separator byte that
+    # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
+    while block.startswith(codecs.BOM_UTF8):  # the reader drops it, and finds "no data" if that was all
+        block = block[len(codecs.BOM_UTF8):] or b"\n"
+    if b"\x1f" in block:
+        block = block.replace(b"\x1f", b" ")
+    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
+    # first line in front of such a block keeps it text, and its row is dropped below.
+    shielded = _compressed_start(block)
+    frame = pl.read_csv(
+        b"\n" + block if shielded else block,
+        has_header=False,
+        separator="\x1f",
+        quote_char=None,
+        new_columns=["raw"],
+        schema_overrides={"raw": pl.String},
+        encoding="utf8-lossy",
+        infer_schema=False,
+        truncate_ragged_lines=True,
+    )
+    if shielded:
+        frame = frame.slice(1)
+    return frame.select(
+        (pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + first_line).alias("line"),
+        pl.col("raw"),
+    )
+
+
+def _compressed_start(block: bytes) -> bool:
+    """Whether ``block`` starts with a zlib header or the zstd magic number (gzip's cannot be
+    left: its 0x1f is replaced before)."""
+    if block.startswith(b"\x28\xb5\x2f\xfd"):
+        return True
+    return len(block) >= 2 and block[0] & 0x0F == 8 and ((block[0] << 8) | block[1]) % 31 == 0
+
+
+def looks_binary(head: bytes) -> bool:
+    """Mostly control bytes, or mostly bytes that are not UTF-8: not a text log.
+
+    A few NUL or invalid bytes are normal in logs of crashed jobs (a node died mid-write) and
+    do not make a file binary, nor does a run of NUL bytes (a hole the crash left) after text.
+    """
+    head = re.sub(rb"\0{64,}", b"", head) or head
+    control = len(head) - len(head.translate(None, bytes(range(0, 9)) + bytes(range(14, 32)) + b"\x7f"))
+    if control > len(head) * 0.10:
+        return True
+    invalid = head.decode("utf-8", "replace").count("\ufffd")
+    return invalid > len(head) * 0.30

@@ -1,0 +1,66 @@
+"""What the line parser is given, bounded whatever the content of a log.
+
+The parser's memory grows with the trigger hits of a line times its length: every line holding a
+trigger (``NCCL WARN``, ``Error``, ``=``...) is copied once per trigger it holds when it is
+classified. Three limits keep this bounded by design:
+
+* a line longer than :data:`MATCH_CHARS` is matched on its first :data:`MATCH_CHARS` characters,
+  and, when it holds carriage returns (tqdm redraws with text glued after them), also on its last
+  :data:`MATCH_CHARS` (as a further ``\\r`` segment); the line is still counted once, and the
+  number of lines cut is said;
+* a candidate line's triggers are listed once each, so a line of 80,000 ``=`` is one candidate
+  for the ``=`` patterns, not 80,000;
+* the candidate lines of a block are classified in pieces of at most :data:`CLASSIFY_BYTES`
+  (each line's length times its distinct triggers), cut between lines.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logscope.parsers.lines import PreparedChunk
+
+MATCH_CHARS = 4096
+CLASSIFY_BYTES = 256 * 1024 * 1024
+
+
+def cut_for_matching(lines: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """``lines`` (``line``, ``raw``) with each line longer than MATCH_CHARS cut for matching, and
+    how many were cut."""
+    long = pl.col("raw").str.len_chars() > MATCH_CHARS
+    count = lines.select(long.sum()).item()
+    if not count:
+        return lines, 0
+    head = pl.col("raw").str.head(MATCH_CHARS)
+    glued = pl.col("raw").str.contains("\r", literal=True)
+    cut = (
+        pl.when(long & glued).then(pl.concat_str(head, pl.lit("\r"), pl.col("raw").str.tail(MATCH_CHARS)))
+        .when(long).then(head)
+        .otherwise(pl.col("raw"))
+    )
+    return lines.with_columns(cut.alias("raw")), int(count)
+
+
+def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
+    """``prepared`` with each candidate's triggers listed once, in pieces of at most
+    CLASSIFY_BYTES to classify (one piece but for pathological blocks), each with its cost."""
+    candidates = prepared.candidates
+    if candidates.height == 0:
+        return [(prepared, 0)]
+    candidates = candidates.with_columns(pl.col("kw").list.unique(maintain_order=True))
+    cost = candidates.select(pl.col("kw").list.len().cast(pl.Int64) * pl.col("body").str.len_bytes().cast(pl.Int64))
+    total = int(cost.to_series().sum())
+    if total <= CLASSIFY_BYTES:
+        return [(PreparedChunk(candidates, prepared.set_aside, prepared.was_split, prepared.last_time), total)]
+    # Cut where the running cost crosses a multiple of the budget, never inside one line (a line
+    # split at \r is several rows of one line number: its rows stay in one piece).
+    piece = candidates.select(
+        (cost.to_series().cum_sum() // CLASSIFY_BYTES).alias("piece"), pl.col("line")
+    ).select(pl.col("piece").max().over("line").alias("piece"))["piece"]
+    parts = candidates.with_columns(piece.alias("_piece"), cost.to_series().alias("_cost")).partition_by(
+        "_piece", maintain_order=True)
+    return [
+        (PreparedChunk(part.drop("_piece", "_cost"), prepared.set_aside if n == 0 else prepared.set_aside.clear(),
+                       prepared.was_split, prepared.last_time), int(part["_cost"].sum()))
+        for n, part in enumerate(parts)
+    ]

@@ -1,0 +1,300 @@
+"""Read files into event rows, in bounded memory: the per-file pipeline.
+
+Each file is opened (:mod:`~logscope.ingest.compression`), checked, cut into blocks of numbered
+lines (:mod:`~logscope.ingest.blocks`), and each block's lines are parsed; the candidate lines of
+several blocks are classified in one batch. Repeated events are thinned as they arrive, so memory
+does not grow with the lines of a file, and untimed events take their times from the lines
+around them. torchrun's ``error.json`` is read as one event. Nothing is ever written: files are
+opened read-only and their times are not changed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cache
+from pathlib import Path
+
+import polars as pl
+
+from logscope.ingest.blocks import (
+    CHUNK_BYTES,
+    MAX_LINE_BYTES,
+    blocks,
+    lines_frame,
+    looks_binary,
+    peek,
+    skip_leading_hole,
+    without_nul,
+)
+from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
+from logscope.ingest.discovery import Skipped, SourceFile
+from logscope.ingest.matching import CLASSIFY_BYTES, MATCH_CHARS, bounded_pieces, cut_for_matching
+from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, thin
+from logscope.model import FIELD_SCHEMA, Event, Severity
+from logscope.parsers.lines import EVENT_COLUMNS, ChunkResult, PreparedChunk, finish_chunks, prepare_chunk
+from logscope.parsers.timestamps import FULL_DATE_BYTES
+
+_FULL_DATE = re.compile(FULL_DATE_BYTES)
+
+
+@dataclass
+class FileRead:
+    """What reading one file produced."""
+
+    source: SourceFile
+    events: pl.DataFrame
+    lines_read: int = 0
+    lines_recognised: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+ProgressCallback = Callable[[int], None]
+
+
+def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> FileRead | Skipped:
+    """Read one file into events; return Skipped when it cannot or should not be read."""
+    hook = None if on_bytes is None else (lambda _source, n: on_bytes(n))
+    return next(read_in_order([source], hook))
+
+
+def read_in_order(sources: Sequence[SourceFile],
+                  on_bytes: Callable[[SourceFile, int], None] | None = None) -> Iterator[FileRead | Skipped]:
+    """:func:`read_file` for each of ``sources``, yielded in order.
+
+    Each block is taken as far as it goes alone (``prepare_chunk``: every per-line step), then the
+    candidate lines of several blocks, of one file or of several, are classified in one batch
+    (``finish_chunks``), whose cost is mostly fixed: a job of many small files, or of big ones
+    cut into many blocks, pays it a few times rather than once a block. A batch is finished when
+    it holds BATCH_ROWS candidate lines or BATCH_BYTES of blocks (their lines stay in memory
+    until then), and at the end; a file's result is yielded once its last block is classified.
+    ``on_bytes`` gets each block's size as it is read.
+    """
+    batch = _Batch()
+    for source in sources:
+        opened = _start_reading(source)
+        if isinstance(opened, _Reading):
+            batch.read(opened, on_bytes)
+        else:
+            batch.done(opened)
+        yield from batch.ready()
+    batch.finish()
+    yield from batch.ready()
+
+
+COLL_ASIDE_MIN_LINES = 4096  # see _Batch.read
+
+# A batch of blocks waiting for classification (see read_in_order) is finished at these sizes.
+BATCH_ROWS = 200_000
+BATCH_BYTES = 4 * CHUNK_BYTES
+
+
+class _Reading:
+    """A file being read: its stream, its result so far and its thinned event parts."""
+
+    def __init__(self, source: SourceFile, stream: io.BufferedIOBase | InflateStream, year: int) -> None:
+        self.stream = stream
+        self.year = year
+        self.result = FileRead(source, _no_events())
+        self.parts: list[pl.DataFrame] = []
+        self.waiting = 0  # blocks (or pieces of blocks) read but not yet classified
+        self.cut = 0  # lines cut for matching
+
+    def add(self, chunk: ChunkResult) -> None:
+        self.waiting -= 1
+        self.result.lines_recognised += chunk.lines_recognised
+        if chunk.events.height:
+            self.parts.append(chunk.events)
+            if len(self.parts) >= 8:  # keep memory flat on huge files
+                self.parts = [thin(pl.concat(self.parts))]
+
+    def finished(self) -> FileRead:
+        if self.parts:
+            events = self.parts[0] if len(self.parts) == 1 else pl.concat(self.parts)
+            self.result.events = _finish_times(thin(events))
+            self.parts = []
+        return self.result
+
+
+@cache
+def _no_events() -> pl.DataFrame:
+    """The events of a file that has none (frames are immutable: one serves every file; building
+    one costs ~2 ms, paid per file of a job of thousands)."""
+    return pl.DataFrame(schema=EVENT_COLUMNS)
+
+
+class _Batch:
+    """Prepared blocks waiting to be classified together, and results waiting to be yielded in
+    order (a file's result waits for its last block)."""
+
+    def __init__(self) -> None:
+        self._results: deque[_Reading | FileRead | Skipped] = deque()
+        self._pending: list[tuple[_Reading, PreparedChunk]] = []
+        self._rows = 0
+        self._bytes = 0
+        self._cost = 0  # the classification cost of what is waiting (see matching.bounded_pieces)
+
+    def done(self, result: FileRead | Skipped) -> None:
+        """A file's result that needs no block read, in its place in the order."""
+        self._results.append(result)
+
+    def read(self, reading: _Reading, on_bytes: Callable[[SourceFile, int], None] | None) -> None:
+        """Read every block of a file, finishing the batch whenever it is full."""
+        self._results.append(reading)
+        result = reading.result
+        carry_time: datetime | None = None
+        with reading.stream:
+            try:
+                for block in blocks(reading.stream, result.source.path, result.warnings):
+                    if on_bytes is not None:
+                        on_bytes(result.source, len(block))
+                    block = without_nul(block)
+                    lines = lines_frame(block, result.lines_read)
+                    result.lines_read += lines.height
+                    lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
+                    reading.cut += cut
+                    # Setting COLL lines aside early pays on big blocks only; in a small one it
+                    # costs more than classifying them (thinning drops them just the same).
+                    keep = (COLL_HEAD, COLL_TAIL) if lines.height > COLL_ASIDE_MIN_LINES else None
+                    prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=keep,
+                                             carriage_returns=cut > 0 or b"\r" in block)
+                    carry_time = prepared.last_time
+                    for piece, cost in bounded_pieces(prepared):
+                        if self._pending and self._cost + cost > CLASSIFY_BYTES:
+                            self.finish()
+                        self._pending.append((reading, piece))
+                        reading.waiting += 1
+                        self._rows += piece.candidates.height
+                        self._cost += cost
+                    self._bytes += len(block)
+                    if self._rows >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
+                        self.finish()
+            except READ_ERRORS as error:
+                result.warnings.append(
+                    f"stopped reading after line {result.lines_read}: {describe_error(error)}; "
+                    "the lines before it were analysed"
+                )
+        if isinstance(reading.stream, InflateStream):
+            result.warnings.extend(reading.stream.notes)
+        if reading.cut:
+            result.warnings.append(f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on "
+                                   "their first (and, after a carriage return, last) "
+                                   f"{MATCH_CHARS:,} characters")
+
+    def finish(self) -> None:
+        """Classify every block waiting."""
+        chunks = finish_chunks([prepared for _, prepared in self._pending])
+        for (reading, _), chunk in zip(self._pending, chunks, strict=True):
+            reading.add(chunk)
+        self._pending, self._rows, self._bytes, self._cost = [], 0, 0, 0
+
+    def ready(self) -> Iterator[FileRead | Skipped]:
+        """The results at the front that are complete, in order."""
+        while self._results and not (isinstance(self._results[0], _Reading) and self._results[0].waiting):
+            done = self._results.popleft()
+            yield done.finished() if isinstance(done, _Reading) else done
+
+
+def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:
+    """A file opened and checked, ready for its blocks; or what it gives without them (an error
+    file, an empty file) or why it is skipped."""
+    if source.info.kind == "torchrun-error":
+        return _read_error_json(source)
+    try:
+        stream = open_source(source)
+    except OSError as error:
+        return Skipped(source.display, f"cannot open ({error.strerror or error})")
+    try:
+        head = peek(stream)
+    except READ_ERRORS as error:
+        stream.close()
+        return Skipped(source.display, f"cannot read ({describe_error(error)})")
+    if not head:
+        stream.close()
+        return FileRead(source, _no_events(), warnings=["empty file"])
+    hole = 0
+    if head == bytes(len(head)):  # a hole first (logrotate's copytruncate): the lines after it count
+        try:
+            hole, head = skip_leading_hole(stream, source.path, head)
+        except READ_ERRORS as error:
+            stream.close()
+            return Skipped(source.display, f"cannot read ({describe_error(error)})")
+        if not head:
+            stream.close()
+            return Skipped(source.display, "only NUL bytes (a hole), not a text log")
+    if looks_binary(head):
+        stream.close()
+        return Skipped(source.display, "binary data, not a text log")
+    reading = _Reading(source, stream, _reference_year(head, source.path))
+    if hole:
+        reading.result.warnings.append(f"{hole:,} NUL bytes at its start skipped (a hole, as logrotate's "
+                                       "copytruncate leaves); the lines after it were read")
+    return reading
+
+
+def _reference_year(head: bytes, path: Path) -> int:
+    """The year for timestamps that carry none (glog, syslog): the file's first full date, else
+    its modification time."""
+    if m := _FULL_DATE.search(head):
+        return int(m.group(1))
+    try:
+        year = datetime.fromtimestamp(path.stat().st_mtime).year
+    except (OSError, ValueError, OverflowError):
+        return 1970
+    return year if 1900 <= year <= 2999 else 1970  # as timestamps.py: no year close to datetime's limits
+
+
+def _finish_times(events: pl.DataFrame) -> pl.DataFrame:
+    """Untimed events before the file's first timestamp take that first timestamp (inferred);
+    an untimed event at the end of a block takes the next block's first time as its latest.
+
+    An untimed event lies between the timed lines around it, earliest ``time``, latest
+    ``time_latest``. Processes writing to one file do not keep its times in order (a rank's
+    buffered output lands after the agent's later lines), so the line below can be older than
+    the one above: the window is then the span between the two, whichever comes first."""
+    events = events.with_columns(pl.col("time").backward_fill(), pl.col("time_latest").backward_fill())
+    return events.with_columns(
+        pl.min_horizontal("time", "time_latest").alias("time"),
+        pl.max_horizontal("time", "time_latest").alias("time_latest"),
+    )
+
+
+def _read_error_json(source: SourceFile) -> FileRead | Skipped:
+    """torchrun's error.json: one event with the child's exception and its timestamp."""
+    try:
+        with open_source(source) as stream:
+            data = json.loads(stream.read(MAX_LINE_BYTES).decode("utf-8", "replace"))
+    except READ_ERRORS as error:
+        return Skipped(source.display, f"not a torchrun error file ({describe_error(error)})")
+    message_block = data.get("message") if isinstance(data, dict) else None
+    if isinstance(message_block, str):
+        message_block = {"message": message_block}
+    if not isinstance(message_block, dict):
+        return Skipped(source.display, "not a torchrun error file (no 'message')")
+    message = str(message_block.get("message", "")).strip()
+    extra = message_block.get("extraInfo") or {}
+    stamp = extra.get("timestamp") if isinstance(extra, dict) else None
+    when: datetime | None = None
+    try:
+        if stamp is not None:
+            when = datetime.fromtimestamp(int(stamp), tz=timezone.utc).replace(tzinfo=None)
+            when = when if 1900 <= when.year <= 2999 else None  # as timestamps.py
+    except (ValueError, OverflowError, OSError):
+        when = None
+    first = message.splitlines()[0] if message else "(empty message)"
+    error_type, _, rest = first.partition(": ")
+    fields: dict[str, object] = dict.fromkeys(FIELD_SCHEMA)
+    fields.update(error_type=error_type if rest else None, message=rest or first)
+    row = {
+        "line": 1, "host": None, "pid": None, "local_rank": source.info.local_rank, "rank": None,
+        "task": None, "time": when, "time_inferred": when is None, "time_latest": when, "source": "torchrun",
+        "event": Event.ERROR_FILE.value, "severity": Severity.ERROR.value, "fields": fields,
+        "prefix": None, "text": first[:4096],
+    }
+    events = pl.DataFrame([row], schema=EVENT_COLUMNS)
+    return FileRead(source, events, lines_read=1, lines_recognised=1)
