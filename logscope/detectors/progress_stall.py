@@ -94,7 +94,10 @@ class ProgressStall(Detector):
                     "training loop; use finite collective timeouts so the hang turns into an error naming a rank."),
             rows=[last_progress, alive],
             severity=Severity.CRITICAL,
+            # No process stopped before the others: the host of the last progress line (the rank that
+            # prints it) or of a later status line is a witness, not where the hang is.
             ranks=[],
+            hosts=[],
         )]
 
     @staticmethod
