@@ -21,6 +21,8 @@ Evidence
     ``time`` field is compared across nodes), srun ``task N: Exited with exit code`` lines; as
     victims: closing signals, SIGTERM exits, watchdog timeouts, peer-loss errors, step
     cancellations. Times come from the lines; untimed lines are ordered by their neighbours.
+    Victims are counted as processes, each once (a rank, its local rank and its pid are one),
+    never the root, at most the world size less one.
 
 Example
     ::

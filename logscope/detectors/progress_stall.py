@@ -15,7 +15,8 @@ Evidence
     Progress lines (their step and, when printed, the time per iteration) and every timed line
     after the last one: heartbeat/status lines, ``CANCELLED AT`` times. The stall threshold is
     ten times the time per iteration (from the progress lines or their spacing), at least 15
-    minutes; 30 minutes when the iteration time is unknown.
+    minutes; 30 minutes when the iteration time is unknown. No process stopped before the others,
+    so the finding names no rank and no host: the hosts of these lines are witnesses.
 
 Example
     ::
