@@ -6,8 +6,9 @@ only filling what is still unknown:
 
 1. ``host`` from the line itself (NCCL ``host:pid:tid``, a ``--role host:`` tag, srun
    ``HOST: task``); for a line that names none, from what ties it to a host that another line
-   names: its pid (a (host, pid) NCCL named), its rank (NCCL's Init lines map each rank of the
-   world to its host), its srun task label (lines carrying both a task label and a host);
+   names: its pid (a (host, pid) NCCL named; a torchrun agent's pid through the workers it names),
+   its rank (NCCL's Init lines map each rank of the world to its host), its srun task label (lines
+   carrying both a task label and a host);
 2. ``node`` from the file name (``%N``), else from that host. A file named after a node is no
    proof that its lines come from that node: ``#SBATCH --output=%x-%j-%N.out`` makes SLURM write
    one file, named after the first node, holding every node's output. When the lines of one file
@@ -208,15 +209,34 @@ def _shared_files(events: pl.DataFrame) -> dict[str, list[str]]:
     return {str(r["file"]): list(r["_hosts"]) for r in writers.iter_rows(named=True)}
 
 
+# The writer's pid in a glog head (torchrun's agent and workers): "I1103 11:05:16.120000 83798 torch/...".
+_GLOG_PID = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+(\d+) "
+
+
 def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:
     """A host for lines that name none, from a line that names it: the same (file, pid), the same
-    world rank (NCCL Init lines), the same (file, srun task). Only ties to a single host count."""
-    named = events.filter(pl.col("host").is_not_null())
-    by_pid = (named.filter(pl.col("pid").is_not_null()).group_by("file", "pid")
-              .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
-              .select("file", "pid", pl.col("_h").list.first().alias("_pid_host")))
+    world rank (NCCL Init lines), the same (file, srun task). Only ties to a single host count.
+
+    A torchrun line's glog head names the pid that wrote it: a worker's pid is tied to its host by
+    NCCL; the agent's by the lines on which it names its own workers (``failed ... (pid: N)``,
+    ``Sending process N closing signal``), which run on its host."""
+    def unique_host(frame: pl.DataFrame, keys: list[str], alias: str) -> pl.DataFrame:
+        return (frame.filter(pl.col("host").is_not_null()).group_by(keys)
+                .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
+                .select(*keys, pl.col("_h").list.first().alias(alias)))
+
+    by_pid = unique_host(events.filter(pl.col("pid").is_not_null()), ["file", "pid"], "_pid_host")
     events = (events.join(by_pid, on=["file", "pid"], how="left", maintain_order="left")
               .with_columns(pl.coalesce("host", "_pid_host").alias("host")).drop("_pid_host"))
+    writer = pl.col("text").str.extract(_GLOG_PID, 1).cast(pl.Int64, strict=False)
+    events = events.with_columns(writer.alias("_writer"))
+    writers = pl.concat([
+        events.filter(pl.col("_writer").is_not_null()).select("file", pl.col("_writer").alias("pid"), "host"),
+        by_pid.select("file", "pid", pl.col("_pid_host").alias("host")),
+    ], how="vertical")
+    by_writer = unique_host(writers, ["file", "pid"], "_writer_host").rename({"pid": "_writer"})
+    events = (events.join(by_writer, on=["file", "_writer"], how="left", maintain_order="left")
+              .with_columns(pl.coalesce("host", "_writer_host").alias("host")).drop("_writer_host", "_writer"))
     init = events.filter((pl.col("event") == Event.NCCL_INIT.value) & pl.col("host").is_not_null()).select(
         "host", "pid", pl.col("fields").struct.field("comm_rank").alias("rank"),
         pl.col("fields").struct.field("nranks").alias("_n"))

@@ -73,6 +73,9 @@ def test_crash_cascade_in_one_file_blames_the_node_the_lines_name(tmp_path: Path
     signalled = [r for r in timeline if r["event"] == "closing_signal" and r["pid"] in range(49125, 49133)]
     assert signalled and {r["node"] for r in signalled} == {"gpu-node02"}
     assert {r["rank"] for r in signalled} <= set(range(8, 16))
+    # and its own lines by the pid in their glog head, the one that names those workers
+    rendezvous = {r["fields"]["group_rank"]: r["node"] for r in timeline if r["event"] == "rendezvous"}
+    assert rendezvous == {0: "gpu-node01", 1: "gpu-node02"}
 
 
 def test_per_node_files_get_no_warning() -> None:
