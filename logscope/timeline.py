@@ -4,8 +4,16 @@ The timeline is a polars DataFrame with :data:`logscope.model.TIMELINE_SCHEMA`, 
 ``time`` (nulls last), then ``file`` and ``line``. Identity is resolved in this order, each step
 only filling what is still unknown:
 
-1. ``node`` from the file name (``%N``), else from the host the line names;
-2. ``host`` from the line (NCCL ``host:pid:tid``, srun ``HOST: task``), else the file's node;
+1. ``host`` from the line itself (NCCL ``host:pid:tid``, a ``--role host:`` tag, srun
+   ``HOST: task``); for a line that names none, from what ties it to a host that another line
+   names: its pid (a (host, pid) NCCL named; a torchrun agent's pid through the workers it names),
+   its rank (NCCL's Init lines map each rank of the world to its host), its srun task label (lines
+   carrying both a task label and a host);
+2. ``node`` from the file name (``%N``), else from that host. A file named after a node is no
+   proof that its lines come from that node: ``#SBATCH --output=%x-%j-%N.out`` makes SLURM write
+   one file, named after the first node, holding every node's output. When the lines of one file
+   name two or more nodes, each line's node is its host, the file name's node only a fallback,
+   and the job gets a warning;
 3. ``rank`` from ``[rankN]:`` prefixes and c10d's ``[Rank N]``, then from NCCL's Init lines,
    which tie (host, pid) to a rank in the largest communicator that process joined (its world);
 4. multi-line records (torchrun's ChildFailedError entries, launch configs, rendezvous results)
@@ -100,7 +108,7 @@ def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Jo
             continue
         frames.append(read.events.with_columns(
             pl.lit(read.source.display).alias("file"),
-            pl.lit(read.source.info.node).alias("node"),
+            pl.lit(read.source.info.node, dtype=pl.String).alias("node"),
             pl.lit(read.source.info.host).alias("_file_host"),
             pl.lit(read.source.info.pid, dtype=pl.Int64).alias("_file_pid"),
             pl.lit(read.source.info.local_rank, dtype=pl.Int64).alias("_file_local_rank"),
@@ -128,7 +136,8 @@ def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Jo
         pl.coalesce("local_rank", "_file_local_rank").alias("local_rank"),
     ).drop("_file_host", "_file_pid", "_file_local_rank")
     events = assemble_records(events)
-    events = _resolve_nodes(events, file_nodes)
+    events, shared = _resolve_nodes(events, file_nodes)
+    job.warnings.extend(_shared_file_warnings(shared, {r.source.display: r.source.info.node for r in reads}))
     events = _resolve_ranks(events)
     job.timeline = events.select(list(TIMELINE_SCHEMA)).sort(
         ["time", "file", "line"], nulls_last=True, maintain_order=True
@@ -157,27 +166,111 @@ def _without_controls(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> pl.DataFrame:
-    """Fill ``node`` from the host, matching interface-suffixed hosts to their node."""
+# Lines whose host names the node they are about, not the one that wrote them (srun, slurmstepd).
+_ABOUT_OTHER = (Event.SRUN_TASK_EXIT.value, Event.NODE_FAILURE.value, Event.HOST_OOM.value)
+_SUBJECT_HOST = (*_ABOUT_OTHER, Event.CANCELLED.value, Event.ECC_ERROR.value)
+_ADDRESS = r"^\d{1,3}(?:\.\d{1,3}){3}$|^localhost$"
+
+
+def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> tuple[pl.DataFrame, dict[str, list[str]]]:
+    """Fill ``host`` and ``node`` from the line's own evidence (see the module docstring), matching
+    interface-suffixed hosts to their node. Returns the events and, for each file whose lines name
+    two or more nodes, those nodes."""
     hosts = [h for h in events["host"].drop_nulls().unique().to_list() if h]
-    mapping: dict[str, str] = {}
     known = sorted(file_nodes, key=len, reverse=True)
-    for host in hosts:
-        mapping[host] = node_of_host(host, known)
-    node_from_host = pl.col("host").replace_strict(mapping, default=None, return_dtype=pl.String)
-    # A line in node A's own file that names host B (srun: error: B: task 3) is about B.
-    about_other = pl.col("event").is_in([Event.SRUN_TASK_EXIT.value, Event.NODE_FAILURE.value,
-                                         Event.HOST_OOM.value])
-    return events.with_columns(
-        pl.when(about_other & node_from_host.is_not_null()).then(node_from_host)
-        .otherwise(pl.coalesce("node", node_from_host)).alias("node")
-    ).with_columns(
-        # A host written with an interface suffix reads as its node, so hosts compare equal.
-        pl.when(pl.col("host").is_null()).then(pl.col("node")).otherwise(
-            pl.when(node_from_host.is_not_null() & (node_from_host != pl.col("host")))
-            .then(node_from_host).otherwise(pl.col("host"))
-        ).alias("host")
-    )
+    mapping = {host: node_of_host(host, known) for host in hosts}
+    # A host written with an interface suffix reads as its node, so hosts compare equal.
+    events = events.with_columns(
+        pl.col("host").replace_strict(mapping, default=None, return_dtype=pl.String).alias("host"))
+    shared = _shared_files(events)
+    if shared:
+        tied = _hosts_from_ties(events)["host"]
+        events = events.with_columns(
+            pl.when(pl.col("file").is_in(list(shared))).then(tied).otherwise(pl.col("host")).alias("host"))
+    in_shared = pl.col("file").is_in(list(shared))
+    # A line in node A's own file that names host B (srun: error: B: task 3) is about B; in a file
+    # holding several nodes' output, every line is about the host it names.
+    about_other = pl.col("event").is_in(_ABOUT_OTHER) | in_shared
+    events = events.with_columns(
+        pl.when(about_other & pl.col("host").is_not_null()).then(pl.col("host"))
+        .otherwise(pl.coalesce("node", "host")).alias("node"),
+        # a line of a shared file that only the file name places: its local rank says nothing of its rank
+        (in_shared & pl.col("host").is_null()).alias("_node_from_file"),
+    ).with_columns(pl.coalesce("host", "node").alias("host"))
+    return events, shared
+
+
+def _shared_files(events: pl.DataFrame) -> dict[str, list[str]]:
+    """Files whose lines were written on two or more hosts (by their own head or tag), each with them."""
+    writers = (events.filter(pl.col("host").is_not_null() & ~pl.col("event").is_in(_SUBJECT_HOST)
+                             & ~pl.col("host").str.contains(_ADDRESS))
+               .group_by("file").agg(pl.col("host").unique().sort().alias("_hosts"))
+               .filter(pl.col("_hosts").list.len() >= 2))
+    return {str(r["file"]): list(r["_hosts"]) for r in writers.iter_rows(named=True)}
+
+
+# The writer's pid in a glog head (torchrun's agent and workers): "I1103 11:05:16.120000 83798 torch/...".
+_GLOG_PID = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+(\d+) "
+
+
+def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:
+    """A host for lines that name none, from a line that names it: the same (file, pid), the same
+    world rank (NCCL Init lines), the same (file, srun task). Only ties to a single host count.
+
+    A torchrun line's glog head names the pid that wrote it: a worker's pid is tied to its host by
+    NCCL; the agent's by the lines on which it names its own workers (``failed ... (pid: N)``,
+    ``Sending process N closing signal``), which run on its host."""
+    def unique_host(frame: pl.DataFrame, keys: list[str], alias: str) -> pl.DataFrame:
+        return (frame.filter(pl.col("host").is_not_null()).group_by(keys)
+                .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
+                .select(*keys, pl.col("_h").list.first().alias(alias)))
+
+    by_pid = unique_host(events.filter(pl.col("pid").is_not_null()), ["file", "pid"], "_pid_host")
+    events = (events.join(by_pid, on=["file", "pid"], how="left", maintain_order="left")
+              .with_columns(pl.coalesce("host", "_pid_host").alias("host")).drop("_pid_host"))
+    writer = pl.col("text").str.extract(_GLOG_PID, 1).cast(pl.Int64, strict=False)
+    events = events.with_columns(writer.alias("_writer"))
+    writers = pl.concat([
+        events.filter(pl.col("_writer").is_not_null()).select("file", pl.col("_writer").alias("pid"), "host"),
+        by_pid.select("file", "pid", pl.col("_pid_host").alias("host")),
+    ], how="vertical")
+    by_writer = unique_host(writers, ["file", "pid"], "_writer_host").rename({"pid": "_writer"})
+    events = (events.join(by_writer, on=["file", "_writer"], how="left", maintain_order="left")
+              .with_columns(pl.coalesce("host", "_writer_host").alias("host")).drop("_writer_host", "_writer"))
+    init = events.filter((pl.col("event") == Event.NCCL_INIT.value) & pl.col("host").is_not_null()).select(
+        "host", "pid", pl.col("fields").struct.field("comm_rank").alias("rank"),
+        pl.col("fields").struct.field("nranks").alias("_n"))
+    if init.height:
+        world = init.filter(pl.col("_n") == pl.col("_n").max())
+        by_rank = (world.group_by("rank").agg(pl.col("host").unique().alias("_h"))
+                   .filter(pl.col("_h").list.len() == 1)
+                   .select(pl.col("rank").cast(pl.Int64), pl.col("_h").list.first().alias("_rank_host")))
+        events = (events.join(by_rank, on="rank", how="left", maintain_order="left")
+                  .with_columns(pl.coalesce("host", "_rank_host").alias("host")).drop("_rank_host"))
+    # srun's task layout: labelled lines that name their host, and srun's own "HOST: task N" lines
+    exits = (events.filter((pl.col("event") == Event.SRUN_TASK_EXIT.value) & pl.col("host").is_not_null())
+             .select("file", pl.col("fields").struct.field("tasks").alias("_t"), "host")
+             .filter(pl.col("_t").str.contains(r"^\d+$"))
+             .select("file", pl.col("_t").cast(pl.Int64).alias("task"), "host"))
+    labelled = events.filter(pl.col("task").is_not_null() & pl.col("host").is_not_null()).select("file", "task", "host")
+    layout = (pl.concat([labelled, exits], how="vertical").group_by("file", "task")
+              .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
+              .select("file", "task", pl.col("_h").list.first().alias("_task_host")))
+    if layout.height:
+        events = (events.join(layout, on=["file", "task"], how="left", maintain_order="left")
+                  .with_columns(pl.coalesce("host", "_task_host").alias("host")).drop("_task_host"))
+    return events
+
+
+def _shared_file_warnings(shared: dict[str, list[str]], file_nodes: dict[str, str | None]) -> list[str]:
+    """One warning per file named after a node that holds the output of several nodes."""
+    out = []
+    for display, hosts in sorted(shared.items()):
+        if file_nodes.get(display) is None:
+            continue
+        out.append(f"{display} holds the output of {len(hosts)} nodes ({', '.join(hosts)}): #SBATCH --output with "
+                   "%N names only the first node; per-node files need srun --output")
+    return out
 
 
 def node_of_host(host: str, nodes: Sequence[str]) -> str:
@@ -230,7 +323,9 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
     listed in local-rank order) and ChildFailedError records (``rank : 3 (local_rank: 1)``), for
     lines that only carry a ``[default1]:``/``[host:1]:`` prefix."""
     pairs: dict[tuple[str, int], int] = {}
-    rdzv = events.filter((pl.col("event") == Event.RENDEZVOUS.value)
+    # a shared file's line placed by the file name alone may be another node's
+    placed = ~pl.col("_node_from_file")
+    rdzv = events.filter((pl.col("event") == Event.RENDEZVOUS.value) & placed
                          & pl.col("fields").struct.field("value").is_not_null())
     for row in rdzv.select("node", "host", pl.col("fields").struct.field("value").alias("v")).to_dicts():
         place = row["node"] or row["host"]
@@ -238,7 +333,7 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
         if place:
             for local, rank in enumerate(ranks):
                 pairs.setdefault((place, local), rank)
-    records = events.filter((pl.col("event") == Event.CHILD_FAILURE.value) & pl.col("rank").is_not_null()
+    records = events.filter((pl.col("event") == Event.CHILD_FAILURE.value) & placed & pl.col("rank").is_not_null()
                             & pl.col("local_rank").is_not_null())
     for row in records.select("node", "host", "local_rank", "rank").to_dicts():
         place = row["node"] or row["host"]
@@ -250,7 +345,7 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
         {"_place": [p for p, _ in pairs], "local_rank": [lr for _, lr in pairs], "_mapped": list(pairs.values())},
         schema={"_place": pl.String, "local_rank": pl.Int64, "_mapped": pl.Int64},
     )
-    return (events.with_columns(pl.coalesce("node", "host").alias("_place"))
+    return (events.with_columns(pl.when(placed).then(pl.coalesce("node", "host")).alias("_place"))
             .join(mapping, on=["_place", "local_rank"], how="left", maintain_order="left")
             .with_columns(pl.coalesce("rank", "_mapped").alias("rank"))
             .drop("_place", "_mapped"))

@@ -167,3 +167,13 @@ def test_carriage_returns_split_into_segments_on_the_same_line() -> None:
 
 def test_unknown_lines_are_not_events() -> None:
     assert parse("hello world", "", "just some output").height == 0
+
+
+def test_torchrun_no_error_file_line_names_a_global_rank() -> None:
+    """errors/__init__.py logs ``"local_rank %s FAILED ..."`` with the rank of
+    ``ChildFailedError.get_first_failure()``, whose failures are keyed by global rank."""
+    row = one("I1103 11:06:48.637000 49063 torch/distributed/elastic/multiprocessing/errors/__init__.py:368] "
+              "local_rank 11 FAILED with no error file. Decorate your entrypoint fn with @record for traceback "
+              "info. See: https://pytorch.org/docs/stable/elastic/errors.html")
+    assert row["event"] == "worker_failed"
+    assert (row["rank"], row["local_rank"]) == (11, None)

@@ -21,6 +21,8 @@ Evidence
     ``time`` field is compared across nodes), srun ``task N: Exited with exit code`` lines; as
     victims: closing signals, SIGTERM exits, watchdog timeouts, peer-loss errors, step
     cancellations. Times come from the lines; untimed lines are ordered by their neighbours.
+    Victims are counted as processes, each once (a rank, its local rank and its pid are one),
+    never the root, at most the world size less one.
 
 Example
     ::
@@ -48,6 +50,8 @@ import re
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
+
+import polars as pl
 
 from logscope.detectors.base import (
     VICTIM_MESSAGE,
@@ -213,6 +217,64 @@ def process_key(row: dict[str, Any]) -> tuple[str, str]:
     return str(place), "?"
 
 
+def _distinct_processes(job: JobView, rows: list[dict[str, Any]], root: dict[str, Any]) -> set[tuple[str, str]]:
+    """The processes ``rows`` are about, each counted once and the root's never.
+
+    A process appears under several keys (its rank on one line, its local rank or pid on another):
+    lines carrying two of them tie the keys together, and each process counts under one. A row
+    that names no process (``?``), or only an srun task on a node whose processes are known, is
+    not a process the timeline can tell apart from the others: it is left out. The count never
+    exceeds the world size less the root, when the logs state the world size.
+    """
+    canonical = _process_aliases(job)
+
+    def key_of(row: dict[str, Any]) -> tuple[str, str]:
+        key = process_key(row)
+        return canonical.get(key, key)
+
+    root_key = key_of(root)
+    keys = {key_of(r) for r in rows} - {root_key}
+    keys = {k for k in keys if k[1] != "?"}
+    known_places = {k[0] for k in keys if not k[1].startswith("t")} | {root_key[0]}
+    keys = {k for k in keys if not (k[1].startswith("t") and k[0] in known_places)}
+    world = job.world_size
+    if world is not None and len(keys) > world - 1:
+        # More keys than processes: some of them are one process the lines could not tie together.
+        # Keep the ranks (they are unique), then the rest, up to the world size.
+        ordered = sorted(keys, key=lambda k: (not k[1].startswith("r"), k))
+        keys = set(ordered[:max(0, world - 1)])
+    return keys
+
+
+def _process_aliases(job: JobView) -> dict[tuple[str, str], tuple[str, str]]:
+    """(place, key) -> the (place, key) its process is counted under: a local rank or a pid that
+    the lines of that place tie to exactly one rank count under the rank, a pid tied to exactly
+    one local rank under the local rank (and its rank)."""
+    def compute() -> dict[tuple[str, str], tuple[str, str]]:
+        events = job.events.select(pl.coalesce("node", "host", "file").alias("place"), "rank", "local_rank", "pid")
+
+        def unique_pairs(key: str, target: str) -> dict[tuple[str, int], int]:
+            tied = (events.filter(pl.col(key).is_not_null() & pl.col(target).is_not_null())
+                    .group_by("place", key).agg(pl.col(target).unique().alias("_to"))
+                    .filter(pl.col("_to").list.len() == 1))
+            return {(str(r["place"]), int(r[key])): int(r["_to"][0]) for r in tied.iter_rows(named=True)}
+
+        local_rank = unique_pairs("local_rank", "rank")
+        pid_rank = unique_pairs("pid", "rank")
+        pid_local = unique_pairs("pid", "local_rank")
+        out: dict[tuple[str, str], tuple[str, str]] = {}
+        for (place, local), rank in local_rank.items():
+            out[(place, f"l{local}")] = (place, f"r{rank}")
+        for (place, pid), local in pid_local.items():
+            out[(place, f"p{pid}")] = out.get((place, f"l{local}"), (place, f"l{local}"))
+        for (place, pid), rank in pid_rank.items():
+            out[(place, f"p{pid}")] = (place, f"r{rank}")
+        return out
+
+    found: dict[tuple[str, str], tuple[str, str]] = job.remember("process_aliases", compute)
+    return found
+
+
 def _failure_records(job: JobView) -> list[dict[str, Any]]:
     """Every failure, reaction and launcher-report row, in failure order."""
     return sorted(job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS).to_dicts(), key=order_key)
@@ -256,7 +318,7 @@ class ExitCascade(Detector):
         root_order = order_key(root)
         victims = [r for r in records if process_key(r) != root_key and order_key(r) >= root_order
                    and (is_victim(r, signalled) or Event(r["event"]) in SUMMARY_EVENTS or Event(r["event"]) in DETAIL_EVENTS)]
-        victim_procs = {process_key(r) for r in victims}
+        victim_procs = _distinct_processes(job, victims, root)
         victim_places = {k[0] for k in victim_procs}
         # Everything on the root process that tells the same story (its summary lines).
         own = [r for r in records if process_key(r) == root_key and not is_victim(r, signalled)]

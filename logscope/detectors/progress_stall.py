@@ -15,7 +15,8 @@ Evidence
     Progress lines (their step and, when printed, the time per iteration) and every timed line
     after the last one: heartbeat/status lines, ``CANCELLED AT`` times. The stall threshold is
     ten times the time per iteration (from the progress lines or their spacing), at least 15
-    minutes; 30 minutes when the iteration time is unknown.
+    minutes; 30 minutes when the iteration time is unknown. No process stopped before the others,
+    so the finding names no rank and no host: the hosts of these lines are witnesses.
 
 Example
     ::
@@ -94,7 +95,10 @@ class ProgressStall(Detector):
                     "training loop; use finite collective timeouts so the hang turns into an error naming a rank."),
             rows=[last_progress, alive],
             severity=Severity.CRITICAL,
+            # No process stopped before the others: the host of the last progress line (the rank that
+            # prints it) or of a later status line is a witness, not where the hang is.
             ranks=[],
+            hosts=[],
         )]
 
     @staticmethod

@@ -247,7 +247,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.WORKER_RESTART, "torchrun", I, "will restart worker group",
                 r"Detected (?P<value>\d+) (?P<key>new nodes) from group_rank=(?P<group_rank>\d+); will restart worker group"),
     LinePattern(Event.WORKER_FAILED, "torchrun", E, "FAILED with no error file",
-                r"local_rank (?P<local_rank>\d+) FAILED with no error file"),
+                r"local_rank (?P<rank>\d+) FAILED with no error file"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "ChildFailedError",
                 r"(?P<message>(?:torch\.distributed\.elastic\.multiprocessing\.errors\.)?ChildFailedError):?\s*$"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "Root Cause",

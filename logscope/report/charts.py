@@ -137,12 +137,6 @@ def lanes(analysis: Analysis) -> pl.DataFrame:
                .select("node", "local_rank", pl.col("_ranks").list.first().alias("_mapped")))
     frame = events.join(rank_of, on=["node", "local_rank"], how="left", maintain_order="left").with_columns(
         pl.coalesce("rank", "_mapped").alias("_rank"))
-    # A local rank that no line of its node maps to a rank, on a node whose ranks are known, is not
-    # a process of its own (torchrun's "local_rank 11 FAILED" names a global rank): the node lane.
-    mapped_nodes = rank_of["node"].unique().to_list()
-    frame = frame.with_columns(
-        pl.when(pl.col("_rank").is_null() & pl.col("node").is_in(mapped_nodes))
-        .then(pl.lit(None, dtype=pl.Int64)).otherwise(pl.col("local_rank")).alias("local_rank"))
     node_of_rank = (frame.filter(pl.col("_rank").is_not_null() & pl.col("node").is_not_null())
                     .group_by("_rank").agg(pl.col("node").mode().first().alias("_rank_node")))
     frame = frame.join(node_of_rank, on="_rank", how="left", maintain_order="left").with_columns(
