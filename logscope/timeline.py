@@ -354,10 +354,13 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
 def _ranks_from_tasks(events: pl.DataFrame) -> pl.DataFrame:
     """srun task -> global rank, where lines carry both (``7: [rank7]: ...``) and each task of a
     file shows one rank only: srun launched one task per rank, so the task's other lines, which
-    carry only its label (``7: torch.OutOfMemoryError ...``), are that rank's."""
+    carry only its label (``7: torch.OutOfMemoryError ...``), are that rank's. Without such lines,
+    srun reporting several tasks of one node (``srun: error: node1: tasks 1-7: Terminated``) says
+    the same: srun launched the ranks itself (a launcher like torchrun runs as one task per node),
+    so task N is rank N, and srun's report on a single task names that rank."""
     both = events.filter(pl.col("task").is_not_null() & pl.col("rank").is_not_null())
     if both.height == 0:
-        return events
+        return _ranks_are_tasks(events) if _tasks_are_processes(events) else events
     pairs = both.group_by("file", "task").agg(pl.col("rank").unique().alias("_ranks"))
     single = pairs.filter(pl.col("_ranks").list.len() == 1).select(
         "file", "task", pl.col("_ranks").list.first().alias("_task_rank"))
@@ -367,6 +370,20 @@ def _ranks_from_tasks(events: pl.DataFrame) -> pl.DataFrame:
         return events
     return (events.join(single, on=["file", "task"], how="left", maintain_order="left")
             .with_columns(pl.coalesce("rank", "_task_rank").alias("rank")).drop("_task_rank"))
+
+
+def _tasks_are_processes(events: pl.DataFrame) -> bool:
+    """Whether srun's task reports show a node running several tasks."""
+    reports = events.filter(pl.col("event") == Event.SRUN_TASK_EXIT.value)
+    tasks = reports.select(pl.col("fields").struct.field("tasks")).to_series().drop_nulls().to_list()
+    return any("-" in str(t) or "," in str(t) for t in tasks)
+
+
+def _ranks_are_tasks(events: pl.DataFrame) -> pl.DataFrame:
+    """Task N is rank N (see _ranks_from_tasks), for labelled lines and srun's one-task reports."""
+    one_task = pl.col("fields").struct.field("tasks").str.extract(r"^(\d+)$", 1).cast(pl.Int64, strict=False)
+    srun_task = pl.when(pl.col("event") == Event.SRUN_TASK_EXIT.value).then(one_task)
+    return events.with_columns(pl.coalesce("rank", "task", srun_task).alias("rank"))
 
 
 # ---------------------------------------------------------------------------------------------

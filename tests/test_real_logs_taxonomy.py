@@ -49,10 +49,6 @@ OTHER_SCHEDULER = ("cancelled_by_user", "preempted", "requeued")
 # case -> why logscope gets it wrong today. Only shrinks: fix the cause (the general form of the
 # message or of the reasoning, never the case), then take the case off.
 KNOWN_MISSES: dict[str, str] = {
-    "107-mlperf-smc-bert-task0-numactl-fail-others-hang-to-time-limit": (
-        "category 'unknown' not in ['crash', 'hang', 'launch']; root rank None, expected 0; root local_rank "
-        "None, expected 0 (1 error line(s), first from 292KF14, match no known failure pattern)"
-    ),
     "123-nccl-1485-many-communicators-nccl-cuda-calloc-out-of-memory": (
         "root local_rank None, expected 2 (node2 ran out of GPU memory (NCCL could not allocate GPU memory "
         "for its own buffers))"

@@ -103,7 +103,12 @@ _HARDWARE_CUDA = re.compile(r"unknown error|uncorrectable ECC|ECC error|fallen o
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
 
 
-Signalled = dict[tuple[str, int], datetime | None]
+class Signalled(dict[tuple[str, int], "datetime | None"]):
+    """When each (place, pid) was told to stop (pid -1: the whole place), and the line that said so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[tuple[str, int], dict[str, Any]] = {}
 RECORD_RESOLUTION = timedelta(seconds=1)  # ChildFailedError times are truncated to the second
 
 
@@ -132,6 +137,8 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
         latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
 
         def told(key: tuple[str, int]) -> bool:
+            if key in signalled.rows and _bounded_by(row, signalled.rows[key]):
+                return False  # written above the very line that told it to stop
             return key in signalled and (signalled[key] is None or signalled[key] <= latest)  # type: ignore[operator]
 
         if told((place, -1)):  # the whole node was told to stop: any exit after that follows from it
@@ -201,6 +208,14 @@ class _ProcessIndex:
             if when is not None and (best is None or when < best):
                 best = when
         return best
+
+
+def _bounded_by(row: dict[str, Any], later: dict[str, Any]) -> bool:
+    """An untimed line above ``later`` in the same file whose latest time is ``later``'s own: it
+    was written before that line (the timed line that bounds it is ``later`` itself)."""
+    return (bool(row.get("time_inferred")) and not later.get("time_inferred")
+            and row.get("file") == later.get("file") and int(row.get("line") or 0) < int(later.get("line") or 0)
+            and row.get("time_latest") is not None and row.get("time_latest") == later.get("time"))
 
 
 def process_key(row: dict[str, Any]) -> tuple[str, str]:
@@ -372,12 +387,13 @@ class ExitCascade(Detector):
         the node's agent got a death signal, every place when SLURM cancelled the job for a reason
         (time limit, preemption...). A reasonless cancellation is usually srun's own
         --kill-on-bad-exit reacting to a failure, so it marks nobody."""
-        out: Signalled = {}
+        out = Signalled()
 
         def mark(key: tuple[str, int], row: dict[str, Any]) -> None:
             when = window_of(row)[0]
             if key not in out or (when is not None and (out[key] is None or when < out[key])):  # type: ignore[operator]
                 out[key] = when
+                out.rows[key] = row
 
         places = list(dict.fromkeys(process_key(r)[0] for r in records))
         for r in records:
@@ -411,6 +427,7 @@ class ExitCascade(Detector):
         seen = _ProcessIndex()
         reacting = _ProcessIndex()
         reacting_on: dict[str, datetime] = {}  # per place, the earliest reaction
+        reaction_rows: dict[str, dict[str, Any]] = {}  # and its line
         for r in own_lines:
             if seen.earliest(r) is not None:
                 continue
@@ -419,7 +436,8 @@ class ExitCascade(Detector):
                 first_time = window_of(r)[0] or datetime.min
                 reacting.add(r, first_time)
                 place = process_key(r)[0]
-                reacting_on[place] = min(first_time, reacting_on.get(place, first_time))
+                if place not in reacting_on or first_time < reacting_on[place]:
+                    reacting_on[place], reaction_rows[place] = first_time, r
 
         def reacted(row: dict[str, Any]) -> bool:
             # The reaction may have come first as soon as its earliest time is not after the row's
@@ -427,6 +445,9 @@ class ExitCascade(Detector):
             latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
             # srun's task lines name a node, not a process: any reaction on that node counts.
             if Event(row["event"]) == Event.SRUN_TASK_EXIT and process_key(row)[0] in reacting_on:
+                reaction = reaction_rows[process_key(row)[0]]
+                if _bounded_by(row, reaction):
+                    return False
                 return reacting_on[process_key(row)[0]] <= latest
             first_time = reacting.earliest(row)
             return first_time is not None and first_time <= latest
