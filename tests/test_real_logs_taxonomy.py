@@ -49,16 +49,9 @@ OTHER_SCHEDULER = ("cancelled_by_user", "preempted", "requeued")
 # case -> why logscope gets it wrong today. Only shrinks: fix the cause (the general form of the
 # message or of the reasoning, never the case), then take the case off.
 KNOWN_MISSES: dict[str, str] = {
-    "123-nccl-1485-many-communicators-nccl-cuda-calloc-out-of-memory": (
-        "root local_rank None, expected 2 (node2 ran out of GPU memory (NCCL could not allocate GPU memory "
-        "for its own buffers))"
-    ),
     "124-mlperf-lenovo-bert-all-ranks-keyerror-packed-input-len-childfailed": (
         "root host None, expected 'tag-482' (an unidentified process failed first: KeyError: 'Unable to open "
         "object (object 'packed_inp)"
-    ),
-    "128-eks-llama3-8b-rank3-cuda-oom-gpu-held-by-other-process": (
-        "root local_rank None, expected 0 (Rank 3 ran out of GPU memory (tried to allocate 112.00 MiB))"
     ),
     "167-llamafactory-6201-browser-translated-log-exitcode-minus11": (
         "category 'healthy' not in ['crash', 'launch']; root local_rank None, expected 0 (No failure found: "

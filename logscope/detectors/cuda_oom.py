@@ -119,6 +119,14 @@ class CudaOom(Detector):
                               else (int(locals_[0]) if locals_.len() else None))
         facts = oom_facts(str(first.get("text") or ""))
         gpu = field_of(first, "cuda_dev")
+        is_rank = culprit.rank is not None or Event(first["event"]) == Event.NCCL_CUDA_FAILURE
+        if culprit.local_rank is None and gpu is not None and is_rank and self._own_device(job, first, int(gpu)):
+            # torchrun and srun launches set each rank's device by its local rank: the GPU a rank
+            # (a process with a rank, or NCCL's own allocation) ran out of memory on is its local
+            # rank, unless another process of that node reports the same device (narrowed
+            # CUDA_VISIBLE_DEVICES: every process sees device 0). Other processes (an inference
+            # server's workers) have a device, no local rank.
+            culprit = replace(culprit, local_rank=int(gpu))
         detail = self._detail(facts, gpu)
         if Event(first["event"]) == Event.NCCL_CUDA_FAILURE:
             detail = "; ".join(p for p in ["NCCL could not allocate GPU memory for its own buffers", detail] if p)
@@ -159,6 +167,19 @@ class CudaOom(Detector):
             ranks=[culprit.rank] if culprit.rank is not None else [],
             hosts=[h for h in [culprit.node or culprit.host] if h],
         )]
+
+    @staticmethod
+    def _own_device(job: JobView, row: dict[str, Any], device: int) -> bool:
+        """No other process of the row's node reports ``device``."""
+        place = row.get("node") or row.get("host")
+        if place is None:
+            return True
+        others = job.events.filter(
+            (pl.coalesce("node", "host") == place)
+            & (pl.col("fields").struct.field("cuda_dev") == device)
+            & (pl.col("pid").ne_missing(row.get("pid")) | pl.col("rank").ne_missing(row.get("rank")))
+            & pl.col("pid").is_not_null())
+        return others.height == 0
 
     @staticmethod
     def _detail(facts: dict[str, str | list[str]], gpu: Any) -> str:
