@@ -254,11 +254,23 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
         return None  # the detector named nobody: the hosts its evidence comes from are witnesses
     if culprit.host or culprit.node:
         return culprit
+    reported = _reported_places(view)
+    if len(reported) == 1:
+        # every launcher report of a failed process (torchrun's records, srun's task exits) is
+        # about one node: the unidentified failure is among them
+        place = next(iter(reported))
+        return dataclasses.replace(culprit, host=place, node=place)
     named = {h for f in findings if f is not chosen and f.category == chosen.category for h in f.hosts}
     if len(named) == 1:
         host = next(iter(named))
         return dataclasses.replace(culprit, host=host, node=host)
     return culprit
+
+
+def _reported_places(view: JobView) -> set[str]:
+    """The nodes the launchers' reports of failed processes name."""
+    reports = view.of(Event.CHILD_FAILURE, Event.WORKER_FAILED, Event.SRUN_TASK_EXIT)
+    return set(reports.select(pl.coalesce("node", "host").drop_nulls().unique()).to_series().to_list())
 
 
 def _completed(culprit: Culprit | None) -> Culprit | None:

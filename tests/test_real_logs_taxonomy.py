@@ -49,10 +49,6 @@ OTHER_SCHEDULER = ("cancelled_by_user", "preempted", "requeued")
 # case -> why logscope gets it wrong today. Only shrinks: fix the cause (the general form of the
 # message or of the reasoning, never the case), then take the case off.
 KNOWN_MISSES: dict[str, str] = {
-    "124-mlperf-lenovo-bert-all-ranks-keyerror-packed-input-len-childfailed": (
-        "root host None, expected 'tag-482' (an unidentified process failed first: KeyError: 'Unable to open "
-        "object (object 'packed_inp)"
-    ),
     "167-llamafactory-6201-browser-translated-log-exitcode-minus11": (
         "category 'healthy' not in ['crash', 'launch']; root local_rank None, expected 0 (No failure found: "
         "the job looks healthy)"
