@@ -74,6 +74,14 @@ def test_no_job_log_is_an_input_error(tmp_path: Path) -> None:
         analyze([job(tmp_path, "# How to run\n\nsbatch job.slurm\n", "notes.txt")])
 
 
+def test_a_document_named_on_the_command_line_is_no_job_log(tmp_path: Path) -> None:
+    """A README that quotes a failure line is a README: named explicitly, it is still refused."""
+    readme = tmp_path / "README.md"
+    readme.write_text("The job failed with:\n\n    node1:12:34 [0] NCCL WARN Cuda failure 'out of memory'\n")
+    with pytest.raises(InputError, match="README.md: a .md file by its name, not a log"):
+        analyze([readme])
+
+
 @pytest.mark.parametrize(("raw", "column", "value"), [
     ("10.223.9.146:   File \"x.py\", line 1", "p_host", "10.223.9.146"),
     ("[1,3]<stderr>:Traceback (most recent call last):", "p_rank", 3),

@@ -63,6 +63,10 @@ def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                     _add(Path(root) / name, given, found, skipped, seen, patterns)
             for error in walk_errors:
                 skipped.append(Skipped(printable(str(error.filename)), f"cannot list folder ({error.strerror})"))
+        elif Path(strip_compression(given.name)[0]).suffix.lower() in NOT_LOG_SUFFIXES and is_not_a_log(given.name):
+            # named on the command line, but its name says what it is: a document, a config, a
+            # script (a README quoting a log line is still no job log)
+            skipped.append(Skipped(printable(str(given)), f"a {Path(given.name).suffix} file by its name, not a log"))
         else:
             _add(given, None, found, skipped, seen, patterns)
     if ignored:
