@@ -78,7 +78,7 @@ def test_a_document_named_on_the_command_line_is_no_job_log(tmp_path: Path) -> N
     """A README that quotes a failure line is a README: named explicitly, it is still refused."""
     readme = tmp_path / "README.md"
     readme.write_text("The job failed with:\n\n    node1:12:34 [0] NCCL WARN Cuda failure 'out of memory'\n")
-    with pytest.raises(InputError, match="README.md: a .md file by its name, not a log"):
+    with pytest.raises(InputError, match=r"README\.md: a \.md file by its name, not a log"):
         analyze([readme])
 
 
