@@ -57,6 +57,9 @@ _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|F
 # "[time] logger: [LEVEL]" before); torch 1.x prints the continuation lines bare.
 _LOGPFX = (r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ \S+\] ?"
            r"|\[\d{4}-\d\d-\d\d [^\]]+\] [\w.]+: \[\w+\] ?)?")
+# The fields of torchrun's rendezvous result block (torch/distributed/elastic/agent/server/api.py).
+_RENDEZVOUS_KEYS = ("restart_count", "master_addr", "master_port", "group_rank", "group_world_size", "local_ranks",
+                    "role_ranks", "global_ranks", "role_world_sizes", "global_world_sizes")
 # c10d's watchdog timeout report, and the head of the watchdog's last word (ProcessGroupNCCL.cpp).
 _WORK_TIMEOUT = (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
                  r"(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?")
@@ -232,9 +235,10 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg|event_log_handler)\s*: (?P<value>.*?)\s*$"),
     LinePattern(Event.RENDEZVOUS, "torchrun", I, "Rendezvous complete",
                 r"(?P<message>Rendezvous complete for workers)\. Result:"),
-    LinePattern(Event.RENDEZVOUS, "torchrun", I, "=",
-                _LOGPFX + r"  (?P<key>restart_count|master_addr|master_port|group_rank|group_world_size|local_ranks"
-                r"|role_ranks|global_ranks|role_world_sizes|global_world_sizes)=(?P<value>.*?)\s*$"),
+    # Triggered by the keys themselves, not by "=": a one-character trigger is found thousands of
+    # times in a line of "=====" (every hit costs memory before the regex runs).
+    LinePattern(Event.RENDEZVOUS, "torchrun", I, tuple(f"{key}=" for key in _RENDEZVOUS_KEYS),
+                _LOGPFX + r"  (?P<key>" + "|".join(_RENDEZVOUS_KEYS) + r")=(?P<value>.*?)\s*$"),
     LinePattern(Event.RENDEZVOUS, "torchrun", I, "has joined round",
                 r"The node '(?P<value>[^']*)' has joined round (?P<seq>\d+) of the (?:(?P<rdzv_backend>\S+) )?rendezvous "
                 r"'(?P<key>[^']*)' as rank (?P<group_rank>\d+) in a world of size (?P<group_world_size>\d+)"),
