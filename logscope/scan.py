@@ -420,18 +420,8 @@ def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None,
     """Write the scan table as parquet (default), csv or jsonl; return the format used."""
     kind = fmt or {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}.get(
         path.suffix.lower(), "parquet")
-    if kind not in ("parquet", "csv", "jsonl"):
-        raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
-
-    def write(target: Path) -> None:
-        if kind == "parquet":
-            table.write_parquet(target)
-        elif kind == "csv":
-            table.write_csv(target)
-        else:
-            table.write_ndjson(target)
-
-    write_output(path, write, inputs, "the table")
+    _check_format(kind)
+    write_output(path, lambda target: _write_as(table, target, kind), inputs, "the table")
     return kind
 
 
@@ -440,15 +430,24 @@ TABLE_FORMATS = ("parquet", "csv", "jsonl")
 
 def write_table_to(table: pl.DataFrame, stream: BinaryIO, kind: str) -> None:
     """Write the scan table to an open binary stream (standard output for ``-o -``)."""
+    _check_format(kind)
+    _write_as(table, stream, kind)
+    stream.flush()
+
+
+def _check_format(kind: str) -> None:
     if kind not in TABLE_FORMATS:
         raise UsageError(f"unknown table format {kind!r}: use parquet, csv or jsonl")
+
+
+def _write_as(table: pl.DataFrame, target: Path | BinaryIO, kind: str) -> None:
+    """The table in one of TABLE_FORMATS, to a file or a stream."""
     if kind == "parquet":
-        table.write_parquet(stream)
+        table.write_parquet(target)
     elif kind == "csv":
-        table.write_csv(stream)
+        table.write_csv(target)
     else:
-        table.write_ndjson(stream)
-    stream.flush()
+        table.write_ndjson(target)
 
 
 def write_output(path: Path, write: Callable[[Path], None], inputs: frozenset[tuple[int, int]], what: str) -> None:
