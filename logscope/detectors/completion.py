@@ -46,8 +46,13 @@ def run_completed(job: JobView) -> dict[str, Any] | None:
     step of a known total), or None. Unlike torchrun's agents finishing, which any program they ran
     can give (an evaluation launched after the training failed), it ends the run that failed before
     it: the verdict keeps what failed earlier as context."""
-    rows = _completion_lines(job)
-    return max(rows, key=order_key) if rows else None
+
+    def compute() -> dict[str, Any] | None:
+        rows = _completion_lines(job)
+        return max(rows, key=order_key) if rows else None
+
+    found: dict[str, Any] | None = job.remember("run_completed", compute)
+    return found
 
 
 def _completion_lines(job: JobView) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import polars as pl
+
 from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, who
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Culprit, Event, Finding, Severity
@@ -54,23 +56,23 @@ class TracebackCutShort(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         findings = []
-        for file in job.of(Event.TRACEBACK)["file"].unique().sort().to_list():
-            rows = sorted(job.events.filter(job.events["file"] == file).to_dicts(), key=lambda r: int(r["line"]))
-            starts = [i for i, r in enumerate(rows) if Event(r["event"]) == Event.TRACEBACK
-                      and field_of(r, "key") is None]
-            if not starts:
-                continue
-            last = starts[-1]
-            after = rows[last + 1:]
+        # Each file's last traceback start (a frame line carries its function in fields.key), and
+        # only the rows from it on: what a file printed before its last traceback does not matter.
+        starts = (job.of(Event.TRACEBACK).filter(pl.col("fields").struct.field("key").is_null())
+                  .group_by("file").agg(pl.col("line").max().alias("_start")))
+        for file, start in starts.sort("file").iter_rows():
+            rows = (job.events.filter((pl.col("file") == file) & (pl.col("line") >= start))
+                    .sort("line").to_dicts())
+            at = next(i for i, r in enumerate(rows) if Event(r["event"]) == Event.TRACEBACK
+                      and field_of(r, "key") is None)  # another event may share its line (a \r)
+            after = rows[at + 1:]
             if any(Event(r["event"]) in _ENDINGS for r in after):
                 continue
             frames = [r for r in after if Event(r["event"]) == Event.TRACEBACK]
-            finding = self._finding(rows[last], frames)
-            if finding is not None:
-                findings.append(finding)
+            findings.append(self._finding(rows[at], frames))
         return findings[:1]
 
-    def _finding(self, start: dict[str, Any], frames: list[dict[str, Any]]) -> Finding | None:
+    def _finding(self, start: dict[str, Any], frames: list[dict[str, Any]]) -> Finding:
         culprit = culprit_of(start)
         places = {(r.get("node") or r.get("host")) for r in frames} - {None}
         if not (culprit.host or culprit.node) and len(places) == 1:
