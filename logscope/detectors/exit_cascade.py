@@ -475,15 +475,19 @@ class ExitCascade(Detector):
     @staticmethod
     def _tied(root: dict[str, Any], records: list[dict[str, Any]], signalled: Signalled) -> bool:
         """Whether the root is a launcher's exit report (no line of its own) with another process's
-        non-reaction exit report at the same moment, and torchrun's own "Root Cause" names neither."""
+        non-reaction exit report of the same exit code at the same moment, and torchrun's own "Root
+        Cause" names neither."""
         if Event(root["event"]) not in EXIT_REPORTS or field_of(root, "key") == "root":
             return False
         at = window_of(root)[0]
         if at is None:
             return False
+        code = field_of(root, "exit_code")
         for r in records:
             if Event(r["event"]) not in EXIT_REPORTS or process_key(r) == process_key(root) or is_victim(r, signalled):
                 continue
+            if field_of(r, "exit_code") != code:
+                continue  # another kind of exit (a SIGTERM beside a SIGKILL) is another story
             when = window_of(r)[0]
             if when is not None and abs(when - at) <= RECORD_RESOLUTION:
                 return True
