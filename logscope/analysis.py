@@ -235,8 +235,10 @@ def _stall_explained(chosen: Finding, roots: list[Finding]) -> Finding:
 
 
 def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Culprit | None:
-    """A culprit without a host takes the job's only node, or the single host named by
-    same-category findings."""
+    """The chosen finding's culprit, completed from what the job says: rank 0 is local rank 0; on a
+    one-node job the node (and the local rank from the rank); a process with no place takes the one
+    node the launchers' exit reports name, or the single host same-category findings name. A
+    finding that names nobody gets nobody."""
     culprit = _completed(chosen.culprit)
     node = _single_node(view)
     if node is not None and culprit is not None and culprit.rank is not None and culprit.local_rank is None:
@@ -248,10 +250,10 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
             return Culprit(host=node, node=node, time=chosen.first_seen, evidence=chosen.evidence[0])
         if culprit is not None and not (culprit.host or culprit.node):
             return dataclasses.replace(culprit, host=node, node=node)
-    if culprit is None and chosen.reactive:
-        return None  # a witness's host (a timeout it waited out) is not where the failure was
     if culprit is None:
-        return None  # the detector named nobody: the hosts its evidence comes from are witnesses
+        # The detector named nobody: the hosts its evidence comes from are witnesses (a timeout
+        # waited out, a connection seen breaking), not where the failure was.
+        return None
     if culprit.host or culprit.node:
         return culprit
     reported = _reported_places(view)
