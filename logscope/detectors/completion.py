@@ -31,7 +31,8 @@ def clean_end(job: JobView) -> dict[str, Any] | None:
     """The last line proving the run ended normally, or None. Worked out once per view."""
 
     def compute() -> dict[str, Any] | None:
-        rows = _completion_lines(job)
+        completed = run_completed(job)
+        rows = [completed] if completed is not None else []
         states = last_states(job)
         if states and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values()):
             rows.extend(states.values())
@@ -69,22 +70,17 @@ def before_clean_end(finding: Finding, end: dict[str, Any], job: JobView | None 
     if job is not None and _other_program_between(job, finding, end):
         return False
     low, high = finding.window
-    latest = high or low or finding.first_seen
-    end_low = window_of(end)[0]
-    if latest is not None and end_low is not None:
-        return latest <= end_low
-    if finding.order_key is not None:
-        file, line = finding.order_key
-        return file == end.get("file") and line < int(end.get("line") or 0)
-    return False
+    file, line = finding.order_key or (None, 0)
+    return _written_before(high or low or finding.first_seen, file, line, end)
 
 
 def _other_program_between(job: JobView, finding: Finding, end: dict[str, Any]) -> bool:
     """A torchrun launch between the finding and the end whose entrypoint differs from the one
     running when the finding was written: the end belongs to another program (an evaluation run
     after the training failed)."""
-    starts = sorted((r for r in job.of(Event.LAUNCH_CONFIG).to_dicts() if field_of(r, "message") == "launch config"),
-                    key=order_key)
+    starts: list[dict[str, Any]] = job.remember("launch_starts", lambda: sorted(
+        (r for r in job.of(Event.LAUNCH_CONFIG).to_dicts() if field_of(r, "message") == "launch config"),
+        key=order_key))
     if len(starts) < 2:
         return False
     at = (finding.first_seen or datetime.max, *(finding.order_key or ("", 0)))
@@ -95,11 +91,17 @@ def _other_program_between(job: JobView, finding: Finding, end: dict[str, Any]) 
 
 def row_before_clean_end(row: dict[str, Any], end: dict[str, Any]) -> bool:
     """:func:`before_clean_end` for a timeline row."""
-    latest = window_of(row)[1] or window_of(row)[0]
+    low, high = window_of(row)
+    return _written_before(high or low, row.get("file"), int(row.get("line") or 0), end)
+
+
+def _written_before(latest: datetime | None, file: str | None, line: int, end: dict[str, Any]) -> bool:
+    """Certainly before ``end`` by time (a line's latest moment is not after the end's earliest),
+    or, when either has no time, above it in the same file."""
     end_low = window_of(end)[0]
     if latest is not None and end_low is not None:
         return latest <= end_low
-    return row.get("file") == end.get("file") and int(row.get("line") or 0) < int(end.get("line") or 0)
+    return file is not None and file == end.get("file") and line < int(end.get("line") or 0)
 
 
 __all__ = ["before_clean_end", "clean_end", "row_before_clean_end", "run_completed"]
