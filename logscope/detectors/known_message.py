@@ -43,7 +43,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, seen_at, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, place_of, seen_at, who
 from logscope.detectors.job_facts import capitalised
 from logscope.knowledge import by_id
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
@@ -100,7 +100,7 @@ class KnownMessage(Detector):
                 reactive=message.blame == "none",
                 ranks=[culprit.rank] if culprit is not None and culprit.rank is not None else [],
                 hosts=[h for h in [culprit.node or culprit.host] if h] if culprit is not None else
-                sorted({str(r.get("node") or r.get("host")) for r in rows if r.get("node") or r.get("host")}),
+                sorted({p for p in (place_of(r) for r in rows) if p}),
             ))
         return findings
 
