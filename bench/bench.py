@@ -11,6 +11,14 @@ warm the page cache, then runs each tool in a fresh subprocess, ``--repeat`` tim
 * ``python bench/line_loop.py FILES``        a plain Python line-by-line ``re`` parser;
 * ``logscope analyze DIR --format json``     the whole analysis, from reading to the verdict.
 
+Two measures of the fixed cost per job come after (``--small``, on by default; ``--small-only`` for
+them alone), each also run in fresh processes, interleaved:
+
+* a shipped sample job (``sample_logs/crash-cascade``, 116 KB) analysed end to end, next to
+  ``python -c "import polars"`` (the least any polars program pays to start);
+* ``logscope scan`` of ``--scan-jobs`` copies of the shipped sample jobs (each in a folder of its
+  own, a fresh table and no cache each run), as jobs per second: wall time of the whole command.
+
 Wall time is the median of the repeats. Peak RSS is the largest of the tool's own peak (GNU
 ``time -f %M`` when installed, else ``ru_maxrss`` from ``os.wait4``, which also counts the
 benchmark's own ~35 MB since Linux keeps the high-water mark across fork and exec) and of the RSS
@@ -41,6 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 TOOLS = ("cat", "grep", "line-loop", "analyze")
 NODES = 16
 SCENARIO = "crash-cascade"
+SAMPLE_JOB = REPO / "sample_logs" / "crash-cascade"
 GNU_TIME = Path("/usr/bin/time")
 
 
@@ -222,6 +231,70 @@ def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...],
     ]
 
 
+@dataclass
+class SmallRun:
+    what: str
+    seconds: float
+    runs: list[float]
+    note: str = ""
+
+
+def scan_root(workdir: Path, jobs: int) -> tuple[Path, int]:
+    """``jobs`` sample jobs (the shipped ones, copied round-robin, one folder each) under one root."""
+    samples = sorted(p for p in (REPO / "sample_logs").iterdir() if p.is_dir())
+    root = workdir / f"scan-{jobs}-sample-jobs"
+    if not root.is_dir() or sum(1 for _ in root.iterdir()) != jobs:
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        for n in range(jobs):
+            sample = samples[n % len(samples)]
+            shutil.copytree(sample, root / f"{n:05d}-{sample.name}", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    warm([p for p in root.rglob("*") if p.is_file()])
+    return root, jobs
+
+
+def bench_small(workdir: Path, repeat: int, scan_jobs: int) -> list[SmallRun]:
+    """The fixed cost per job: a sample job end to end next to importing polars, and the scan rate."""
+    warm([p for p in SAMPLE_JOB.iterdir() if p.is_file()])
+    root, jobs = scan_root(workdir, scan_jobs)
+    polars_cmd = [sys.executable, "-c", "import polars"]
+    sample_cmd = [sys.executable, "-m", "logscope", "analyze", str(SAMPLE_JOB), "--format", "json"]
+    got: dict[str, list[float]] = {"import polars": [], "sample job": [], "scan": []}
+    note = ""
+    for _ in range(repeat):
+        got["import polars"].append(run_once(polars_cmd, capture=False)[0])
+        wall, _rss, code, out = run_once(sample_cmd, capture=True)
+        if code != 1 or json.loads(out)["verdict"]["category"] != "crash":
+            raise SystemExit(f"logscope analyze {SAMPLE_JOB} failed: exit {code}")
+        got["sample job"].append(wall)
+        with tempfile.TemporaryDirectory(prefix="bench-scan-") as out_dir:
+            table = Path(out_dir) / "jobs.csv"
+            wall, _rss, code, _out = run_once([sys.executable, "-m", "logscope", "scan", str(root), "-o", str(table),
+                                               "--no-cache", "--jobs", str(os.cpu_count() or 1)], capture=False)
+            rows = table.read_text().count("\n") - 1 if table.is_file() else 0
+            if code not in (0, 1) or rows != jobs:
+                raise SystemExit(f"logscope scan failed: exit {code}, {rows} rows of {jobs} jobs")
+            note = f"{jobs} jobs"
+        got["scan"].append(wall)
+        print(f"  small: polars {got['import polars'][-1]:.2f} s, sample job {got['sample job'][-1]:.2f} s, "
+              f"scan of {jobs} jobs {got['scan'][-1]:.2f} s", file=sys.stderr, flush=True)
+    return [SmallRun(what, statistics.median(times), [round(t, 3) for t in times], note if what == "scan" else "")
+            for what, times in got.items()]
+
+
+def small_table(runs: list[SmallRun], scan_jobs: int) -> str:
+    by = {r.what: r for r in runs}
+    polars, sample, scan = by["import polars"], by["sample job"], by["scan"]
+    return (
+        "| measure | s | result |\n|---|---:|---|\n"
+        f"| `python -c \"import polars\"` | {polars.seconds:.3f} | |\n"
+        f"| `logscope analyze sample_logs/crash-cascade` | {sample.seconds:.3f} | "
+        f"{sample.seconds / polars.seconds:.1f}x import polars |\n"
+        f"| `logscope scan` of {scan_jobs} sample jobs | {scan.seconds:.2f} | "
+        f"{scan_jobs / scan.seconds:.1f} jobs/s |"
+    )
+
+
 def table(runs: list[Run]) -> str:
     head = ("| size | tool | MB | lines | s | MB/s | lines/s | peak RSS MB | × grep | vs line loop |\n"
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -246,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--nccl-timestamps", action="store_true",
                     help="jobs logged with NCCL_DEBUG_TIMESTAMP_LEVELS=ALL: a time in front of every NCCL line")
+    ap.add_argument("--small", action=argparse.BooleanOptionalAction, default=True,
+                    help="also measure the fixed cost per job: a sample job against importing polars, the scan rate")
+    ap.add_argument("--small-only", action="store_true", help="only the fixed cost per job (no big folders)")
+    ap.add_argument("--scan-jobs", type=int, default=200, help="sample jobs in the scan-rate measure")
     args = ap.parse_args(argv)
     tools = tuple(t for t in args.tools.split(",") if t)
     if unknown := set(tools) - set(TOOLS):
@@ -255,18 +332,29 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--workdir must be outside the repository (generated logs are never committed)")
     workdir.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
-    for label in args.sizes.split(","):
-        runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools, args.nccl_timestamps)
+    if not args.small_only:
+        for label in args.sizes.split(","):
+            runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools, args.nccl_timestamps)
+    small: list[SmallRun] = []
+    if args.small or args.small_only:
+        small = bench_small(workdir, max(3, args.repeat), args.scan_jobs)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"{datetime.now(timezone.utc):%Y-%m-%d}, {machine}, median of {args.repeat}\n")
-    print(table(runs))
-    print()
-    for run in runs:
-        if run.note:
-            print(f"{run.size} {run.tool}: {run.note}")
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").is_file() else "?"
+    print(f"{datetime.now(timezone.utc):%Y-%m-%d}, {machine}, median of {args.repeat}, load average {load}\n")
+    if runs:
+        print(table(runs))
+        print()
+        for run in runs:
+            if run.note:
+                print(f"{run.size} {run.tool}: {run.note}")
+    if small:
+        print(f"\nFixed cost per job (median of {max(3, args.repeat)}):\n")
+        print(small_table(small, args.scan_jobs))
     if args.json:
         args.json.write_text(json.dumps({"machine": machine, "date": f"{datetime.now(timezone.utc):%Y-%m-%d}",
-                                         "runs": [asdict(r) | {"mb_s": r.mb_s, "lines_s": r.lines_s} for r in runs]},
+                                         "load": load,
+                                         "runs": [asdict(r) | {"mb_s": r.mb_s, "lines_s": r.lines_s} for r in runs],
+                                         "small": [asdict(r) for r in small]},
                                         indent=2))
     return 0
 
