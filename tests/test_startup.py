@@ -3,17 +3,15 @@ give what the slow way gives."""
 
 from __future__ import annotations
 
-from logscope.parsers.lines import _groups, _polars_groups
+import polars as pl
+
+from logscope.parsers.lines import _groups, _wrapped
 from logscope.parsers.patterns import PATTERNS
 
 
-def test_group_names_read_with_re_are_polars_names() -> None:
+def test_group_names_from_the_schema_are_those_a_query_gives() -> None:
     assert PATTERNS
     for pattern in PATTERNS:
-        assert _groups(pattern.regex) == _polars_groups(pattern.regex), pattern.regex
-
-
-def test_a_pattern_re_cannot_parse_is_asked_of_polars() -> None:
-    # A Unicode class: Rust syntax that Python's re rejects.
-    regex = r"(?P<host>\p{L}+):(?P<pid>\d+)"
-    assert _groups(regex) == ("host", "pid")
+        struct = pl.Series(dtype=pl.String).str.extract_groups(_wrapped(pattern.regex)).dtype
+        assert isinstance(struct, pl.Struct)
+        assert _groups(pattern.regex) == tuple(f.name for f in struct.fields if f.name != "__m"), pattern.regex
