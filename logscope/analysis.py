@@ -23,12 +23,16 @@ from typing import Any
 import polars as pl
 
 from logscope import __version__
+from logscope.accounting.record import AccountingRecord
+from logscope.accounting.rows import add_to_job
+from logscope.accounting.script_lint import explaining, script_problems
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, evidence_of, order_key, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
 from logscope.hints import missing_evidence_hints
+from logscope.lint import Problem
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.timeline import Job, ProgressHook, load_job
@@ -49,6 +53,16 @@ class Analysis:
     detector_errors: list[str] = field(default_factory=list)
     # "next time, enable X": what the logs lacked that would have made this analysis sharper
     hints: list[str] = field(default_factory=list)
+    # SLURM's record of the job (sacct/scontrol, logscope.accounting), when it was read; its rows
+    # are in the timeline too
+    accounting: AccountingRecord | None = None
+    # the lint problems of the job's batch script (from the record)
+    script_problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def explaining_problems(self) -> list[Problem]:
+        """The batch script's problems that explain the verdict (LL001 beside LS201)."""
+        return explaining(self.script_problems, self.verdict.finding)
 
     @property
     def failed(self) -> bool:
@@ -82,14 +96,28 @@ class Analysis:
             "hints": self.hints,
             "skipped": [{"file": s.display, "reason": s.reason} for s in job.skipped],
             "warnings": job.warnings + self.detector_errors,
+            "accounting": self.accounting.to_json() if self.accounting else None,
+            "script_lint": [{**p.to_json(), "explains_verdict": p in self.explaining_problems}
+                            for p in self.script_problems],
         }
 
 
 def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
-            on_progress: ProgressHook | None = None) -> Analysis:
-    """Read the logs under ``paths`` and analyse them. Raises InputError for unusable input."""
-    job = load_job(paths, patterns, on_progress)
+            on_progress: ProgressHook | None = None, accounting: AccountingRecord | None = None,
+            exclude: Sequence[Path] = ()) -> Analysis:
+    """Read the logs under ``paths`` and analyse them, with SLURM's record of the job beside them
+    when given (``exclude``: the files that record was read from). Raises InputError for unusable
+    input."""
+    job = load_job(paths, patterns, on_progress, exclude)
+    if accounting is not None:
+        add_to_job(job, accounting)
+        if job.lines_recognised == 0:
+            job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
+        analysis = analyze_job(job, select=select, ignore=ignore)
+        analysis.accounting = accounting
+        analysis.script_problems = script_problems(accounting)
+        return analysis
     if job.lines_recognised == 0:
         # A README, a config, an empty file: nothing here is a training job's log, and a verdict
         # on it ("healthy") would be a promise about a job nobody saw.
@@ -386,7 +414,8 @@ def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
         involved.update(finding.hosts)
     owner = pl.col("file").replace_strict(analysis.view.file_nodes, default=None, return_dtype=pl.String)
     rows = events.filter(pl.col("node").is_not_null())
-    own = rows.filter(owner.is_null() | (owner == pl.col("node")))
+    # SLURM's record of a node (an accounting row) is not a line of its log
+    own = rows.filter((owner.is_null() | (owner == pl.col("node"))) & (pl.col("event") != Event.ACCOUNTING.value))
     summary = (
         rows.group_by("node")
         .agg(
