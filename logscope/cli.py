@@ -107,7 +107,10 @@ def analyze(
         raise UsageError(f"--charts wants a folder; {chart_dir} is a file")
     saved_files = gathered.saved_files if gathered else []
     if save is not None:
+        from logscope.accounting.bundle import check_target
+
         _output_dir(save, [*paths, *saved_files])
+        check_target(save)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
                               accounting=gathered.record if gathered else None, exclude=saved_files)

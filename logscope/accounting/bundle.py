@@ -21,12 +21,18 @@ from logscope.accounting.record import AccountingRecord
 from logscope.errors import OutputError, printable
 
 
+def check_target(target: Path) -> None:
+    """Refuse a target that is not a new or empty folder (before any work)."""
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise OutputError(f"--save {printable(str(target))}: give a new or empty folder (it would mix with what "
+                          "is there)")
+
+
 def save_bundle(target: Path, logs: Sequence[Path], record: AccountingRecord | None, texts: dict[str, str],
                 saved_files: Sequence[Path] = ()) -> list[Path]:
     """Write the bundle; return the files written."""
     shown = printable(str(target))
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise OutputError(f"--save {shown}: give a new or empty folder (it would mix with what is there)")
+    check_target(target)
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -73,4 +79,4 @@ def _write(destination: Path, data: bytes) -> Path:
     return destination
 
 
-__all__ = ["save_bundle"]
+__all__ = ["check_target", "save_bundle"]

@@ -8,7 +8,8 @@ started; the state's severity comes from the state table (logscope/knowledge/slu
 
 ``fields``: ``job_id``, ``step_id`` (``batch``, ``0``; null for the job), ``key`` the state
 (``CANCELLED``), ``value`` who cancelled it (a uid), ``exit_code`` and ``signal`` (ExitCode),
-``reason`` (the job's Reason), ``event_time`` the start (ISO), ``message`` MaxRSS, ``peer`` the node
+``reason`` (the job's Reason), ``event_time`` the start (ISO), ``message`` MaxRSS (``1017502364K on
+gpu-node02`` with sacct's MaxRSSNode), ``peer`` the node
 the record says caused a NODE_FAIL (FailedNode).
 """
 
@@ -68,7 +69,8 @@ def _row(step: StepRecord, node: str | None, file: str, line: int, source: str,
     fields.update(job_id=step.job_id, step_id=step.step, key=step.state, value=step.cancelled_by,
                   exit_code=step.exit_code, signal=str(step.signal) if step.signal is not None else None,
                   reason=step.reason, event_time=step.start.isoformat() if step.start else None,
-                  message=step.max_rss, peer=failed_node)
+                  message=(f"{step.max_rss} on {step.max_rss_node}" if step.max_rss_node else step.max_rss)
+                  if step.max_rss else None, peer=failed_node)
     when = step.end or step.start
     return {
         "file": file, "line": line, "node": node, "host": node, "pid": None, "local_rank": None, "rank": None,

@@ -3,7 +3,8 @@
 What it detects
     A job or step whose accounting state is ``OUT_OF_MEMORY``: the kernel's OOM killer killed a
     process in the step's memory cgroup (slurmstepd counted an oom-kill event). It names the step,
-    and the node: the step's only node, else the one node whose log shows the oom-kill.
+    and the node: the step's only node, else the one node whose log shows the oom-kill, else the
+    node where the step's memory peaked (sacct's MaxRSSNode).
 
 Why it matters
     The OOM killer sends SIGKILL: the killed rank prints nothing, torchrun reports ``exitcode: -9``
@@ -22,7 +23,8 @@ Example
         4242011.0|OUT_OF_MEMORY|0:125|gpu-node[01-02]|1017502364K
 
 False positives
-    A step in which a helper process (a DataLoader worker, a compile job) was OOM-killed and the
+    Named from MaxRSSNode, the node is where memory peaked, usually but not always the one whose
+    process the OOM killer chose. A step in which a helper process (a DataLoader worker, a compile job) was OOM-killed and the
     training survived is still OUT_OF_MEMORY; the logs then show the run going on.
 
 Advice
@@ -54,13 +56,15 @@ class OomRecorded(Detector):
         steps = recorded_steps(job, "OUT_OF_MEMORY")
         if not steps:
             return []
-        # the most precise: a step rather than the whole job
-        chosen = [s for s in steps if not s.is_job] or steps
+        # the most precise: an srun step (where the training ran), else the batch step, else the job
+        chosen = ([s for s in steps if s.step_id.rsplit(".", 1)[-1].isdigit() and not s.is_job]
+                  or [s for s in steps if not s.is_job] or steps)
         step = chosen[0]
         nodes = step.nodes
-        node = nodes[0] if len(nodes) == 1 else _oom_node(job, nodes)
-        rows = [r for r in step.rows if node is None or r.get("node") == node] or list(step.rows)
         rss = field_of(step.first, "message")
+        peak = str(rss).split(" on ", 1)[1] if rss and " on " in str(rss) else None
+        node = nodes[0] if len(nodes) == 1 else (_oom_node(job, nodes) or (peak if peak in nodes else None))
+        rows = [r for r in step.rows if node is None or r.get("node") == node] or list(step.rows)
         culprit = Culprit(host=node, node=node, time=step.start or step.end, evidence=evidence_of(rows[0])) \
             if node else None
         where = f"on {node}" if node else f"on one of {', '.join(nodes[:6])}" if nodes else ""
