@@ -153,3 +153,13 @@ def test_save_refuses_a_folder_with_files(tmp_path: Path, capsys: pytest.Capture
     (busy / "x").write_text("x")
     code, _, err = run(capsys, "analyze", str(logs), "--save", str(busy))
     assert code == 2 and "new or empty folder" in err
+
+
+@pytest.mark.usefixtures("utc")
+def test_a_record_of_another_job_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = job_folder(tmp_path / "job", "healthy", record={"sacct.json": "sacct-22.05-crash-cascade.json"})
+    code, out, err = run(capsys, "analyze", str(folder))
+    assert (code, out) == (2, "")
+    assert "the logs are of job 4242001" in err and "of job 4242004" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "analyze", "4242001", str(folder))
+    assert code == 2 and "not of job 4242001" in err

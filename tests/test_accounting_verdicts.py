@@ -21,8 +21,9 @@ CASES = {
     # the record says every step FAILED after rank 11 crashed: a consequence, the crash stays the root
     "crash-with-failed-record": ("crash-cascade", None, {"sacct.json": "sacct-22.05-crash-cascade.json"},
                                  ("crash", "LS301", "gpu-node02"), {"LS305": "consequence"}),
-    # a script that swallowed the exit codes ends COMPLETED: the logs' crash wins
-    "crash-with-completed-record": ("crash-cascade", None, {"sacct.json": "sacct-22.05-completed.json"},
+    # a script that swallowed the exit codes (srun bash -c 'torchrun ...; exit 0') ends COMPLETED 0:0
+    # everywhere: the logs' crash wins
+    "crash-with-completed-record": ("crash-cascade", None, {"sacct.txt": "sacct-P-crash-swallowed.txt"},
                                     ("crash", "LS301", "gpu-node02"), {}),
     "healthy-with-completed-record": ("healthy", None, {"sacct.json": "sacct-22.05-completed.json"},
                                       ("healthy", None, None), {}),

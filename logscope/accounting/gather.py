@@ -10,6 +10,7 @@ the log files its output patterns name.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,8 +88,11 @@ def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
         return None
     saved = read_saved(files)
     shown = ", ".join(str(f) for f in files[:3])
-    ref = parse_job_ref(job_id) if job_id and "," not in job_id else None
-    pick = ref if ref is not None and _knows(saved.sacct + saved.scontrol, ref) else None
+    ref = parse_job_ref(job_id) if job_id else None
+    if ref is not None and not _knows(saved.sacct + saved.scontrol, ref):
+        held = sorted({r.job_id for r in saved.sacct + saved.scontrol})
+        raise AccountingError(f"{shown}: SLURM's record of job {', '.join(held[:4]) or '(none)'}, not of job {ref}")
+    pick = ref
     record: AccountingRecord | None = None
     if saved.sacct:
         record = select_job(saved.sacct, pick, shown)
@@ -104,7 +108,7 @@ def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
         script = saved.scripts.get(record.job_id) or saved.scripts.get("") or (
             next(iter(saved.scripts.values())) if len(saved.scripts) == 1 else None)
         if script is not None:
-            record = AccountingRecord(**{**record.__dict__, "script": script})
+            record = dataclasses.replace(record, script=script)
     return Gathered(record, saved_files=files)
 
 

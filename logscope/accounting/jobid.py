@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -59,7 +60,7 @@ def select_job(records: list[AccountingRecord], ref: JobRef | None, source: str)
         steps = tuple(s for s in record.steps if s.step == ref.step)
         if not steps:
             raise AccountingError(f"{source}: job {ref.job_id} has no step {ref.step}")
-        record = AccountingRecord(**{**record.__dict__, "steps": steps})
+        record = dataclasses.replace(record, steps=steps)
     return record
 
 

@@ -5,6 +5,7 @@ one :class:`AccountingError` line (exit code 2).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -110,7 +111,7 @@ def _from_sacct(ref: JobRef, texts: dict[str, str], problems: list[str]) -> Acco
         script = scripts.get(record.job_id) or (next(iter(scripts.values())) if len(scripts) == 1 else None)
         if script is not None:
             texts["batch-script.sh"] = script
-            record = AccountingRecord(**{**record.__dict__, "script": script})
+            record = dataclasses.replace(record, script=script)
     elif "batch-script.sh" not in texts:
         texts["batch-script.sh"] = record.script
     return record

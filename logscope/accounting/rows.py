@@ -21,6 +21,7 @@ import polars as pl
 
 from logscope.accounting.record import AccountingRecord, StepRecord
 from logscope.accounting.states import state_info
+from logscope.errors import InputError
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
 from logscope.timeline import Job
 
@@ -85,7 +86,16 @@ def _row(step: StepRecord, node: str | None, file: str, line: int, source: str,
 def add_to_job(job: Job, record: AccountingRecord) -> None:
     """Put ``record``'s rows into ``job``'s timeline (in time order, beside the logs' rows) and
     complete what the logs did not say: the job's id and name, and its nodes (a node whose log
-    is silent, or missing, is still one of the job's nodes)."""
+    is silent, or missing, is still one of the job's nodes).
+
+    Raises InputError when the logs' file names say they belong to another job: one job's record
+    beside another's logs would make one false story. (An array task's files may be named by its
+    own numeric id, which the record of ``12345_7`` does not give: not checked then.)"""
+    named = {i for i in (job.job_id or "").split(",") if i}
+    if named and record.array_task_id is None and "_" not in record.job_id and named != {record.job_id}:
+        origin_file = record.sources[0] if record.sources else "sacct"
+        raise InputError(f"the logs are of job {', '.join(sorted(named))}, SLURM's record ({origin_file}) of job "
+                         f"{record.job_id}: give the record of the same job")
     rows = accounting_rows(record)
     job.timeline = pl.concat([job.timeline, rows], how="vertical").sort(
         ["time", "file", "line"], nulls_last=True, maintain_order=True)
