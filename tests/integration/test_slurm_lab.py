@@ -188,6 +188,17 @@ EXPECTED: dict[str, Expected] = {
     # rank 3 raises in attempt 0 only; torchrun restarts once: the restarted attempt fails on its own
     # (the first failure is still rank 3's) or the job recovers (see `expected_for`)
     "restart": Expected("crash", frozenset({"LS301", "LS302"}), "node02", 3),
+    "rank-exit": CRASH_OF_RANK_3,  # as raise; the job itself ends FAILED with srun's exit code
+    "scancel": Expected("scheduler", frozenset({"LS703"})),  # the lab scancels the job mid-training
+    "node-lost": Expected("hardware", frozenset({"LS604"}), "node02"),  # node02 is lost for good mid-job
+}
+
+# Verdicts logscope cannot reach yet from the logs alone (the reason names the gap); with the
+# accounting record (test_accounting_lab.py) it must.
+LOGS_ONLY_GAPS = {
+    "node-lost": "from the logs alone logscope blames a hang on node02 (LS101): the ranks on node01 time "
+                 "out waiting for node02's, and srun's `error: Node failure on node02` line does not win "
+                 "the verdict",
 }
 
 
@@ -215,6 +226,8 @@ def test_verdict(captures: Path, scenario: str) -> None:
             f"host={culprit.get('host')} rank={culprit.get('rank')} ({verdict['summary']}); expected "
             f"{expected}. A valid capture with a new shape becomes a golden case (tests/goldens/).")
     problem = verdict_problem(verdict, expected)
+    if problem is not None and scenario in LOGS_ONLY_GAPS:
+        pytest.xfail(f"{LOGS_ONLY_GAPS[scenario]} ({problem}: {said})")
     assert problem is None, f"{problem}: {said}"
     assert code == (0 if verdict["category"] == "healthy" else 1), said
     job = data["job"]
