@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -188,6 +189,16 @@ def _slurm_plugin_installed(name: str) -> bool:
     return any(next(Path("/").glob(f"{pattern.lstrip('/')}{name}.so"), None) for pattern in patterns)
 
 
+def skip_reason() -> str | None:
+    """Why the lab's tests cannot run their jobs here (None: they can)."""
+    missing = missing_requirements()
+    if missing:
+        return "SLURM lab unavailable: missing " + ", ".join(missing) + " (apt-get install slurm-wlm munge)"
+    if importlib.util.find_spec("torch") is None:
+        return f"torch is not installed for {sys.executable} (pip install torch==2.13.0, the CPU wheel)"
+    return None
+
+
 def _which(tool: str) -> str:
     found = shutil.which(tool)
     if found:
@@ -314,6 +325,8 @@ class SlurmLab:
         self.node_names = [f"node{i:02d}" for i in range(1, nodes + 1)]
         self.conf = Path()
         self._venv_bin = Path(sys.executable).parent
+        self._reaper: subprocess.Popen[bytes] | None = None
+        self._reaper_pipe: int | None = None
 
     # ------------------------------------------------------------------ setup
     def __enter__(self) -> SlurmLab:
@@ -349,6 +362,7 @@ class SlurmLab:
         if missing:
             raise LabError("missing: " + ", ".join(missing))
         self.dir = Path(tempfile.mkdtemp(prefix="slurmlab-", dir=self.base_dir))
+        self._start_reaper()
         self.dir.chmod(0o755)  # munged refuses group/other-writable dirs; jobs run as root anyway
         for sub in ("munge", "state", "run", "log", "etc", "jobs", "tmp", "db"):
             (self.dir / sub).mkdir(mode=0o755)
@@ -790,7 +804,34 @@ StorageLoc=slurm_acct_db
                 found.append(pid)
         return found
 
+    def _start_reaper(self) -> None:
+        """A watchdog that tears the lab down if this process dies without stop() (SIGKILL, a killed
+        test run): it waits for the end of a pipe only this process holds. stop() tells it to go."""
+        read_end, self._reaper_pipe = os.pipe()  # not inherited by the lab's other children
+        env = {k: v for k, v in os.environ.items() if k != MARKER_VAR}
+        self._reaper = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "reap", "--id", self.short, "--dir", str(self.dir)],
+            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True,  # Ctrl-C in the terminal reaches the test run, not the watchdog
+        )
+        os.close(read_end)
+
+    def _dismiss_reaper(self) -> None:
+        if self._reaper_pipe is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._reaper_pipe, REAPER_DISMISSED)
+            os.close(self._reaper_pipe)
+            self._reaper_pipe = None
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()
+                self._reaper.wait()
+            self._reaper = None
+
     def stop(self) -> None:
+        self._dismiss_reaper()
         if not self.procs and self.dir == Path() and not self.links and not self.netns_names:
             return
         # 1. cancel whatever still runs, while slurmctld is alive to do it.
@@ -867,7 +908,40 @@ def parse_scontrol(text: str) -> dict[str, str]:
     return out
 
 
+REAPER_DISMISSED = b"stopped"  # what stop() writes to the watchdog's pipe: the lab is taken down already
+
+
+def reap(short: str, lab_dir: Path) -> int:
+    """The watchdog (`lab.py reap`): wait for the end of standard input, the pipe from the process
+    that started lab `short`; unless that process said it stopped the lab itself, stop it here:
+    every process of the lab (marker or lab dir), its namespaces and bridge, its temp dir."""
+    said = sys.stdin.buffer.read()
+    if said == REAPER_DISMISSED:
+        return 0
+    orphan = SlurmLab(network="plain", accounting=False)
+    orphan.short, orphan.id, orphan.bridge, orphan.dir = short, f"lab-{short}", f"slb{short}", lab_dir
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    orphan.netns_names = [line.split()[0] for line in listed.splitlines()
+                          if line.startswith(f"slurmlab-{short}-")]
+    orphan.links = [orphan.bridge]
+    try:
+        orphan.stop()
+    except LabError as e:
+        print(f"lab.py reap: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ---------------------------------------------------------------------- runner
+@dataclass(frozen=True)
+class LabRun:
+    """Every scenario's capture in `out` (out/<scenario>/); `live` is the lab that ran them, still up
+    (None when the captures were made earlier, e.g. reused from LAB_CAPTURES)."""
+
+    out: Path
+    live: SlurmLab | None
+
+
 RECAPTURES = 2  # a capture that does not show its scenario is taken again at most this often
 RECAPTURE_LOG = "_recaptures.json"
 
@@ -980,7 +1054,7 @@ def _act(lab: SlurmLab, scenario: Scenario, name: str, job_id: int, work: Path,
     at = time.strftime("%Y-%m-%dT%H:%M:%S")
     if scenario.action == "scancel":
         lab.cmd(["scancel", str(job_id)])
-        return {"action": "scancel", "done": True, "at": at}
+        return {"action": "scancel", "done": True, "at": at, "uid": os.getuid()}
     if scenario.action == "lose-node02":
         return {"action": "lose-node02", "done": True, "at": at, "killed": lab.lose_node("node02")}
     raise LabError(f"unknown action {scenario.action!r}")
@@ -989,7 +1063,26 @@ def _act(lab: SlurmLab, scenario: Scenario, name: str, job_id: int, work: Path,
 def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool = True,
                   keep_lab: bool = False, network: str | None = None, recaptures: int = RECAPTURES,
                   on_recapture: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
-    """Run each scenario's sbatch script in one lab, copy what it wrote into out/<scenario>/.
+    """Run each scenario's sbatch script in a new lab, copy what it wrote into out/<scenario>/
+    (`capture_in`); the lab is stopped after."""
+    for n in names:
+        if n not in SCENARIOS:
+            raise LabError(f"unknown scenario {n!r}; known: {', '.join(SCENARIOS)}")
+    t_all = time.monotonic()
+    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
+        if verbose:
+            print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
+                  f"(network={lab.network}, accounting={'on' if lab.accounting else 'off'})", file=sys.stderr)
+        results = capture_in(lab, names, out, verbose=verbose, recaptures=recaptures, on_recapture=on_recapture)
+    if verbose:
+        print(f"total {time.monotonic() - t_all:.1f}s", file=sys.stderr)
+    return results
+
+
+def capture_in(lab: SlurmLab, names: Sequence[str], out: Path, verbose: bool = False,
+               recaptures: int = RECAPTURES,
+               on_recapture: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
+    """Run each scenario's sbatch script in the running lab, copy what it wrote into out/<scenario>/.
 
     A capture that does not show its scenario as set up (`capture_problem`) is moved to
     out/_invalid/<scenario>-<n>/ and taken again, at most `recaptures` times; each recapture is
@@ -1003,47 +1096,40 @@ def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, object]] = {}
     retried: list[dict[str, object]] = []
-    t_all = time.monotonic()
-    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
-        if verbose:
-            print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
-                  f"(network={lab.network})", file=sys.stderr)
-        for name in names:
-            dest = out / name
-            for attempt in range(recaptures + 1):
-                meta = capture(lab, name, dest)
-                problem = capture_problem(name, dest)
-                meta["capture_attempt"] = attempt + 1
-                meta["capture_problem"] = problem
-                (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-                if verbose:
-                    print(f"{name:21s} job {meta['job_id']:<4d} {meta['job_state']!s:10s} "
-                          f"exit={meta['exit_code']} {meta['wall_seconds']:6.1f}s "
-                          f"{'INVALID: ' + problem if problem else 'ok'}", file=sys.stderr, flush=True)
-                if problem is None or attempt == recaptures:
-                    break
-                kept = out / "_invalid" / f"{name}-{attempt + 1}"
-                if kept.exists():
-                    shutil.rmtree(kept)
-                kept.parent.mkdir(exist_ok=True)
-                shutil.move(str(dest), str(kept))
-                message = (f"recapture {attempt + 1}/{recaptures} of {name}: job {meta['job_id']} did not "
-                           f"show the scenario ({problem}); that capture is kept in {kept}")
-                retried.append({"scenario": name, "job_id": meta["job_id"], "problem": problem,
-                                "kept": str(kept)})
-                if on_recapture is not None:
-                    on_recapture(message)
-                if verbose:
-                    print(message, file=sys.stderr, flush=True)
-            results[name] = meta
-        # slurmd logs are useful when a scenario looks odd
-        logs = out / "_lab-logs"
-        if logs.exists():
-            shutil.rmtree(logs)
-        shutil.copytree(lab.dir / "log", logs)
+    for name in names:
+        dest = out / name
+        for attempt in range(recaptures + 1):
+            meta = capture(lab, name, dest)
+            problem = capture_problem(name, dest)
+            meta["capture_attempt"] = attempt + 1
+            meta["capture_problem"] = problem
+            (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+            if verbose:
+                print(f"{name:21s} job {meta['job_id']:<4d} {meta['job_state']!s:10s} "
+                      f"exit={meta['exit_code']} {meta['wall_seconds']:6.1f}s "
+                      f"{'INVALID: ' + problem if problem else 'ok'}", file=sys.stderr, flush=True)
+            if problem is None or attempt == recaptures:
+                break
+            kept = out / "_invalid" / f"{name}-{attempt + 1}"
+            if kept.exists():
+                shutil.rmtree(kept)
+            kept.parent.mkdir(exist_ok=True)
+            shutil.move(str(dest), str(kept))
+            message = (f"recapture {attempt + 1}/{recaptures} of {name}: job {meta['job_id']} did not "
+                       f"show the scenario ({problem}); that capture is kept in {kept}")
+            retried.append({"scenario": name, "job_id": meta["job_id"], "problem": problem,
+                            "kept": str(kept)})
+            if on_recapture is not None:
+                on_recapture(message)
+            if verbose:
+                print(message, file=sys.stderr, flush=True)
+        results[name] = meta
+    # slurmd logs are useful when a scenario looks odd
+    logs = out / "_lab-logs"
+    if logs.exists():
+        shutil.rmtree(logs)
+    shutil.copytree(lab.dir / "log", logs)
     (out / RECAPTURE_LOG).write_text(json.dumps(retried, indent=2) + "\n")
-    if verbose:
-        print(f"total {time.monotonic() - t_all:.1f}s", file=sys.stderr)
     return results
 
 
@@ -1062,7 +1148,12 @@ def _cli(argv: Sequence[str] | None = None) -> int:
     u.add_argument("--keep", action="store_true", help="leave the lab temp dir in place on exit")
     u.add_argument("--extra-conf", default="", help="lines appended to slurm.conf (use \\n)")
     u.add_argument("--network", choices=["netns", "loopback", "plain"], default=None)
+    g = sub.add_parser("reap", help="(internal) the watchdog that stops a lab whose process died")
+    g.add_argument("--id", required=True)
+    g.add_argument("--dir", required=True, type=Path)
     args = ap.parse_args(argv)
+    if args.cmd == "reap":
+        return reap(args.id, args.dir)
 
     # Turn SIGTERM/SIGHUP into KeyboardInterrupt so the context manager cleans up.
     def _interrupt(signum: int, frame: object) -> None:
