@@ -40,6 +40,8 @@ from logscope.timeline import Job, ProgressHook, load_job
 SCHEMA = "logscope.analysis/1"
 SAME_MOMENT = timedelta(seconds=5)
 SAME_MOMENT_LINES = 400
+# findings saying SLURM lost a node: LS604 node-failure (srun's line), LS605 node-fail-recorded (sacct)
+NODE_LOSS_FINDINGS = frozenset({"LS604", "LS605"})
 
 
 @dataclass
@@ -236,8 +238,8 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
     culprit = _corroborate(chosen, findings, view)
     rest = []
     for f in findings:
-        if f is chosen:
-            continue
+        if f is chosen or (f.code, f.order_key, f.evidence) == (chosen.code, chosen.order_key, chosen.evidence):
+            continue  # the chosen one (or the one it was completed from: _stall_explained)
         if f.role == Role.ROOT:
             f = dataclasses.replace(f, role=Role.CONSEQUENCE)
         rest.append(f)
@@ -259,7 +261,23 @@ def _stall_explained(chosen: Finding, roots: list[Finding]) -> Finding:
     own = [f for f in roots if f is not chosen and not f.reactive and f.culprit is not None
            and f.culprit.rank == stopped.rank and f.category in (Category.OOM, Category.HARDWARE, Category.CRASH)
            and (f.culprit.host or f.culprit.node or None) in (None, stopped.host or stopped.node)]
-    return min(own, key=_moment) if own else chosen
+    # SLURM lost the stopped rank's node (srun's "Node failure on HOST", LS604; the accounting
+    # record's NODE_FAIL, LS605): the node's failure is why the rank stopped. A record that names
+    # no node (22.05 has no FailedNode) but lists the stopped rank's node among the job's is
+    # about that node: the logs say which node stopped, SLURM that a node of the job failed.
+    place = stopped.node or stopped.host
+    lost = [f for f in roots if f.code in NODE_LOSS_FINDINGS and place is not None
+            and ((f.culprit is not None and (f.culprit.node or f.culprit.host) == place)
+                 or (f.culprit is None and place in f.hosts))]
+    if own or not lost:
+        return min(own, key=_moment) if own else chosen
+    found = min(lost, key=_moment)
+    if found.culprit is not None:
+        return found
+    return dataclasses.replace(
+        found, title=f"{found.title}; it was {place}, where rank {stopped.rank} stopped advancing",
+        culprit=Culprit(host=place, node=place, time=found.first_seen,
+                        evidence=found.evidence[0] if found.evidence else None), hosts=(str(place),))
 
 
 def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Culprit | None:

@@ -64,9 +64,10 @@ if "-B" in args:
     sys.stdout.write("Batch Script for " + job + "\\n" + "-" * 80 + "\\nNONE\\n")
     sys.exit(0)
 if job != "4242015":
-    sys.stdout.write('{{"jobs": [], "errors": [], "warnings": []}}\\n')
+    sys.stdout.write("JobID|JobName|State\\n" if "-P" in args else '{{"jobs": [], "errors": [], "warnings": []}}\\n')
     sys.exit(0)
-text = open(os.path.join(data, "sacct-24.11-node-fail.json")).read()
+name = "sacct-P-node-fail.txt" if "-P" in args else "sacct-24.11-node-fail.json"
+text = open(os.path.join(data, name)).read()
 sys.stdout.write(text.replace("/lustre/alice/llm", os.environ["FAKE_WORKDIR"]))
 '''
 
@@ -100,7 +101,7 @@ def test_analyze_job_id_finds_its_logs_through_sacct(fake_slurm: Path, capsys: p
     assert sorted(Path(f).name for f in data["job"]["files"]) == ["train-4242015-gpu-node01.out",
                                                                   "train-4242015-gpu-node02.out"]
     assert (data["verdict"]["finding"], data["verdict"]["root_cause"]["node"]) == ("LS605", "gpu-node02")
-    assert data["accounting"]["sources"] == ["sacct -j 4242015 --json"]
+    assert data["accounting"]["sources"] == ["sacct -j 4242015 -P", "sacct -j 4242015 --json"]
 
 
 @pytest.mark.usefixtures("utc")
@@ -124,8 +125,8 @@ def test_save_gathers_a_folder_that_reads_the_same(fake_slurm: Path, tmp_path: P
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     ticket = tmp_path / "ticket"
     code, out, err = run(capsys, "analyze", "4242015", "--save", str(ticket), "--format", "json")
-    assert code == 1 and "Saved 3 file(s)" in err
-    assert sorted(p.name for p in ticket.iterdir()) == ["sacct.json", "train-4242015-gpu-node01.out",
+    assert code == 1 and "Saved 4 file(s)" in err
+    assert sorted(p.name for p in ticket.iterdir()) == ["sacct.json", "sacct.txt", "train-4242015-gpu-node01.out",
                                                         "train-4242015-gpu-node02.out"]
     before = json.loads(out)
     code, out, err = run(capsys, "analyze", str(ticket), "--format", "json")

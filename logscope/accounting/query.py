@@ -16,6 +16,7 @@ from logscope.accounting.jobid import JobRef, select_job
 from logscope.accounting.record import AccountingRecord, merged
 from logscope.accounting.sacct_json import parse_sacct_json
 from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
+from logscope.accounting.saved import folded
 from logscope.accounting.scontrol import parse_scontrol
 from logscope.errors import AccountingError
 
@@ -79,24 +80,25 @@ def query(ref: JobRef) -> tuple[AccountingRecord, Outputs]:
 
 
 def _from_sacct(ref: JobRef, texts: dict[str, str], problems: list[str]) -> AccountingRecord | None:
+    """sacct's record: ``-P`` (its ExitCode is right on every version; 22.05's ``--json`` loses it)
+    completed from ``--json`` (the output patterns, the script, FailedNode on newer versions)."""
     name = ref.job_id
-    code, out, err = _run(["sacct", "-j", name, "--json"])
-    records: list[AccountingRecord] | None = None
-    if code == 0 and out.lstrip().startswith("{"):
-        records = parse_sacct_json(out, f"sacct -j {name} --json")
-        texts["sacct.json"] = out
-    else:
-        code, out, err = _run(["sacct", "-j", name, "-P", f"--format={PARSABLE_FIELDS_NEW}"])
-        if code != 0 and "FailedNode" in err:  # a sacct before 23.02
-            code, out, err = _run(["sacct", "-j", name, "-P", f"--format={PARSABLE_FIELDS}"])
-        if code != 0:
-            problems.append(f"sacct: {_first_error(err)}")
-            return None
-        if len(out.strip().splitlines()) < 2:
-            problems.append(f"sacct knows no job {name}")
-            return None
+    code, out, err = _run(["sacct", "-j", name, "-P", f"--format={PARSABLE_FIELDS_NEW}"])
+    if code != 0 and "FailedNode" in err:  # a sacct before 23.02
+        code, out, err = _run(["sacct", "-j", name, "-P", f"--format={PARSABLE_FIELDS}"])
+    if code != 0:
+        problems.append(f"sacct: {_first_error(err)}")
+        return None
+    records: list[AccountingRecord] = []
+    if len(out.strip().splitlines()) >= 2:
         records = parse_sacct_parsable(out, f"sacct -j {name} -P")
         texts["sacct.txt"] = out
+    code, out, err = _run(["sacct", "-j", name, "--json"])
+    if code == 0 and out.lstrip().startswith("{"):  # a sacct without --json says so and exits 1
+        parsed = parse_sacct_json(out, f"sacct -j {name} --json")
+        if parsed:
+            texts["sacct.json"] = out
+        records = folded([*records, *parsed])
     if not records:
         problems.append(f"sacct knows no job {name}")
         return None

@@ -116,16 +116,18 @@ class AccountingRecord:
 
 
 def merged(first: AccountingRecord, second: AccountingRecord) -> AccountingRecord:
-    """``first`` completed from ``second`` (sacct's record with what only scontrol knows, or the
-    other way round): a field ``first`` lacks is taken from ``second``; steps come from whichever
-    has them (sacct's, which scontrol never lists)."""
+    """``first`` completed from ``second`` (sacct's record with what only scontrol knows, ``sacct -P``'s
+    with what only ``--json`` says): a field ``first`` lacks is taken from ``second``, for the job and
+    for each step of the same id; steps come from whichever has them (scontrol lists none)."""
     job = _filled(first.job, second.job)
     values: dict[str, Any] = {}
     for item in dataclasses.fields(AccountingRecord):
         if item.name in ("job", "steps", "sources"):
             continue
         values[item.name] = getattr(first, item.name) or getattr(second, item.name)
-    return AccountingRecord(job=job, steps=first.steps or second.steps,
+    others = {s.step: s for s in second.steps}
+    steps = tuple(_filled(s, others[s.step]) if s.step in others else s for s in first.steps) or second.steps
+    return AccountingRecord(job=job, steps=steps,
                             sources=tuple(dict.fromkeys((*first.sources, *second.sources))), **values)
 
 

@@ -4,7 +4,9 @@ Two families, read from SchedMD/slurm's sources:
 
 * 22.05 (``src/plugins/openapi/dbv0.0.38/parse.c``, ``parse_job``/``parse_job_step``): the job's
   ``state`` is ``{"current": "FAILED", "reason": "None"}``, ``exit_code`` is ``{"status": "ERROR",
-  "return_code": 1}`` (``"signal": {"signal_id": 9, "name": ...}`` when signalled), times are plain
+  "return_code": 1}`` (``"signal": {"signal_id": 9, "name": ...}`` when signalled; ``SUCCESS 0`` for
+  any exit, so a failed step's code is unknown there: :func:`~logscope.accounting.values.exit_json`),
+  times are plain
   epochs, a step's ``state`` is a string and its id ``{"job_id": 12345, "id": "batch"}``, its nodes
   ``{"count": 2, "range": "gpu[01-02]"}``;
 * 23.02 to 25.x (``src/plugins/data_parser/v0.0.39``...``v0.0.4x/parsers.c``, ``PARSER_ARRAY(JOB)``
@@ -65,7 +67,7 @@ def _record(job: dict[str, Any], source: str) -> AccountingRecord:
     state = job.get("state") or {}
     current = state.get("current") if isinstance(state, dict) else state
     base, by = state_of(current)
-    code, sig = exit_json(job.get("exit_code"))
+    code, sig = exit_json(job.get("exit_code"), base)
     times = job.get("time") or {}
     killer = job.get("kill_request_user")
     if base == "CANCELLED" and by is None and killer not in (None, "", NO_VAL):
@@ -115,7 +117,7 @@ def _step(step: dict[str, Any], job_id: str) -> StepRecord:
     if not name:
         raise AccountingError(f"a step of job {job_id} has no id")
     base, by = state_of(step.get("state"))
-    code, sig = exit_json(step.get("exit_code"))
+    code, sig = exit_json(step.get("exit_code"), base)
     killer = step.get("kill_request_user")
     if base == "CANCELLED" and by is None and killer not in (None, "", NO_VAL):
         by = str(killer)

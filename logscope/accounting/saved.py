@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logscope.accounting.record import AccountingRecord
+from logscope.accounting.record import AccountingRecord, merged
 from logscope.accounting.sacct_json import parse_sacct_json
 from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
 from logscope.accounting.scontrol import parse_scontrol
@@ -25,6 +25,16 @@ from logscope.errors import AccountingError, printable
 
 PREFIXES = ("sacct", "scontrol", "batch-script", "batch_script")
 MAX_BYTES = 64 * 1024 * 1024
+
+
+def folded(records: list[AccountingRecord]) -> list[AccountingRecord]:
+    """One record per job: the records of the same job from several files completed from each
+    other, in the order given (the caller puts the most trusted first)."""
+    by_job: dict[str, AccountingRecord] = {}
+    for record in records:
+        known = by_job.get(record.job_id)
+        by_job[record.job_id] = record if known is None else merged(known, record)
+    return list(by_job.values())
 
 
 @dataclass
@@ -64,6 +74,7 @@ def saved_files(inputs: Sequence[Path]) -> list[Path]:
 def read_saved(files: Sequence[Path]) -> SavedRecord:
     """Parse each saved file by its content."""
     saved = SavedRecord(files=list(files))
+    parsable: list[AccountingRecord] = []
     for path in files:
         text = _text(path)
         shown = printable(str(path))
@@ -76,12 +87,15 @@ def read_saved(files: Sequence[Path]) -> SavedRecord:
         elif stripped.startswith("Batch Script for") or path.name.lower().startswith(PREFIXES[2:]):
             saved.scripts.update(parse_batch_script(text))
         elif "|" in stripped.split("\n", 1)[0] and "JobID" in stripped.split("\n", 1)[0]:
-            saved.sacct.extend(parse_sacct_parsable(text, shown))
+            parsable.extend(parse_sacct_parsable(text, shown))
         elif "JobId=" in stripped[:4096]:
             saved.scontrol.extend(parse_scontrol(text, shown))
         else:
             raise AccountingError(f"{shown}: named like a saved SLURM record, but it is neither sacct --json, "
                                   "sacct -P, sacct -B nor scontrol show job output")
+    # sacct -P first: its ExitCode is right where 22.05's --json loses it
+    saved.sacct = folded([*parsable, *saved.sacct])
+    saved.scontrol = folded(saved.scontrol)
     return saved
 
 
@@ -111,4 +125,4 @@ def _text(path: Path) -> str:
         raise AccountingError(f"{shown}: not UTF-8 text, not a saved SLURM record") from None
 
 
-__all__ = ["SavedRecord", "is_saved_record", "read_saved", "saved_files"]
+__all__ = ["SavedRecord", "folded", "is_saved_record", "read_saved", "saved_files"]

@@ -118,7 +118,7 @@ def _json_record(job: dict[str, Any], source: str) -> AccountingRecord:
     if "job_state" not in job:
         raise AccountingError(f"{source}: job {job_id} has no job_state (truncated?)")
     state, by = state_of(job.get("job_state"))
-    code, sig = exit_json(job.get("exit_code"))
+    code, sig = exit_json(job.get("exit_code"), state)
     record = StepRecord(
         job_id=job_id, step=None, state=state, name=_text(job.get("name")), cancelled_by=by,
         exit_code=code, signal=sig, reason=_none(_text(job.get("state_reason"))),

@@ -11,7 +11,9 @@ from typing import Any
 
 import polars as pl
 
+from logscope.accounting.hostlist import expand_hostlist
 from logscope.detectors.base import JobView, field_of
+from logscope.errors import AccountingError
 from logscope.model import Event
 
 
@@ -98,8 +100,9 @@ def reported_failed_node(job: JobView) -> str | None:
 
 
 def recorded_failed_node(job: JobView) -> str | None:
-    """The node SLURM's record says failed (NODE_FAIL, BOOT_FAIL): its FailedNode, else the one
-    node of the failed job whose log is silent, if exactly one is."""
+    """The node SLURM's record says failed (NODE_FAIL, BOOT_FAIL): its FailedNode (sacct 23.02+,
+    scontrol), else the one node of the job srun's ``Node failure on HOST`` names (22.05 records no
+    FailedNode: the lab's node-lost job), else the one node of the job whose log is silent."""
     steps = recorded_steps(job, "NODE_FAIL", "BOOT_FAIL")
     if not steps:
         return None
@@ -107,8 +110,21 @@ def recorded_failed_node(job: JobView) -> str | None:
     if named is not None:
         return named
     nodes = list(dict.fromkeys(n for s in steps for n in s.nodes))
+    lost = _srun_failed_nodes(job) & set(nodes)
+    if len(lost) == 1:
+        return next(iter(lost))
     silent = [n for n in nodes if own_rows(job, n).height == 0]
     return silent[0] if len(silent) == 1 and len(nodes) > 1 else None
+
+
+def _srun_failed_nodes(job: JobView) -> set[str]:
+    nodes: set[str] = set()
+    for row in job.of(Event.NODE_FAILURE).to_dicts():
+        try:
+            nodes.update(expand_hostlist(str(row.get("node") or row.get("host") or "")))
+        except AccountingError:  # a garbled node list in a log names nobody
+            continue
+    return nodes
 
 
 def recorded_failure_rows(job: JobView) -> list[dict[str, Any]]:

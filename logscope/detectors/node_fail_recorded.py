@@ -68,7 +68,7 @@ class NodeFailRecorded(Detector):
         low = max(t for t in (last_seen, start) if t is not None) if (last_seen or start) else end
         culprit = Culprit(host=failed, node=failed, time=low, evidence=evidence_of(rows[0])) if failed else None
         what = "failed to boot" if state == "BOOT_FAIL" else "failed"
-        where = f"node {failed}" if failed else f"a node of {', '.join(nodes[:6])}"
+        where = f"node {failed}" if failed else f"one of {', '.join(nodes[:6])}"
         finding = self.finding(
             title=f"SLURM recorded {state} for {steps_title(steps)}: {where} {what}",
             explanation=(f"SLURM's accounting record says {where} {what} and the job was terminated ({state}, "
