@@ -241,3 +241,29 @@ def test_cut_anywhere_is_a_record_or_one_error(fixture: str, tmp_path: Path) -> 
             read_saved([target])
         except AccountingError as error:
             assert "\n" not in str(error)
+
+
+ARRAY = """JobID|JobName|State|ExitCode|NodeList|Start|End
+12345_7|sweep|FAILED|1:0|gpu01|2026-11-03T10:00:00|2026-11-03T10:05:00
+12345_7.batch|batch|FAILED|1:0|gpu01|2026-11-03T10:00:00|2026-11-03T10:05:00
+12345_7.0|python|FAILED|1:0|gpu01|2026-11-03T10:00:02|2026-11-03T10:05:00
+12345_8|sweep|COMPLETED|0:0|gpu02|2026-11-03T10:00:00|2026-11-03T10:09:00
+12345_8.batch|batch|COMPLETED|0:0|gpu02|2026-11-03T10:00:00|2026-11-03T10:09:00
+"""
+
+
+def test_array_tasks_and_steps_are_picked_by_id() -> None:
+    from logscope.accounting.jobid import select_job
+
+    records = parse_sacct_parsable(ARRAY, "sacct.txt")
+    assert [r.job_id for r in records] == ["12345_7", "12345_8"]
+    task = select_job(records, parse_job_ref("12345_7"), "sacct")
+    assert (task.job.state, [s.step_id for s in task.steps]) == ("FAILED", ["12345_7.batch", "12345_7.0"])
+    step = select_job(records, parse_job_ref("12345_7.0"), "sacct")
+    assert [s.step_id for s in step.steps] == ["12345_7.0"]
+    with pytest.raises(AccountingError, match="array of 2 tasks"):
+        select_job(records, parse_job_ref("12345"), "sacct")
+    with pytest.raises(AccountingError, match="no job 12345_9"):
+        select_job(records, parse_job_ref("12345_9"), "sacct")
+    with pytest.raises(AccountingError, match="has no step 3"):
+        select_job(records, parse_job_ref("12345_8.3"), "sacct")
