@@ -9,6 +9,7 @@ from rich.text import Text
 
 from logscope.analysis import Analysis, node_summary
 from logscope.model import Category, Finding, Role, Severity
+from logscope.report.accounting_table import COLUMNS, record_note, record_rows, script_lines
 from logscope.report.times import culprit_time
 
 CATEGORY_STYLE = {
@@ -32,6 +33,12 @@ def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
     root = root_panel(analysis)
     if root is not None:
         parts.append(root)
+    script = script_panel(analysis)
+    if script is not None:
+        parts.append(script)
+    record = record_table(analysis)
+    if record is not None:
+        parts.append(record)
     if analysis.findings:
         parts.append(findings_table(analysis.findings, verbose=verbose))
     nodes = nodes_table(analysis)
@@ -130,6 +137,35 @@ def nodes_table(analysis: Analysis, limit: int = 32) -> Table | None:
     if len(rows) > limit:
         table.caption = f"{len(rows) - limit} more node(s) in --format json"
     return table
+
+
+def record_table(analysis: Analysis) -> Table | None:
+    """SLURM's record of the job: one row per job and step (logscope.accounting)."""
+    if analysis.accounting is None:
+        return None
+    table = Table(title="SLURM's record", title_justify="left", caption=record_note(analysis.accounting),
+                  caption_justify="left")
+    rows = record_rows(analysis.accounting)
+    shown = [i for i, _ in enumerate(COLUMNS) if any(row[i] for row in rows)]  # no empty column
+    for i in shown:
+        table.add_column(COLUMNS[i], no_wrap=COLUMNS[i] in ("step", "state", "exit code"))
+    for row in rows:
+        table.add_row(*(Text(row[i]) for i in shown))
+    return table
+
+
+def script_panel(analysis: Analysis) -> Panel | None:
+    """The batch script's lint problems: first those that explain the verdict (LL001 beside LS201)."""
+    explaining, others = script_lines(analysis)
+    if not explaining and not others:
+        return None
+    text = Text()
+    if explaining:
+        text.append("explains the verdict:\n", style="bold")
+        text.append("\n".join(explaining))
+    if others:
+        text.append(("\n" if explaining else "") + "\n".join(others), style="" if not explaining else "dim")
+    return Panel(text, title="batch script (sacct -B)", title_align="left", border_style="yellow")
 
 
 def advice_panel(analysis: Analysis) -> Panel | None:
