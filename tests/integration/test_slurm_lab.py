@@ -163,14 +163,6 @@ EXPECTED: dict[str, Expected] = {
     "node-lost": Expected("hardware", frozenset({"LS604"}), "node02"),  # node02 is lost for good mid-job
 }
 
-# Verdicts logscope cannot reach yet from the logs alone (the reason names the gap); with the
-# accounting record (test_accounting_lab.py) it must.
-LOGS_ONLY_GAPS = {
-    "node-lost": "from the logs alone logscope blames a hang on node02 (LS101): the ranks on node01 time "
-                 "out waiting for node02's, and srun's `error: Node failure on node02` line does not win "
-                 "the verdict",
-}
-
 
 def expected_for(captures: Path, scenario: str) -> Expected:
     if scenario == "restart" and recovered(captures / scenario):
@@ -196,8 +188,6 @@ def test_verdict(captures: Path, scenario: str) -> None:
             f"host={culprit.get('host')} rank={culprit.get('rank')} ({verdict['summary']}); expected "
             f"{expected}. A valid capture with a new shape becomes a golden case (tests/goldens/).")
     problem = verdict_problem(verdict, expected)
-    if problem is not None and scenario in LOGS_ONLY_GAPS:
-        pytest.xfail(f"{LOGS_ONLY_GAPS[scenario]} ({problem}: {said})")
     assert problem is None, f"{problem}: {said}"
     assert code == (0 if verdict["category"] == "healthy" else 1), said
     job = data["job"]
