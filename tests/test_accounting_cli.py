@@ -174,3 +174,19 @@ def test_report_of_a_job_id(fake_slurm: Path, tmp_path: Path, capsys: pytest.Cap
     assert code == 0, err
     html = out.read_text()
     assert "LS605" in html and "slurm-record" in html and "4242015.0" in html
+
+
+@pytest.mark.usefixtures("utc")
+def test_escape_sequences_in_a_record_never_reach_an_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from accounting_support import DATA
+
+    folder = job_folder(tmp_path / "job", "node-failure", drop=NODE_FAIL_LINES)
+    text = (DATA / "sacct-24.11-node-fail.json").read_text()
+    hostile = text.replace('"name": "train"', '"name": "\\u001b]0;owned\\u0007tr\\u001b[2Jain"')
+    hostile = hostile.replace('"state": ["NODE_FAIL"]', '"state": ["NODE_FAIL\\u001b[31m"]', 1)
+    (folder / "sacct.json").write_text(hostile)
+    for args in (["--format", "json"], ["--color", "never"]):
+        code, out, err = run(capsys, "analyze", str(folder), *args)
+        assert code == 1, err
+        assert "\x1b" not in out and "\\u001b" not in out and "\x07" not in out
+    assert json.loads(run(capsys, "analyze", str(folder), "--format", "json")[1])["accounting"]["name"] == "train"

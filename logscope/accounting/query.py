@@ -19,6 +19,7 @@ from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_p
 from logscope.accounting.saved import folded
 from logscope.accounting.scontrol import parse_scontrol
 from logscope.errors import AccountingError
+from logscope.textsafe import drop_controls
 
 TIMEOUT_S = 60
 # The fields `sacct -P` is asked for when --json is not available (SLURM before 20.11, or a
@@ -45,7 +46,9 @@ def _run(command: Sequence[str]) -> tuple[int, str, str]:
         raise AccountingError(f"{' '.join(command)} did not answer in {TIMEOUT_S} s") from None
     except OSError as error:
         raise AccountingError(f"cannot run {command[0]}: {error.strerror or error}") from None
-    return (done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+    # what SLURM prints (job names, paths, Reason) reaches the outputs: never its escape sequences
+    return (done.returncode, drop_controls(done.stdout.decode("utf-8", "replace")),
+            drop_controls(done.stderr.decode("utf-8", "replace")))
 
 
 def _first_error(stderr: str) -> str:

@@ -29,6 +29,7 @@ from logscope.accounting.hostlist import expand_hostlist
 from logscope.accounting.record import AccountingRecord, StepRecord
 from logscope.accounting.values import epoch_time, exit_json, number, state_of
 from logscope.errors import AccountingError
+from logscope.textsafe import drop_controls
 
 NO_VAL = 0xFFFFFFFE  # SLURM's "not set" for a 32-bit field (slurm.h NO_VAL)
 
@@ -123,7 +124,7 @@ def _step(step: dict[str, Any], job_id: str) -> StepRecord:
         by = str(killer)
     nodes_part = step.get("nodes") or {}
     listed = nodes_part.get("list") if isinstance(nodes_part, dict) else None
-    nodes = [str(n) for n in listed] if isinstance(listed, list) and listed else \
+    nodes = [drop_controls(str(n)) for n in listed] if isinstance(listed, list) and listed else \
         expand_hostlist(_text(nodes_part.get("range")) or "" if isinstance(nodes_part, dict) else "")
     times = step.get("time") or {}
     rss, rss_node = _max_rss(step)
@@ -147,9 +148,10 @@ def _max_rss(step: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _text(value: Any) -> str | None:
+    """A JSON string as text (its \\u001b escapes decoded by json: dropped here)."""
     if value is None or isinstance(value, (dict, list)):
         return None
-    text = str(value).strip()
+    text = drop_controls(str(value)).strip()
     return text or None
 
 

@@ -22,6 +22,7 @@ from logscope.accounting.sacct_json import parse_sacct_json
 from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
 from logscope.accounting.scontrol import parse_scontrol
 from logscope.errors import AccountingError, printable
+from logscope.textsafe import drop_controls
 
 PREFIXES = ("sacct", "scontrol", "batch-script", "batch_script")
 MAX_BYTES = 64 * 1024 * 1024
@@ -120,7 +121,7 @@ def _text(path: Path) -> str:
     if b"\x00" in data:
         raise AccountingError(f"{shown}: binary data, not a saved SLURM record")
     try:
-        return data.decode("utf-8")
+        return drop_controls(data.decode("utf-8"))  # never a terminal escape from a record into an output
     except UnicodeDecodeError:
         raise AccountingError(f"{shown}: not UTF-8 text, not a saved SLURM record") from None
 

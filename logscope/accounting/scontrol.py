@@ -27,6 +27,7 @@ from logscope.accounting.hostlist import expand_hostlist
 from logscope.accounting.record import AccountingRecord, StepRecord
 from logscope.accounting.values import epoch_time, exit_json, exit_text, number, state_of, text_time
 from logscope.errors import AccountingError
+from logscope.textsafe import drop_controls
 
 NO_VAL = 0xFFFFFFFE
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_/:]*=")
@@ -133,9 +134,10 @@ def _json_record(job: dict[str, Any], source: str) -> AccountingRecord:
 
 
 def _text(value: Any) -> str | None:
+    """A JSON string as text (its \\u001b escapes decoded by json: dropped here)."""
     if value is None or isinstance(value, (dict, list)):
         return None
-    return str(value).strip() or None
+    return drop_controls(str(value)).strip() or None
 
 
 __all__ = ["parse_scontrol"]

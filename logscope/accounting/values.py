@@ -19,6 +19,7 @@ from typing import Any
 
 from logscope.accounting.states import state_table
 from logscope.errors import AccountingError
+from logscope.textsafe import drop_controls
 
 
 def number(value: Any) -> int | None:
@@ -65,13 +66,13 @@ def state_of(value: Any) -> tuple[str, str | None]:
     ``["CANCELLED", "REQUEUED"]`` (the base state is the one the state table knows as a base;
     a flag such as REQUEUED is the state only when alone)."""
     if isinstance(value, list):
-        names = [str(v).upper() for v in value if v]
+        names = [drop_controls(str(v)).upper() for v in value if v]
         bases = [n for n in names if n in state_table() and n not in _FLAGS]
         chosen = bases[0] if bases else (names[0] if names else "")
         return chosen, None
     if not isinstance(value, str) or not value.strip():
         raise AccountingError(f"a job or step has no state ({value!r})")
-    words = value.split()
+    words = drop_controls(value).split()
     base = words[0].upper()
     if len(words) >= 3 and words[1] == "by":
         return base, words[2]
