@@ -120,6 +120,7 @@ def test_bad_hostlist(text: str) -> None:
     ("slurm-%A_%a.out", "slurm-128_*.out"),
     ("/abs/a\\%j.out", "/abs/a%j.out"),
     ("%12j", "0000000128"),
+    ("r%r-%S-%b.out", "r*-*-*.out"),
 ])
 def test_stdio_patterns(pattern: str, expanded: str) -> None:
     context = PatternContext(job_id="128", step="0", node="gpu02", node_index=1, task=3, user="alice",
@@ -130,6 +131,7 @@ def test_stdio_patterns(pattern: str, expanded: str) -> None:
 def test_relative_pattern_is_in_the_work_dir_and_unknowns_glob() -> None:
     context = PatternContext(job_id="128_7", array_job_id="128", array_task_id="7")
     assert expand_pattern("slurm-%A_%a-%N-%t.out", context, "/w/d[1]") == "/w/d[[]1]/slurm-128_7-*-*.out"
+    assert expand_pattern("%b.out", PatternContext(job_id="128_17", array_task_id="17")) == "7.out"
 
 
 @pytest.mark.parametrize(("text", "ref"), [

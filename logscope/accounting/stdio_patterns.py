@@ -4,8 +4,9 @@ The expansion follows SchedMD/slurm src/common/print_fields.c (``expand_stdio_fi
 ``fname_create`` in src/slurmd/common/fname.c for each step's processes): ``%%`` is ``%``, ``%A``
 the array's job id (the job id outside an array), ``%a`` the array task, ``%j`` the job id, ``%J``
 ``jobid.stepid``, ``%s`` the step, ``%N`` the (first step) node's short name, ``%n`` the node's
-index in the step, ``%t`` the task (rank), ``%u`` the user, ``%x`` the job name; a number after
-``%`` zero-pads (at most 10); an unknown letter is kept with its ``%``; a ``\\`` anywhere turns
+index in the step, ``%t`` the task (rank), ``%u`` the user, ``%x`` the job name, and in newer
+releases ``%b`` (the array task modulo 10), ``%r`` (the restart count) and ``%S`` (the SLUID); a
+number after ``%`` zero-pads (at most 10); an unknown letter is kept with its ``%``; a ``\\`` anywhere turns
 expansion off; a relative path is relative to the job's working directory.
 
 What the record does not say (a task id, the step an srun ran as, a node that is not known) becomes
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-_FIELD = re.compile(r"%(\d*)([%AaJjsNntux])|%(\d*)(.)")
+_FIELD = re.compile(r"%(\d*)([%AabJjrSsNntux])|%(\d*)(.)")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ def _field(match: re.Match[str], context: PatternContext) -> str:
         return padded(context.array_job_id or context.job_id.split("_")[0])
     if letter == "a":
         return padded(context.array_task_id)
+    if letter == "b":
+        return padded(int(context.array_task_id) % 10 if context.array_task_id else None)
+    if letter in "rS":  # the restart count and the SLUID: not in the record
+        return "*"
     if letter == "j":
         return padded(_raw_job(context))
     if letter == "J":
