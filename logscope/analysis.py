@@ -23,12 +23,16 @@ from typing import Any
 import polars as pl
 
 from logscope import __version__
+from logscope.accounting.record import AccountingRecord
+from logscope.accounting.rows import add_to_job
+from logscope.accounting.script_lint import explaining, script_problems
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, evidence_of, order_key, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
 from logscope.hints import missing_evidence_hints
+from logscope.lint import Problem
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.timeline import Job, ProgressHook, load_job
@@ -36,6 +40,8 @@ from logscope.timeline import Job, ProgressHook, load_job
 SCHEMA = "logscope.analysis/1"
 SAME_MOMENT = timedelta(seconds=5)
 SAME_MOMENT_LINES = 400
+# findings saying SLURM lost a node: LS604 node-failure (srun's line), LS605 node-fail-recorded (sacct)
+NODE_LOSS_FINDINGS = frozenset({"LS604", "LS605"})
 
 
 @dataclass
@@ -49,6 +55,16 @@ class Analysis:
     detector_errors: list[str] = field(default_factory=list)
     # "next time, enable X": what the logs lacked that would have made this analysis sharper
     hints: list[str] = field(default_factory=list)
+    # SLURM's record of the job (sacct/scontrol, logscope.accounting), when it was read; its rows
+    # are in the timeline too
+    accounting: AccountingRecord | None = None
+    # the lint problems of the job's batch script (from the record)
+    script_problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def explaining_problems(self) -> list[Problem]:
+        """The batch script's problems that explain the verdict (LL001 beside LS201)."""
+        return explaining(self.script_problems, self.verdict.finding)
 
     @property
     def failed(self) -> bool:
@@ -82,14 +98,28 @@ class Analysis:
             "hints": self.hints,
             "skipped": [{"file": s.display, "reason": s.reason} for s in job.skipped],
             "warnings": job.warnings + self.detector_errors,
+            "accounting": self.accounting.to_json() if self.accounting else None,
+            "script_lint": [{**p.to_json(), "explains_verdict": p in self.explaining_problems}
+                            for p in self.script_problems],
         }
 
 
 def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
-            on_progress: ProgressHook | None = None) -> Analysis:
-    """Read the logs under ``paths`` and analyse them. Raises InputError for unusable input."""
-    job = load_job(paths, patterns, on_progress)
+            on_progress: ProgressHook | None = None, accounting: AccountingRecord | None = None,
+            exclude: Sequence[Path] = ()) -> Analysis:
+    """Read the logs under ``paths`` and analyse them, with SLURM's record of the job beside them
+    when given (``exclude``: the files that record was read from). Raises InputError for unusable
+    input."""
+    job = load_job(paths, patterns, on_progress, exclude)
+    if accounting is not None:
+        add_to_job(job, accounting)
+        if job.lines_recognised == 0:
+            job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
+        analysis = analyze_job(job, select=select, ignore=ignore)
+        analysis.accounting = accounting
+        analysis.script_problems = script_problems(accounting)
+        return analysis
     if job.lines_recognised == 0:
         # A README, a config, an empty file: nothing here is a training job's log, and a verdict
         # on it ("healthy") would be a promise about a job nobody saw.
@@ -208,8 +238,8 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
     culprit = _corroborate(chosen, findings, view)
     rest = []
     for f in findings:
-        if f is chosen:
-            continue
+        if f is chosen or (f.code, f.order_key, f.evidence) == (chosen.code, chosen.order_key, chosen.evidence):
+            continue  # the chosen one (or the one it was completed from: _stall_explained)
         if f.role == Role.ROOT:
             f = dataclasses.replace(f, role=Role.CONSEQUENCE)
         rest.append(f)
@@ -231,7 +261,23 @@ def _stall_explained(chosen: Finding, roots: list[Finding]) -> Finding:
     own = [f for f in roots if f is not chosen and not f.reactive and f.culprit is not None
            and f.culprit.rank == stopped.rank and f.category in (Category.OOM, Category.HARDWARE, Category.CRASH)
            and (f.culprit.host or f.culprit.node or None) in (None, stopped.host or stopped.node)]
-    return min(own, key=_moment) if own else chosen
+    # SLURM lost the stopped rank's node (srun's "Node failure on HOST", LS604; the accounting
+    # record's NODE_FAIL, LS605): the node's failure is why the rank stopped. A record that names
+    # no node (22.05 has no FailedNode) but lists the stopped rank's node among the job's is
+    # about that node: the logs say which node stopped, SLURM that a node of the job failed.
+    place = stopped.node or stopped.host
+    lost = [f for f in roots if f.code in NODE_LOSS_FINDINGS and place is not None
+            and ((f.culprit is not None and (f.culprit.node or f.culprit.host) == place)
+                 or (f.culprit is None and place in f.hosts))]
+    if own or not lost:
+        return min(own, key=_moment) if own else chosen
+    found = min(lost, key=_moment)
+    if found.culprit is not None:
+        return found
+    return dataclasses.replace(
+        found, title=f"{found.title}; it was {place}, where rank {stopped.rank} stopped advancing",
+        culprit=Culprit(host=place, node=place, time=found.first_seen,
+                        evidence=found.evidence[0] if found.evidence else None), hosts=(str(place),))
 
 
 def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Culprit | None:
@@ -386,7 +432,8 @@ def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
         involved.update(finding.hosts)
     owner = pl.col("file").replace_strict(analysis.view.file_nodes, default=None, return_dtype=pl.String)
     rows = events.filter(pl.col("node").is_not_null())
-    own = rows.filter(owner.is_null() | (owner == pl.col("node")))
+    # SLURM's record of a node (an accounting row) is not a line of its log
+    own = rows.filter((owner.is_null() | (owner == pl.col("node"))) & (pl.col("event") != Event.ACCOUNTING.value))
     summary = (
         rows.group_by("node")
         .agg(

@@ -74,7 +74,9 @@ def _root(
 
 @app.command()
 def analyze(
-    paths: Annotated[list[Path], typer.Argument(help="Job folder(s) and/or log files.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(
+        help="Job folder(s) and/or log files, or a SLURM job id (12345, 12345_7, 12345.2): its record and logs "
+        "come from sacct/scontrol, or from their outputs saved among the other arguments.", show_default=False)],
     output_format: FormatOption = "text",
     pattern: PatternOption = None,
     select: SelectOption = None,
@@ -85,25 +87,43 @@ def analyze(
         "--charts", help="Also save the charts (PNG and SVG) into this folder.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the one-line verdict.")] = False,
     color: ColorOption = "auto",
+    save: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--save", help="Also gather the logs, SLURM's record and the batch script into this new folder, "
+        "to attach to a ticket (logscope analyze FOLDER reads it again).")] = None,
 ) -> int:
     """Analyse one job's logs and print the verdict.
 
-    Example: logscope analyze job-12345/ --format json
+    Example: logscope analyze job-12345/ --format json; logscope analyze 12345 --save ticket-12345/
     """
+    from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
 
     fmt = _format(output_format)
     console = _console(color)
     patterns = _patterns(pattern)
+    paths, gathered = gather_inputs(paths)
     chart_dir = _output_dir(charts, paths) if charts is not None else None
     if chart_dir is not None and chart_dir.exists() and not chart_dir.is_dir():
         raise UsageError(f"--charts wants a folder; {chart_dir} is a file")
+    saved_files = gathered.saved_files if gathered else []
+    if save is not None:
+        from logscope.accounting.bundle import check_target
+
+        _output_dir(save, [*paths, *saved_files])
+        check_target(save)
     with _progress(paths, patterns) as hook:
-        result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
+        result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
+                              accounting=gathered.record if gathered else None, exclude=saved_files)
     if chart_dir is not None:
         from logscope.report.charts import save_charts
 
         save_charts(result, chart_dir)
+    if save is not None:
+        from logscope.accounting.bundle import save_bundle
+
+        written = save_bundle(save, [f.path for f in result.job.files], gathered.record if gathered else None,
+                              gathered.texts if gathered else {}, saved_files)
+        sys.stderr.write(f"Saved {len(written)} file(s) to {printable(str(save))}\n")
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     else:
@@ -159,7 +179,8 @@ def explain(
 
 @app.command()
 def report(
-    paths: Annotated[list[Path], typer.Argument(help="Job folder(s) and/or log files.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Job folder(s) and/or log files, or a SLURM job id.",
+                                                show_default=False)],
     output: Annotated[Path, typer.Option(
         "--output", "-o", show_default=False,
         help="Report file: .html (one self-contained page) or .md (images go to <name>_files/ beside it).")],
@@ -171,16 +192,20 @@ def report(
 
     Example: logscope report job-12345/ -o postmortem.html
     """
+    from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
     from logscope.report.postmortem import chart_folder, report_format, write_report
 
     fmt = report_format(output)
-    _output_file(output, paths)
+    paths, gathered = gather_inputs(paths)
+    saved_files = gathered.saved_files if gathered else []
+    _output_file(output, [*paths, *saved_files])
     if fmt == "md":  # its _files/ folder too: `report LOGS -o PARENT/r.md` with LOGS = PARENT/r_files
-        _output_dir(chart_folder(output), paths)
+        _output_dir(chart_folder(output), [*paths, *saved_files])
     patterns = _patterns(pattern)
     with _progress(paths, patterns) as hook:
-        result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook)
+        result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
+                              accounting=gathered.record if gathered else None, exclude=saved_files)
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")

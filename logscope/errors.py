@@ -26,6 +26,11 @@ class UsageError(LogscopeError):
     """The command line asks for something that does not make sense (bad pattern, bad option)."""
 
 
+class AccountingError(InputError):
+    """SLURM's record of a job cannot be had or read: ``sacct``/``scontrol`` missing or failing, an
+    unknown job id, a saved ``sacct --json`` or ``scontrol show job`` output that is malformed."""
+
+
 class OutputError(LogscopeError):
     """An output file cannot be written (or would be written into the log folder)."""
 

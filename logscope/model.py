@@ -130,6 +130,9 @@ class Event(str, Enum):
     SRUN_ERROR = "srun_error"  # other "srun: error:" lines
     REQUEUE = "requeue"
     LAUNCH_COMMAND = "launch_command"  # "+ srun ... torchrun ... --node_rank 0" (bash set -x trace)
+    # SLURM's accounting record (sacct / scontrol show job, logscope.accounting): one row per job or
+    # step and node; fields.key the state, fields.step_id the step, exit_code/signal its ExitCode
+    ACCOUNTING = "accounting"
     # a message from the catalogue (logscope/knowledge/messages.toml) that no specific event
     # covers; ``fields.key`` is its catalogue id, which gives its category and who it blames
     KNOWN_MESSAGE = "known_message"
@@ -210,7 +213,7 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     # where the file's times go backwards around a line, ``time`` is the earlier of its two
     # neighbours and ``time_latest`` the later (ingest.reading._finish_times).
     "time_latest": pl.Datetime("us"),
-    "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app
+    "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app | sacct | scontrol
     "event": pl.String(),  # an Event value
     "severity": pl.String(),  # a Severity value
     "fields": pl.Struct(FIELD_SCHEMA),

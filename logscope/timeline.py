@@ -63,12 +63,16 @@ ProgressHook = Callable[[SourceFile, int], None]
 
 
 def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS,
-             on_progress: ProgressHook | None = None) -> Job:
-    """Discover and read ``inputs`` and build the job's timeline.
+             on_progress: ProgressHook | None = None, exclude: Sequence[Path] = ()) -> Job:
+    """Discover and read ``inputs`` and build the job's timeline. Files in ``exclude`` (a saved
+    SLURM record beside the logs, read by logscope.accounting) are not read as logs.
 
     Raises :class:`InputError` when nothing readable is found.
     """
     files, skipped = discover(inputs, patterns)
+    if exclude:
+        left_out = {p.resolve() for p in exclude}
+        files = [f for f in files if f.path.resolve() not in left_out]
     _one_job(files)
     reads: list[FileRead] = []
     for outcome in read_files(files, on_progress):

@@ -30,6 +30,7 @@ from logscope.detectors.duplicate_gpu import DuplicateGpu
 from logscope.detectors.duplicate_rank import DuplicateRank
 from logscope.detectors.ecc_error import EccError
 from logscope.detectors.exit_cascade import ExitCascade
+from logscope.detectors.failure_recorded import FailureRecorded
 from logscope.detectors.gpu_fault import GpuFault
 from logscope.detectors.gpu_xid import GpuXid
 from logscope.detectors.host_oom import HostOom
@@ -38,13 +39,16 @@ from logscope.detectors.known_message import KnownMessage
 from logscope.detectors.master_addr_mismatch import MasterAddrMismatch
 from logscope.detectors.nccl_bootstrap_error import NcclBootstrapError
 from logscope.detectors.nnodes_mismatch import NnodesMismatch
+from logscope.detectors.node_fail_recorded import NodeFailRecorded
 from logscope.detectors.node_failure import NodeFailure
 from logscope.detectors.node_rank_collision import NodeRankCollision
+from logscope.detectors.oom_recorded import OomRecorded
 from logscope.detectors.preemption import Preemption
 from logscope.detectors.progress_stall import ProgressStall
 from logscope.detectors.rendezvous_port_in_use import RendezvousPortInUse
 from logscope.detectors.rendezvous_unreachable import RendezvousUnreachable
 from logscope.detectors.requeue import Requeue
+from logscope.detectors.scheduler_end_recorded import SchedulerEndRecorded
 from logscope.detectors.socket_error import SocketError
 from logscope.detectors.split_world import SplitWorld
 from logscope.detectors.time_limit import TimeLimit
@@ -81,6 +85,10 @@ REGISTRY: tuple[type[Detector], ...] = (
     TransportFallback,
     VersionSkew,
     ExitCascade,
+    FailureRecorded,
+    OomRecorded,
+    NodeFailRecorded,
+    SchedulerEndRecorded,
     TracebackCutShort,
     KnownMessage,
     WorkerRestart,

@@ -8,7 +8,10 @@ is better than a confident "healthy" for a log that just stops). The evidence, a
   Megatron's ``[after training is done]``; see logscope/knowledge/messages.toml);
 * every torchrun agent's last word is "worker group successfully finished";
 * the training loop logging its last step of a known total (``step 100/100``, ``iteration
-  1000/1000``).
+  1000/1000``);
+* SLURM's accounting record (``logscope analyze JOBID``, or sacct/scontrol output saved beside
+  the logs): the job and every step COMPLETED with ExitCode 0:0. A batch script that swallows its
+  ranks' exit codes also ends COMPLETED, so the logs win: it counts only when they show no failure.
 
 Failures that come after the clean end still count (a crash in teardown, a time limit in the
 shutdown); failures before it did not stop the run (a logged-and-ignored import error, a retried
@@ -22,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from logscope.detectors.accounting_facts import recorded_clean_end
 from logscope.detectors.base import JobView, field_of, order_key, window_of
 from logscope.detectors.worker_restart import last_states
 from logscope.model import Event, Finding
@@ -36,6 +40,13 @@ def clean_end(job: JobView) -> dict[str, Any] | None:
         states = last_states(job)
         if states and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values()):
             rows.extend(states.values())
+        recorded = recorded_clean_end(job)
+        if recorded is not None:
+            # SLURM recorded the job and every step COMPLETED, ExitCode 0:0. A script that swallowed
+            # its ranks' exit codes ends so too: this counts only where the logs show no failure
+            # (the verdict asks for a clean end only then), and never makes earlier failures
+            # context (that is run_completed's, which reads the logs alone).
+            rows.append(recorded)
         return max(rows, key=order_key) if rows else None
 
     found: dict[str, Any] | None = job.remember("clean_end", compute)

@@ -47,7 +47,15 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from logscope.detectors.base import Detector, JobView, evidence_of, field_of, order_key, when_row
-from logscope.detectors.job_facts import address_map, failed_nodes, first_failure, peer_host, place_of
+from logscope.detectors.job_facts import (
+    NODE_FAILURE_EVENTS,
+    address_map,
+    failed_nodes,
+    first_failure,
+    node_failure_rows,
+    peer_host,
+    place_of,
+)
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
 # ibv_wc_status (verbs.h)
@@ -124,7 +132,7 @@ class IbError(Detector):
         dead = sorted(failed_nodes(job) & ({culprit_host} | peers | reporters) - {None})
         if earlier is None and dead:
             # The node SLURM lost was at the other end: its transfers failed because it died.
-            earlier = next(r for r in sorted(job.of(Event.NODE_FAILURE).to_dicts(), key=order_key))
+            earlier = node_failure_rows(job)[0]
 
         reporter = place_of(first)
         peer = peer_host(field_of(first, "peer"), addresses, nodes)
@@ -147,7 +155,7 @@ class IbError(Detector):
                     + ". " + (f"{status} means {meaning}. " if meaning else ""))
         if earlier is None:
             after = "NCCL reports these as ncclRemoteError; the timeouts and aborts on other ranks follow from them."
-        elif Event(earlier["event"]) == Event.NODE_FAILURE:
+        elif Event(earlier["event"]) in NODE_FAILURE_EVENTS:
             after = (f"SLURM reported {', '.join(dead)} as a failed node ({str(earlier.get('text'))[:100]}): the "
                      "transfers failed because the node died, so this is a consequence.")
         else:

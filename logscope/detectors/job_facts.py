@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows
 from logscope.detectors.base import JobView, order_key, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
 from logscope.model import Event
@@ -132,7 +133,8 @@ def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str |
 
 
 def failed_nodes(job: JobView) -> set[str]:
-    """Nodes SLURM reported as failed (``srun: error: Node failure on HOST``, hostlists expanded).
+    """Nodes SLURM reported as failed (``srun: error: Node failure on HOST``, hostlists expanded;
+    the node its accounting record names for a NODE_FAIL, logscope.detectors.accounting_facts).
 
     srun prints it only after slurmctld gives up on the node, often minutes after the node died,
     so errors *about* such a node that come before the line are still its consequences.
@@ -140,7 +142,18 @@ def failed_nodes(job: JobView) -> set[str]:
     nodes: set[str] = set()
     for row in job.of(Event.NODE_FAILURE).to_dicts():
         nodes.update(expand_hostlist(str(row.get("node") or row.get("host") or "")))
+    recorded = recorded_failed_node(job)
+    if recorded is not None:
+        nodes.add(recorded)
     return nodes
+
+
+def node_failure_rows(job: JobView) -> list[dict[str, Any]]:
+    """The rows saying SLURM lost a node (srun's lines, then the accounting record's), in order."""
+    return [*sorted(job.of(Event.NODE_FAILURE).to_dicts(), key=order_key), *recorded_failure_rows(job)]
+
+
+NODE_FAILURE_EVENTS = (Event.NODE_FAILURE, Event.ACCOUNTING)
 
 
 def address_map(job: JobView) -> dict[str, str]:
@@ -214,6 +227,7 @@ def capitalised(text: str) -> str:
 
 __all__ = [
     "FAILURE_EVENTS",
+    "NODE_FAILURE_EVENTS",
     "address_map",
     "bare_address",
     "capitalised",
@@ -221,6 +235,7 @@ __all__ = [
     "failed_nodes",
     "first_failure",
     "happened_before",
+    "node_failure_rows",
     "peer_host",
     "place_of",
     "possible_cause",

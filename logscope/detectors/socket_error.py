@@ -51,10 +51,12 @@ import polars as pl
 from logscope.detectors.base import Detector, JobView, culprit_of, evidence_of, field_of, order_key, when_row, who
 from logscope.detectors.job_facts import (
     FAILURE_EVENTS,
+    NODE_FAILURE_EVENTS,
     address_map,
     capitalised,
     failed_nodes,
     first_failure,
+    node_failure_rows,
     peer_host,
     place_of,
     possible_cause,
@@ -108,7 +110,7 @@ class SocketError(Detector):
         dead = sorted(failed_nodes(job) & ({peer_name} | reporters))
         if earlier is None and dead:
             # SLURM reports a lost node late: a connection to it that broke before is still its consequence.
-            earlier = next(r for r in sorted(job.of(Event.NODE_FAILURE).to_dicts(), key=order_key))
+            earlier = node_failure_rows(job)[0]
         root = earlier is None
         message = str(field_of(first, "message") or first.get("text") or "")[:120]
         title = (f"Connection to {peer_name or 'a peer'} broke: {message}" if root
@@ -121,7 +123,7 @@ class SocketError(Detector):
             + ("Nothing failed before it, so the connection itself broke or the peer vanished without a trace: "
                "look at that peer." if root else
                f"SLURM reported {', '.join(dead)} as a failed node: the connection broke because the node died, so "
-               "these errors are consequences." if earlier is not None and Event(earlier["event"]) == Event.NODE_FAILURE
+               "these errors are consequences." if earlier is not None and Event(earlier["event"]) in NODE_FAILURE_EVENTS
                else f"It follows an earlier failure ({str(earlier.get('text'))[:120] if earlier else ''}): the peer "
                "went away because of it, so these errors are consequences.")
         )

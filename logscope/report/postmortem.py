@@ -35,6 +35,7 @@ from logscope.analysis import Analysis, node_summary
 from logscope.detectors.base import compact_ranks
 from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
+from logscope.report import accounting_table
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
 from logscope.report.context import last_line as last_line_of
@@ -216,6 +217,7 @@ def build_document(analysis: Analysis, charts: Sequence[Chart] = ()) -> Document
     hints, hint_error = missing_evidence_hints(analysis)
     sections = [
         _root_section(analysis),
+        _record_section(analysis),
         _cascade_section(analysis),
         Section("Charts", "charts", [Figures(list(charts), charts_module.chart_notes(analysis))]),
         _nodes_section(analysis),
@@ -270,6 +272,24 @@ def _root_section(analysis: Analysis) -> Section:
         if context.note:
             blocks.append(Paragraph(context.note))
     return Section("Root cause", "root-cause", blocks)
+
+
+def _record_section(analysis: Analysis) -> Section:
+    """SLURM's record of the job and its batch script's problems (empty without a record)."""
+    record = analysis.accounting
+    if record is None:
+        return Section("SLURM's record", "slurm-record", [])
+    rows: list[list[Cell]] = [list(r) for r in accounting_table.record_rows(record)]
+    blocks: list[Block] = [Table(list(accounting_table.COLUMNS), rows, note=accounting_table.record_note(record))]
+    explaining, others = accounting_table.script_lines(analysis)
+    if explaining:
+        blocks.append(Paragraph("The batch script explains the verdict:"))
+        blocks.append(Bullets(explaining))
+    if others:
+        blocks.append(Paragraph("Other problems of the batch script:" if explaining else
+                                "Problems of the batch script:"))
+        blocks.append(Bullets(others))
+    return Section("SLURM's record", "slurm-record", blocks)
 
 
 def _drop_empty_columns(table: Table) -> Table:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -9,6 +11,7 @@ from rich.text import Text
 
 from logscope.analysis import Analysis, node_summary
 from logscope.model import Category, Finding, Role, Severity
+from logscope.report.accounting_table import record_note, script_lines
 from logscope.report.times import culprit_time
 
 CATEGORY_STYLE = {
@@ -32,6 +35,12 @@ def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
     root = root_panel(analysis)
     if root is not None:
         parts.append(root)
+    script = script_panel(analysis)
+    if script is not None:
+        parts.append(script)
+    record = record_table(analysis)
+    if record is not None:
+        parts.append(record)
     if analysis.findings:
         parts.append(findings_table(analysis.findings, verbose=verbose))
     nodes = nodes_table(analysis)
@@ -130,6 +139,50 @@ def nodes_table(analysis: Analysis, limit: int = 32) -> Table | None:
     if len(rows) > limit:
         table.caption = f"{len(rows) - limit} more node(s) in --format json"
     return table
+
+
+def record_table(analysis: Analysis) -> Table | None:
+    """SLURM's record of the job: one row per job and step (logscope.accounting)."""
+    if analysis.accounting is None:
+        return None
+    record = analysis.accounting
+    reason = record.job.reason if record.job.reason and record.job.reason != "None" else None
+    days = {t.date() for step in record.records for t in (step.start, step.end) if t is not None}
+    note = record_note(record) + (f"; reason {reason}" if reason else "") + (
+        f"; times of {next(iter(days)).isoformat()}" if len(days) == 1 else "")
+    table = Table(title="SLURM's record", title_justify="left", caption=note, caption_justify="left")
+    for column in ("step", "state", "exit", "nodes", "ran", "MaxRSS"):
+        table.add_column(column, no_wrap=column in ("step", "exit", "ran"), overflow="fold")
+    for step in record.records:
+        nodes = step.nodes[0] + (f" +{len(step.nodes) - 1}" if len(step.nodes) > 1 else "") if step.nodes else ""
+        table.add_row(Text(step.step_id), Text(step.state_text), step.exit_text, Text(nodes),
+                      _span(step.start, step.end, with_date=len(days) > 1), Text(step.max_rss or ""))
+    return table
+
+
+def _span(start: datetime | None, end: datetime | None, *, with_date: bool) -> str:
+    """``10:30:03-11:00:03`` (with dates when the record spans several days)."""
+
+    def shown(value: datetime) -> str:
+        return value.isoformat(sep=" ") if with_date else value.strftime("%H:%M:%S")
+
+    return "-".join(shown(t) for t in (start, end) if t is not None)
+
+
+def script_panel(analysis: Analysis) -> Panel | None:
+    """The batch script's lint problems: first those that explain the verdict (LL001 beside LS201)."""
+    explaining, others = script_lines(analysis)
+    if not explaining and not others:
+        return None
+    text = Text()
+    if explaining:
+        text.append("explains the verdict:\n", style="bold")
+        text.append("\n".join(explaining))
+    if others:
+        if explaining:
+            text.append("\nother problems:\n", style="bold")
+        text.append("\n".join(others))
+    return Panel(text, title="batch script (sacct -B)", title_align="left", border_style="yellow")
 
 
 def advice_panel(analysis: Analysis) -> Panel | None:

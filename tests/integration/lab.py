@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -75,13 +76,21 @@ class Scenario:
     ``shows`` are lines the scenario's own programs (train.py, the batch script) print when the
     set-up happened: the injected fault's own line on the failing rank's node, or every rank's last
     line for a job meant to finish. They never describe torch's or SLURM's reaction, which varies
-    from run to run. ``job_state`` is the JobState the set-up forces (a time limit).
+    from run to run. ``job_state`` is the JobState the set-up forces (a time limit, a scancel, a
+    lost node).
+
+    ``action`` is what the lab itself does to the running job once ``when`` (node, regex) shows in
+    the job's output: ``"scancel"`` (the user cancels it) or ``"lose-node02"`` (node02 is lost for
+    good: its network goes down and every process in it is killed, slurmd included, as in a power
+    loss; slurmctld then declares it down after SlurmdTimeout, which the lab makes short for it).
     """
 
     script: str
     limit: int
     shows: tuple[tuple[str, str], ...] = ()  # (node, regex) the capture must hold
     job_state: str | None = None
+    action: str | None = None
+    when: tuple[str, str] | None = None
 
 
 def _rank_line(node: str, rank: int, text: str) -> tuple[str, str]:
@@ -89,6 +98,7 @@ def _rank_line(node: str, rank: int, text: str) -> tuple[str, str]:
     return node, rf"\[{node} rank {rank}/4 local {rank % 2}\] {text}"
 
 
+RANK_3_TRAINS = _rank_line("node02", 3, r"step 3/\d+ loss")  # training runs on both nodes
 ALL_RANKS_DONE = tuple(_rank_line(f"node0{1 + r // 2}", r, "training done after 8 steps") for r in range(4))
 
 SCENARIOS: dict[str, Scenario] = {
@@ -112,7 +122,18 @@ SCENARIOS: dict[str, Scenario] = {
     "endpoint-per-node": Scenario("endpoint-per-node.sbatch", 180),
     "restart": Scenario("restart.sbatch", 180,
                         (_rank_line("node02", 3, "injecting failure: raising RuntimeError at step 4"),)),
+    # the batch script ends with srun, so the job fails with the failing rank's exit status
+    "rank-exit": Scenario("rank-exit.sbatch", 180,
+                          (_rank_line("node02", 3, "injecting failure: raising RuntimeError at step 4"),)),
+    "scancel": Scenario("scancel.sbatch", 180, (RANK_3_TRAINS,), job_state="CANCELLED", action="scancel",
+                        when=RANK_3_TRAINS),
+    "node-lost": Scenario("node-lost.sbatch", 240, (RANK_3_TRAINS,), job_state="NODE_FAIL",
+                          action="lose-node02", when=RANK_3_TRAINS),
 }
+# The scenarios whose accounting record (sacct, scontrol) the lab also keeps as test data
+# (tests/data/accounting/lab/), and the JobState each one ends in.
+ACCOUNTING_SCENARIOS = {"timelimit": "TIMEOUT", "scancel": "CANCELLED", "rank-exit": "FAILED",
+                        "node-lost": "NODE_FAIL"}
 
 
 class LabError(RuntimeError):
@@ -147,6 +168,35 @@ def missing_requirements() -> list[str]:
     if os.geteuid() != 0:
         missing.append("root (slurmd must run as root)")
     return missing
+
+
+ACCOUNTING_TOOLS = ("mariadbd", "mariadb-install-db", "mariadb", "slurmdbd", "sacctmgr", "sacct")
+
+
+def accounting_missing() -> list[str]:
+    """What this machine lacks to give a lab accounting (slurmdbd on a private MariaDB); empty: all there."""
+    missing = [tool for tool in ACCOUNTING_TOOLS
+               if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
+    if not _slurm_plugin_installed("accounting_storage_mysql"):
+        missing.append("SLURM's accounting_storage/mysql plugin")
+    return missing
+
+
+def _slurm_plugin_installed(name: str) -> bool:
+    """Is SLURM's plugin `name` (e.g. accounting_storage_mysql) installed where Debian or a source build puts it?"""
+    patterns = ("/usr/lib/*/slurm-wlm/", "/usr/lib/*/slurm/", "/usr/lib/slurm*/", "/usr/lib64/slurm*/",
+                "/usr/local/lib/slurm/")
+    return any(next(Path("/").glob(f"{pattern.lstrip('/')}{name}.so"), None) for pattern in patterns)
+
+
+def skip_reason() -> str | None:
+    """Why the lab's tests cannot run their jobs here (None: they can)."""
+    missing = missing_requirements()
+    if missing:
+        return "SLURM lab unavailable: missing " + ", ".join(missing) + " (apt-get install slurm-wlm munge)"
+    if importlib.util.find_spec("torch") is None:
+        return f"torch is not installed for {sys.executable} (pip install torch==2.13.0, the CPU wheel)"
+    return None
 
 
 def _which(tool: str) -> str:
@@ -214,6 +264,18 @@ def _read_environ(pid: int) -> bytes:
         return b""
 
 
+def _all_pids() -> list[int]:
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+
+
+def _net_namespace(pid: int) -> int | None:
+    """The inode of the network namespace of process pid (None when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/ns/net").stat().st_ino
+    except OSError:
+        return None
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -233,6 +295,8 @@ class SlurmLab:
         kill_wait: int = 30,
         verbose: bool = False,
         extra_conf: str = "",
+        accounting: bool | None = None,
+        slurmd_timeout: int = 60,
     ) -> None:
         if not 1 <= nodes <= 9:
             raise ValueError("1..9 nodes")
@@ -244,6 +308,9 @@ class SlurmLab:
         self.kill_wait = kill_wait
         self.verbose = verbose
         self.extra_conf = extra_conf
+        # slurmdbd on a private MariaDB: on by default where the machine has them (accounting_missing()).
+        self.accounting = not accounting_missing() if accounting is None else accounting
+        self.slurmd_timeout = slurmd_timeout
         if network not in (None, "netns", "loopback", "plain"):
             raise ValueError("network: netns | loopback | plain")
         self.network = network or _pick_network()
@@ -258,6 +325,8 @@ class SlurmLab:
         self.node_names = [f"node{i:02d}" for i in range(1, nodes + 1)]
         self.conf = Path()
         self._venv_bin = Path(sys.executable).parent
+        self._reaper: subprocess.Popen[bytes] | None = None
+        self._reaper_pipe: int | None = None
 
     # ------------------------------------------------------------------ setup
     def __enter__(self) -> SlurmLab:
@@ -289,12 +358,13 @@ class SlurmLab:
         return f"slurmlab-{self.short}-{name}"
 
     def start(self) -> None:
-        missing = missing_requirements()
+        missing = missing_requirements() + (accounting_missing() if self.accounting else [])
         if missing:
             raise LabError("missing: " + ", ".join(missing))
         self.dir = Path(tempfile.mkdtemp(prefix="slurmlab-", dir=self.base_dir))
+        self._start_reaper()
         self.dir.chmod(0o755)  # munged refuses group/other-writable dirs; jobs run as root anyway
-        for sub in ("munge", "state", "run", "log", "etc", "jobs", "tmp"):
+        for sub in ("munge", "state", "run", "log", "etc", "jobs", "tmp", "db"):
             (self.dir / sub).mkdir(mode=0o755)
         for n in self.node_names:
             (self.dir / "spool" / n).mkdir(parents=True, mode=0o755)
@@ -302,6 +372,9 @@ class SlurmLab:
         if self.network == "netns":
             self._setup_netns()
         self._write_conf()
+        if self.accounting:
+            self._start_database()
+            self._start_slurmdbd()
         self._start_slurmctld()
         self._start_slurmds()
         self.wait_idle()
@@ -393,8 +466,10 @@ class SlurmLab:
 
     def _write_conf(self) -> None:
         d = self.dir
-        base = _free_port_block(2 + self.nodes)
+        base = _free_port_block(4 + self.nodes)
         self.ctld_port = base
+        self.db_port = base + 2 + self.nodes  # MariaDB, on 127.0.0.1 only
+        self.dbd_port = base + 3 + self.nodes
         if self.network == "netns":
             # Every node has its own network stack: the same slurmd port everywhere, as on a cluster.
             slurmd_port = 6818
@@ -440,14 +515,13 @@ SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
 MpiDefault=none
 ReturnToService=2
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+{self._accounting_conf()}
 JobCompType=jobcomp/none
 SwitchType=switch/none
 # keep finished jobs visible to `scontrol show job` for an hour
 MinJobAge=3600
 KillWait={self.kill_wait}
-SlurmdTimeout=60
+SlurmdTimeout={self.slurmd_timeout}
 InactiveLimit=0
 {chr(10).join(node_lines)}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
@@ -455,6 +529,91 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
         self.conf = d / "etc" / "slurm.conf"
         self.conf.write_text(conf)
+
+    def _accounting_conf(self) -> str:
+        if not self.accounting:
+            return "JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none"
+        # slurmdbd listens on every address of the root namespace: slurmctld, sacct and the nodes reach it
+        # at the controller's address. No AccountingStorageEnforce: jobs need no association.
+        return f"""\
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost={self.ctl_addr}
+AccountingStoragePort={self.dbd_port}
+# the munge socket for slurmdbd connections: clients take it from here, not from AuthInfo
+# (SLURM_GLOBAL_AUTH_KEY messages, src/common/slurm_protocol_api.c _global_auth_key)
+AccountingStoragePass=socket={self.munge_socket}
+AccountingStoreFlags=job_script
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=10"""
+
+    def _start_database(self) -> None:
+        """A private MariaDB: its own datadir, socket and port (127.0.0.1 only), run as root like the
+        rest of the lab; no system service and no option file of the machine is read (--no-defaults)."""
+        db = self.dir / "db"
+        self.db_socket = db / "mariadb.sock"
+        server_opts = ["--innodb-log-file-size=8M", "--innodb-buffer-pool-size=32M"]
+        r = subprocess.run(
+            [_which("mariadb-install-db"), "--no-defaults", f"--datadir={db / 'data'}", "--user=root",
+             "--auth-root-authentication-method=normal", "--skip-test-db", *server_opts],
+            capture_output=True, text=True, check=False, env=self.env(), cwd=self.dir,
+        )
+        if r.returncode != 0:
+            raise LabError(f"mariadb-install-db failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        self._spawn("mariadbd", [
+            _which("mariadbd"), "--no-defaults", f"--datadir={db / 'data'}", f"--socket={self.db_socket}",
+            f"--port={self.db_port}", "--bind-address=127.0.0.1", "--skip-name-resolve", "--user=root",
+            f"--pid-file={self.dir / 'run' / 'mariadbd.pid'}", f"--log-error={self.dir / 'log' / 'mariadbd.log'}",
+            "--innodb-lock-wait-timeout=900", *server_opts,
+        ])
+        self.db_password = uuid.uuid4().hex
+        sql = (f"CREATE DATABASE slurm_acct_db; CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{self.db_password}'; "
+               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';")
+        deadline = time.monotonic() + 60
+        while True:
+            r = self.cmd([_which("mariadb"), "--no-defaults", f"--socket={self.db_socket}", "-u", "root",
+                          "-e", "SELECT 1"], check=False)
+            if r.returncode == 0:
+                break
+            if self.procs["mariadbd"].poll() is not None or time.monotonic() > deadline:
+                raise LabError("mariadbd did not start:\n" + r.stderr + self._tail(self.dir / "log" / "mariadbd.log"))
+            time.sleep(0.3)
+        self.cmd([_which("mariadb"), "--no-defaults", f"--socket={self.db_socket}", "-u", "root", "-e", sql])
+
+    def _start_slurmdbd(self) -> None:
+        """slurmdbd in the foreground on the lab's MariaDB, then the cluster registered in it."""
+        conf = self.dir / "etc" / "slurmdbd.conf"  # slurmdbd reads it beside $SLURM_CONF's slurm.conf
+        conf.touch(mode=0o600)  # it holds the database password: SlurmUser's (root's) only
+        conf.write_text(f"""\
+# generated by tests/integration/lab.py ({self.id})
+AuthType=auth/munge
+AuthInfo=socket={self.munge_socket}
+DbdHost=localhost
+DbdAddr={self.ctl_addr}
+DbdPort={self.dbd_port}
+SlurmUser=root
+DebugLevel={self.debug}
+LogFile={self.dir}/log/slurmdbd.log
+PidFile={self.dir}/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={self.db_port}
+StorageUser=slurm
+StoragePass={self.db_password}
+StorageLoc=slurm_acct_db
+""")
+        conf.chmod(0o600)
+        self._spawn("slurmdbd", [_which("slurmdbd"), "-D"])
+        deadline = time.monotonic() + 60
+        while True:
+            r = self.cmd(["sacctmgr", "-i", "add", "cluster", "lab"], check=False, timeout=30)
+            listed = self.cmd(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"], check=False)
+            if "lab" in listed.stdout.split():
+                return
+            if self.procs["slurmdbd"].poll() is not None or time.monotonic() > deadline:
+                raise LabError("slurmdbd did not come up:\n" + r.stdout + r.stderr
+                               + self._tail(self.dir / "log" / "slurmdbd.log")
+                               + self._tail(self.dir / "log" / "slurmdbd.stdout"))
+            time.sleep(0.5)
 
     def _start_slurmctld(self) -> None:
         argv = [_which("slurmctld"), "-D", "-i", "-f", str(self.conf)]
@@ -473,18 +632,20 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             time.sleep(0.3)
 
     def _start_slurmds(self) -> None:
-        slurmd = _which("slurmd")
         for n in self.node_names:
-            argv = [slurmd, "-D", "-N", n, "-f", str(self.conf)]
-            if self.network in ("netns", "loopback"):
-                # Own hostname + own view of /etc/hosts for this "node" and everything it launches.
-                inner = (f"hostname {n} && mount --bind {self.dir}/etc/hosts /etc/hosts && exec "
-                         + " ".join(argv))
-                argv = ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", inner]
-            if self.network == "netns":
-                # nsenter, not `ip netns exec`: the latter remounts /sys, hiding /sys/fs/cgroup from slurmd.
-                argv = ["nsenter", f"--net=/run/netns/{self.netns_of(n)}", "--", *argv]
-            self._spawn(f"slurmd-{n}", argv)
+            self._start_slurmd(n)
+
+    def _start_slurmd(self, n: str) -> None:
+        argv = [_which("slurmd"), "-D", "-N", n, "-f", str(self.conf)]
+        if self.network in ("netns", "loopback"):
+            # Own hostname + own view of /etc/hosts for this "node" and everything it launches.
+            inner = (f"hostname {n} && mount --bind {self.dir}/etc/hosts /etc/hosts && exec "
+                     + " ".join(argv))
+            argv = ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", inner]
+        if self.network == "netns":
+            # nsenter, not `ip netns exec`: the latter remounts /sys, hiding /sys/fs/cgroup from slurmd.
+            argv = ["nsenter", f"--net=/run/netns/{self.netns_of(n)}", "--", *argv]
+        self._spawn(f"slurmd-{n}", argv)
 
     def wait_idle(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -542,6 +703,83 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 return info, raw
             time.sleep(1)
 
+    def reconfigure(self, **settings: int) -> None:
+        """Change slurm.conf settings of the running lab (e.g. SlurmdTimeout=10) and tell every daemon."""
+        text = self.conf.read_text()
+        for key, value in settings.items():
+            text, n = re.subn(rf"^{key}=.*$", f"{key}={value}", text, flags=re.M)
+            if n != 1:
+                raise LabError(f"slurm.conf has no single {key} line")
+        self.conf.write_text(text)
+        self.cmd(["scontrol", "reconfigure"])
+
+    def lose_node(self, name: str) -> list[int]:
+        """Node `name` is lost for good, as in a power loss: its network goes down first (no peer sees a
+        connection closed), then every process in its network namespace is SIGKILLed (slurmd,
+        slurmstepd, the job's processes). netns mode only. Returns the pids killed."""
+        if self.network != "netns":
+            raise LabError("losing a node needs the netns network (a namespace per node)")
+        ns = self.netns_of(name)
+        self._ip("-n", ns, "link", "set", "eth0", "down")
+        inode = Path(f"/run/netns/{ns}").stat().st_ino
+        killed = []
+        for _ in range(20):  # a dying process may still fork: repeat until the namespace is empty
+            pids = [pid for pid in _all_pids() if _net_namespace(pid) == inode]
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            killed += pids
+            time.sleep(0.2)
+        self.log(f"lost {name}: killed {sorted(set(killed))}")
+        return sorted(set(killed))
+
+    def revive_node(self, name: str, timeout: float = 60) -> None:
+        """Bring a lost node back: network up, a fresh slurmd, the node resumed and idle again."""
+        self._ip("-n", self.netns_of(name), "link", "set", "eth0", "up")
+        self._start_slurmd(name)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.cmd(["scontrol", "update", f"nodename={name}", "state=resume"], check=False)
+            r = self.cmd(["sinfo", "-h", "-n", name, "-o", "%T"], check=False)
+            if r.stdout.strip() == "idle":
+                return
+            time.sleep(1)
+        raise LabError(f"{name} not idle {timeout}s after its revival\n"
+                       + self._tail(self.dir / "log" / "slurmctld.log"))
+
+    # ------------------------------------------------------------------ accounting
+    def sacct(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.cmd(["sacct", *args], check=check, timeout=60)
+
+    def wait_accounted(self, job_id: int, timeout: float = 60) -> dict[str, str]:
+        """Poll sacct until the job and each of its steps have a terminal state there (slurmctld sends
+        the record to slurmdbd after the job ends); return {JobID: State} as sacct prints them."""
+        deadline = time.monotonic() + timeout
+        states: dict[str, str] = {}
+        while True:
+            r = self.sacct("-n", "-P", "-j", str(job_id), "--format=JobID,State", check=False)
+            states = dict(line.split("|", 1) for line in r.stdout.splitlines() if "|" in line)
+            job = states.get(str(job_id), "")
+            if job.split(" ")[0] in TERMINAL_STATES and all(
+                    v.split(" ")[0] in TERMINAL_STATES for v in states.values()):
+                return states
+            if time.monotonic() > deadline:
+                raise LabError(f"sacct has no final record of job {job_id} after {timeout}s: {states}\n"
+                               + r.stderr + self._tail(self.dir / "log" / "slurmdbd.log"))
+            time.sleep(1)
+
+    def save_accounting(self, job_id: int, dest: Path) -> dict[str, str]:
+        """What sacct holds about the job, in the forms a user saves it: ``sacct --json``, ``sacct -P``
+        (the fields logscope reads, and ``--format=ALL``) and ``sacct -B`` (the batch script), as
+        files in dest (ACCOUNTING_FILES). Returns {JobID: State} from sacct."""
+        states = self.wait_accounted(job_id)
+        j = str(job_id)
+        for name, argv in accounting_commands(j).items():
+            (dest / name).write_text(self.sacct(*argv[1:]).stdout)
+        return states
+
     # ------------------------------------------------------------------ teardown
     def lab_pids(self) -> list[int]:
         """Every live process carrying this lab's marker in its environment, or its dir in its cmdline."""
@@ -566,7 +804,34 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 found.append(pid)
         return found
 
+    def _start_reaper(self) -> None:
+        """A watchdog that tears the lab down if this process dies without stop() (SIGKILL, a killed
+        test run): it waits for the end of a pipe only this process holds. stop() tells it to go."""
+        read_end, self._reaper_pipe = os.pipe()  # not inherited by the lab's other children
+        env = {k: v for k, v in os.environ.items() if k != MARKER_VAR}
+        self._reaper = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "reap", "--id", self.short, "--dir", str(self.dir)],
+            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True,  # Ctrl-C in the terminal reaches the test run, not the watchdog
+        )
+        os.close(read_end)
+
+    def _dismiss_reaper(self) -> None:
+        if self._reaper_pipe is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._reaper_pipe, REAPER_DISMISSED)
+            os.close(self._reaper_pipe)
+            self._reaper_pipe = None
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()
+                self._reaper.wait()
+            self._reaper = None
+
     def stop(self) -> None:
+        self._dismiss_reaper()
         if not self.procs and self.dir == Path() and not self.links and not self.netns_names:
             return
         # 1. cancel whatever still runs, while slurmctld is alive to do it.
@@ -576,7 +841,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 self.cmd(["scancel", "--user=root"], check=False, timeout=15)
                 time.sleep(1)
         # 2. daemons: slurmd first, then slurmctld, munged last.
-        order = [k for k in self.procs if k.startswith("slurmd-")] + ["slurmctld", "munged"]
+        order = [k for k in self.procs if k.startswith("slurmd-")] + ["slurmctld", "slurmdbd", "mariadbd", "munged"]
         for name in order:
             p = self.procs.get(name)
             if p is not None and p.poll() is None:
@@ -586,7 +851,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             if p is None:
                 continue
             try:
-                p.wait(timeout=10)
+                p.wait(timeout=30 if name == "mariadbd" else 10)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=10)
@@ -617,6 +882,21 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         return f"--- {path.name}\n" + "\n".join(lines[-n:]) + "\n"
 
 
+# The fields of `sacct -P` that logscope reads (sacct 22.05 has no StdOut/StdErr field: scontrol has them).
+SACCT_FIELDS = ("JobID,JobIDRaw,JobName,State,ExitCode,DerivedExitCode,Reason,NodeList,NNodes,"
+                "Start,End,Elapsed,Timelimit,MaxRSS,MaxRSSNode,MaxRSSTask,User,UID,WorkDir,SubmitLine")
+
+
+def accounting_commands(job_id: str) -> dict[str, list[str]]:
+    """The file each accounting capture is saved as, and the command that prints it."""
+    return {
+        "sacct.json": ["sacct", "--json", "-j", job_id],
+        "sacct-parsable2.txt": ["sacct", "-P", "-j", job_id, f"--format={SACCT_FIELDS}"],
+        "sacct-parsable2-all.txt": ["sacct", "-P", "-j", job_id, "--format=ALL"],
+        "sacct-batch-script.txt": ["sacct", "-B", "-j", job_id],
+    }
+
+
 def parse_scontrol(text: str) -> dict[str, str]:
     """`scontrol show job -o` line -> {key: value}.  Values never contain spaces in -o output,
     except Command/WorkDir/StdOut paths with spaces, which the lab never uses."""
@@ -628,7 +908,40 @@ def parse_scontrol(text: str) -> dict[str, str]:
     return out
 
 
+REAPER_DISMISSED = b"stopped"  # what stop() writes to the watchdog's pipe: the lab is taken down already
+
+
+def reap(short: str, lab_dir: Path) -> int:
+    """The watchdog (`lab.py reap`): wait for the end of standard input, the pipe from the process
+    that started lab `short`; unless that process said it stopped the lab itself, stop it here:
+    every process of the lab (marker or lab dir), its namespaces and bridge, its temp dir."""
+    said = sys.stdin.buffer.read()
+    if said == REAPER_DISMISSED:
+        return 0
+    orphan = SlurmLab(network="plain", accounting=False)
+    orphan.short, orphan.id, orphan.bridge, orphan.dir = short, f"lab-{short}", f"slb{short}", lab_dir
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    orphan.netns_names = [line.split()[0] for line in listed.splitlines()
+                          if line.startswith(f"slurmlab-{short}-")]
+    orphan.links = [orphan.bridge]
+    try:
+        orphan.stop()
+    except LabError as e:
+        print(f"lab.py reap: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ---------------------------------------------------------------------- runner
+@dataclass(frozen=True)
+class LabRun:
+    """Every scenario's capture in `out` (out/<scenario>/); `live` is the lab that ran them, still up
+    (None when the captures were made earlier, e.g. reused from LAB_CAPTURES)."""
+
+    out: Path
+    live: SlurmLab | None
+
+
 RECAPTURES = 2  # a capture that does not show its scenario is taken again at most this often
 RECAPTURE_LOG = "_recaptures.json"
 
@@ -670,9 +983,22 @@ def capture(lab: SlurmLab, name: str, dest: Path) -> dict[str, object]:
     work.mkdir(parents=True)
     shutil.copy(script, work / scenario.script)
     shutil.copy(HERE / "train.py", work / "train.py")
+    if scenario.action == "lose-node02" and lab.network != "netns":
+        raise LabError(f"{name} needs the netns network (a namespace per node to lose), not {lab.network}")
     t0 = time.monotonic()
-    job_id = lab.sbatch(work / scenario.script, work, extra_args=[f"--job-name={name}"])
-    info, raw = lab.wait_job(job_id, timeout=scenario.limit)
+    action: dict[str, object] | None = None
+    if scenario.action == "lose-node02":
+        lab.reconfigure(SlurmdTimeout=LOST_NODE_SLURMD_TIMEOUT)
+    try:
+        job_id = lab.sbatch(work / scenario.script, work, extra_args=[f"--job-name={name}"])
+        if scenario.action is not None:
+            action = _act(lab, scenario, name, job_id, work, deadline=t0 + scenario.limit)
+        info, raw = lab.wait_job(job_id, timeout=max(1.0, t0 + scenario.limit - time.monotonic()))
+    finally:
+        if scenario.action == "lose-node02":
+            # the other scenarios need node02, and the lab's usual SlurmdTimeout
+            lab.revive_node("node02")
+            lab.reconfigure(SlurmdTimeout=lab.slurmd_timeout)
     wall = time.monotonic() - t0
     if dest.exists():
         shutil.rmtree(dest)
@@ -685,6 +1011,7 @@ def capture(lab: SlurmLab, name: str, dest: Path) -> dict[str, object]:
         files.append(f.name)
     shutil.copy(script, dest / scenario.script)
     (dest / "scontrol-show-job.txt").write_text(raw)
+    accounting = lab.save_accounting(job_id, dest) if lab.accounting else None
     meta = {
         "scenario": name,
         "job_id": job_id,
@@ -704,15 +1031,58 @@ def capture(lab: SlurmLab, name: str, dest: Path) -> dict[str, object]:
         "node_addrs": {n: lab.node_addr(n) for n in lab.node_names},
         "lab_network": lab.network,
         "lab_note": info.get("lab_note"),
+        "lab_action": action,
+        "accounting": accounting,  # {JobID: State} as sacct printed them; None: the lab had no slurmdbd
     }
     (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
 
+LOST_NODE_SLURMD_TIMEOUT = 10  # seconds; slurmctld declared the lost node down ~28 s after it went
+
+
+def _act(lab: SlurmLab, scenario: Scenario, name: str, job_id: int, work: Path,
+         deadline: float) -> dict[str, object]:
+    """Wait for the scenario's `when` line in the job's output, then do its `action` to the job."""
+    assert scenario.when is not None
+    node, pattern = scenario.when
+    path = work / f"{name}-{job_id}-{node}.out"
+    while not (path.is_file() and re.search(pattern, path.read_text(errors="replace"), re.M)):
+        if time.monotonic() > deadline or lab.show_job(job_id).get("JobState") in TERMINAL_STATES:
+            return {"action": scenario.action, "done": False, "why": f"{node} never printed /{pattern}/"}
+        time.sleep(0.5)
+    at = time.strftime("%Y-%m-%dT%H:%M:%S")
+    if scenario.action == "scancel":
+        lab.cmd(["scancel", str(job_id)])
+        return {"action": "scancel", "done": True, "at": at, "uid": os.getuid()}
+    if scenario.action == "lose-node02":
+        return {"action": "lose-node02", "done": True, "at": at, "killed": lab.lose_node("node02")}
+    raise LabError(f"unknown action {scenario.action!r}")
+
+
 def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool = True,
                   keep_lab: bool = False, network: str | None = None, recaptures: int = RECAPTURES,
                   on_recapture: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
-    """Run each scenario's sbatch script in one lab, copy what it wrote into out/<scenario>/.
+    """Run each scenario's sbatch script in a new lab, copy what it wrote into out/<scenario>/
+    (`capture_in`); the lab is stopped after."""
+    for n in names:
+        if n not in SCENARIOS:
+            raise LabError(f"unknown scenario {n!r}; known: {', '.join(SCENARIOS)}")
+    t_all = time.monotonic()
+    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
+        if verbose:
+            print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
+                  f"(network={lab.network}, accounting={'on' if lab.accounting else 'off'})", file=sys.stderr)
+        results = capture_in(lab, names, out, verbose=verbose, recaptures=recaptures, on_recapture=on_recapture)
+    if verbose:
+        print(f"total {time.monotonic() - t_all:.1f}s", file=sys.stderr)
+    return results
+
+
+def capture_in(lab: SlurmLab, names: Sequence[str], out: Path, verbose: bool = False,
+               recaptures: int = RECAPTURES,
+               on_recapture: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
+    """Run each scenario's sbatch script in the running lab, copy what it wrote into out/<scenario>/.
 
     A capture that does not show its scenario as set up (`capture_problem`) is moved to
     out/_invalid/<scenario>-<n>/ and taken again, at most `recaptures` times; each recapture is
@@ -726,47 +1096,40 @@ def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, object]] = {}
     retried: list[dict[str, object]] = []
-    t_all = time.monotonic()
-    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
-        if verbose:
-            print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
-                  f"(network={lab.network})", file=sys.stderr)
-        for name in names:
-            dest = out / name
-            for attempt in range(recaptures + 1):
-                meta = capture(lab, name, dest)
-                problem = capture_problem(name, dest)
-                meta["capture_attempt"] = attempt + 1
-                meta["capture_problem"] = problem
-                (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-                if verbose:
-                    print(f"{name:21s} job {meta['job_id']:<4d} {meta['job_state']!s:10s} "
-                          f"exit={meta['exit_code']} {meta['wall_seconds']:6.1f}s "
-                          f"{'INVALID: ' + problem if problem else 'ok'}", file=sys.stderr, flush=True)
-                if problem is None or attempt == recaptures:
-                    break
-                kept = out / "_invalid" / f"{name}-{attempt + 1}"
-                if kept.exists():
-                    shutil.rmtree(kept)
-                kept.parent.mkdir(exist_ok=True)
-                shutil.move(str(dest), str(kept))
-                message = (f"recapture {attempt + 1}/{recaptures} of {name}: job {meta['job_id']} did not "
-                           f"show the scenario ({problem}); that capture is kept in {kept}")
-                retried.append({"scenario": name, "job_id": meta["job_id"], "problem": problem,
-                                "kept": str(kept)})
-                if on_recapture is not None:
-                    on_recapture(message)
-                if verbose:
-                    print(message, file=sys.stderr, flush=True)
-            results[name] = meta
-        # slurmd logs are useful when a scenario looks odd
-        logs = out / "_lab-logs"
-        if logs.exists():
-            shutil.rmtree(logs)
-        shutil.copytree(lab.dir / "log", logs)
+    for name in names:
+        dest = out / name
+        for attempt in range(recaptures + 1):
+            meta = capture(lab, name, dest)
+            problem = capture_problem(name, dest)
+            meta["capture_attempt"] = attempt + 1
+            meta["capture_problem"] = problem
+            (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+            if verbose:
+                print(f"{name:21s} job {meta['job_id']:<4d} {meta['job_state']!s:10s} "
+                      f"exit={meta['exit_code']} {meta['wall_seconds']:6.1f}s "
+                      f"{'INVALID: ' + problem if problem else 'ok'}", file=sys.stderr, flush=True)
+            if problem is None or attempt == recaptures:
+                break
+            kept = out / "_invalid" / f"{name}-{attempt + 1}"
+            if kept.exists():
+                shutil.rmtree(kept)
+            kept.parent.mkdir(exist_ok=True)
+            shutil.move(str(dest), str(kept))
+            message = (f"recapture {attempt + 1}/{recaptures} of {name}: job {meta['job_id']} did not "
+                       f"show the scenario ({problem}); that capture is kept in {kept}")
+            retried.append({"scenario": name, "job_id": meta["job_id"], "problem": problem,
+                            "kept": str(kept)})
+            if on_recapture is not None:
+                on_recapture(message)
+            if verbose:
+                print(message, file=sys.stderr, flush=True)
+        results[name] = meta
+    # slurmd logs are useful when a scenario looks odd
+    logs = out / "_lab-logs"
+    if logs.exists():
+        shutil.rmtree(logs)
+    shutil.copytree(lab.dir / "log", logs)
     (out / RECAPTURE_LOG).write_text(json.dumps(retried, indent=2) + "\n")
-    if verbose:
-        print(f"total {time.monotonic() - t_all:.1f}s", file=sys.stderr)
     return results
 
 
@@ -785,7 +1148,12 @@ def _cli(argv: Sequence[str] | None = None) -> int:
     u.add_argument("--keep", action="store_true", help="leave the lab temp dir in place on exit")
     u.add_argument("--extra-conf", default="", help="lines appended to slurm.conf (use \\n)")
     u.add_argument("--network", choices=["netns", "loopback", "plain"], default=None)
+    g = sub.add_parser("reap", help="(internal) the watchdog that stops a lab whose process died")
+    g.add_argument("--id", required=True)
+    g.add_argument("--dir", required=True, type=Path)
     args = ap.parse_args(argv)
+    if args.cmd == "reap":
+        return reap(args.id, args.dir)
 
     # Turn SIGTERM/SIGHUP into KeyboardInterrupt so the context manager cleans up.
     def _interrupt(signum: int, frame: object) -> None:

@@ -22,13 +22,10 @@ into that folder, so the captures stay after the run.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
-import os
 import re
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,36 +42,9 @@ pytestmark = pytest.mark.integration
 SCENARIOS = list(lab.SCENARIOS)
 
 
-def _skip_reason() -> str | None:
-    missing = lab.missing_requirements()
-    if missing:
-        return "SLURM lab unavailable: missing " + ", ".join(missing) + " (apt-get install slurm-wlm munge)"
-    if importlib.util.find_spec("torch") is None:
-        return f"torch is not installed for {sys.executable} (pip install torch==2.13.0, the CPU wheel)"
-    return None
-
-
 @pytest.fixture(scope="module")
-def captures(tmp_path_factory: pytest.TempPathFactory, lab_report: list[str]) -> Path:
-    reuse = os.environ.get("LAB_CAPTURES")
-    if reuse and all((Path(reuse) / s / "meta.json").exists() for s in SCENARIOS):
-        out = Path(reuse)
-        lab_report.append(f"reused the captures in {out} (LAB_CAPTURES)")
-        log = out / lab.RECAPTURE_LOG
-        for entry in json.loads(log.read_text()) if log.exists() else []:
-            lab_report.append(f"  recaptured then: {entry['scenario']} (job {entry['job_id']}: {entry['problem']})")
-        return out
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-    out = Path(reuse) if reuse else tmp_path_factory.mktemp("lab-captures")
-    t0 = time.monotonic()
-    recaptures: list[str] = []
-    lab.run_scenarios(SCENARIOS, out, verbose=False, on_recapture=recaptures.append)
-    lab_report.append(f"{len(SCENARIOS)} scenarios captured in {time.monotonic() - t0:.0f} s into {out}; "
-                      f"{len(recaptures)} recapture(s)")
-    lab_report.extend(recaptures)
-    return out
+def captures(lab_run: lab.LabRun) -> Path:
+    return lab_run.out
 
 
 def capture_problem(captures: Path, scenario: str) -> str | None:
@@ -188,6 +158,9 @@ EXPECTED: dict[str, Expected] = {
     # rank 3 raises in attempt 0 only; torchrun restarts once: the restarted attempt fails on its own
     # (the first failure is still rank 3's) or the job recovers (see `expected_for`)
     "restart": Expected("crash", frozenset({"LS301", "LS302"}), "node02", 3),
+    "rank-exit": CRASH_OF_RANK_3,  # as raise; the job itself ends FAILED with srun's exit code
+    "scancel": Expected("scheduler", frozenset({"LS703"})),  # the lab scancels the job mid-training
+    "node-lost": Expected("hardware", frozenset({"LS604"}), "node02"),  # node02 is lost for good mid-job
 }
 
 

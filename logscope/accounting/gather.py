@@ -1,0 +1,163 @@
+"""Everything SLURM knows about one job, gathered: its record (from the cluster or saved files) and
+the log files its output patterns name.
+
+* :func:`from_cluster` asks ``sacct``/``scontrol`` (:mod:`~logscope.accounting.query`), then expands
+  the job's StdOut/StdErr and each ``srun --output``/``--error`` of its batch script for every node
+  of the job (:mod:`~logscope.accounting.stdio_patterns`) and lists the files that exist;
+* :func:`from_saved` reads the outputs saved in the job's folder (:mod:`~logscope.accounting.saved`)
+  and picks the job the logs belong to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logscope.accounting.jobid import JobRef, parse_job_ref, select_job
+from logscope.accounting.query import query
+from logscope.accounting.record import AccountingRecord, merged
+from logscope.accounting.saved import read_saved, saved_files
+from logscope.accounting.stdio_patterns import PatternContext, expand_pattern, find_files
+from logscope.errors import AccountingError, UsageError, printable
+
+# srun's output options in a batch script: --output=PAT, --output PAT, -o PAT, -oPAT (and --error/-e)
+_SRUN = re.compile(r"(?:^|[\s;&|(])srun\s")
+_OUTPUT_OPTION = re.compile(r"(?:--output|--error)(?:=|\s+)(\S+)|\s-[oe]\s*(\S+)")
+_SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+
+
+@dataclass
+class Gathered:
+    """A job's record, its log files (from the record's patterns) and the raw outputs read."""
+
+    record: AccountingRecord
+    logs: list[Path] = field(default_factory=list)
+    patterns: list[str] = field(default_factory=list)  # the globs the logs were looked for with
+    saved_files: list[Path] = field(default_factory=list)  # files read as the record, not as logs
+    texts: dict[str, str] = field(default_factory=dict)  # file name -> what the command printed
+
+
+def gather_inputs(paths: Sequence[Path]) -> tuple[list[Path], Gathered | None]:
+    """The log inputs of a command line and SLURM's record of the job, when there is one.
+
+    An argument that is not an existing path and reads as a job id (``12345``, ``12345_7``,
+    ``12345.2``) names a job: its record comes from the files saved among the other arguments
+    when there are some, else from sacct/scontrol, whose output patterns name its logs. Without
+    a job id, a record saved among the arguments is read when there is one.
+    """
+    refs = [(p, ref) for p in paths if (ref := job_id_argument(p)) is not None]
+    if len(refs) > 1:
+        raise UsageError(f"give one job id at a time (got {', '.join(str(r) for _, r in refs)})")
+    rest = [p for p in paths if not refs or p is not refs[0][0]]
+    if not refs:
+        return rest, from_saved(rest, None)
+    ref = refs[0][1]
+    saved = from_saved(rest, str(ref)) if rest else None
+    if saved is not None:
+        return rest, saved
+    gathered = from_cluster(ref)
+    if not gathered.logs and not rest:
+        looked = ", ".join(printable(g) for g in gathered.patterns[:3])
+        raise AccountingError(f"job {ref}: no log file where SLURM says its output went ({looked}); give the "
+                              f"folder of its logs too: logscope analyze {ref} FOLDER")
+    return [*gathered.logs, *rest], gathered
+
+
+def job_id_argument(path: Path) -> JobRef | None:
+    """The job id an argument names: not an existing path, and shaped like one."""
+    if path.exists() or path.is_symlink():
+        return None
+    return parse_job_ref(str(path))
+
+
+def from_cluster(ref: JobRef) -> Gathered:
+    """The record of ``ref`` from sacct/scontrol and the log files it names."""
+    record, outputs = query(ref)
+    globs = output_globs(record)
+    return Gathered(record, find_files(globs), globs, texts=dict(outputs.texts))
+
+
+def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
+    """The record saved among ``inputs`` (None when there is none); ``job_id`` (from the logs'
+    file names) picks the job when the saved output lists several."""
+    files = saved_files(inputs)
+    if not files:
+        return None
+    saved = read_saved(files)
+    shown = ", ".join(str(f) for f in files[:3])
+    ref = parse_job_ref(job_id) if job_id else None
+    if ref is not None and not _knows(saved.sacct + saved.scontrol, ref):
+        held = sorted({r.job_id for r in saved.sacct + saved.scontrol})
+        raise AccountingError(f"{shown}: SLURM's record of job {', '.join(held[:4]) or '(none)'}, not of job {ref}")
+    pick = ref
+    record: AccountingRecord | None = None
+    if saved.sacct:
+        record = select_job(saved.sacct, pick, shown)
+    if saved.scontrol:
+        live = select_job(saved.scontrol, pick or (parse_job_ref(record.job_id) if record else None), shown)
+        record = merged(record, live) if record is not None else live
+    if record is None:
+        if saved.scripts:
+            raise AccountingError(f"{shown}: a batch script without the job's record (save sacct --json or "
+                                  "scontrol show job output beside it)")
+        return None
+    if record.script is None and saved.scripts:
+        script = saved.scripts.get(record.job_id) or saved.scripts.get("") or (
+            next(iter(saved.scripts.values())) if len(saved.scripts) == 1 else None)
+        if script is not None:
+            record = dataclasses.replace(record, script=script)
+    return Gathered(record, saved_files=files)
+
+
+def _knows(records: list[AccountingRecord], ref: JobRef) -> bool:
+    return any(r.job_id == ref.job_id or r.job_id.split("_")[0] == ref.job for r in records)
+
+
+def output_globs(record: AccountingRecord) -> list[str]:
+    """The globs of the files the job's processes wrote: the batch step's StdOut/StdErr (SLURM's
+    default ``slurm-%j.out``, ``slurm-%A_%a.out`` for an array task, when the record names none),
+    and every ``srun --output/--error`` of the batch script, for each node of the job."""
+    job = record.job
+    base = PatternContext(job_id=record.job_id, array_job_id=record.array_job_id,
+                          array_task_id=record.array_task_id, user=record.user, job_name=job.name)
+    batch_node = record.batch_host or (job.nodes[0] if job.nodes else None)
+    globs: list[str] = []
+    default = "slurm-%A_%a.out" if record.array_task_id else "slurm-%j.out"
+    for pattern in dict.fromkeys(p for p in (record.stdout or default, record.stderr) if p):
+        batch = PatternContext(**{**base.__dict__, "step": "batch", "node": batch_node, "node_index": 0, "task": 0})
+        globs.append(expand_pattern(pattern, batch, record.work_dir))
+        if "%N" in pattern or "%n" in pattern:
+            # SLURM writes the batch step's file for the batch host only; a pattern with %N used
+            # for srun's steps too (exported, or the same in --output) names every node's file
+            for index, name in enumerate(job.nodes):
+                context = PatternContext(**{**base.__dict__, "node": name, "node_index": index})
+                globs.append(expand_pattern(pattern, context, record.work_dir))
+    places: list[tuple[int | None, str | None]] = list(enumerate(job.nodes)) or [(None, None)]
+    for pattern in srun_output_patterns(record.script or ""):
+        for position, host in places:
+            context = PatternContext(**{**base.__dict__, "node": host, "node_index": position})
+            globs.append(expand_pattern(pattern, context, record.work_dir))
+    return list(dict.fromkeys(globs))
+
+
+def srun_output_patterns(script: str) -> list[str]:
+    """The ``--output``/``--error`` patterns of the script's srun commands (shell variables, which
+    the record cannot resolve, become ``*``; ``/dev/null`` and ``none`` are no file)."""
+    out: list[str] = []
+    for line in script.replace("\\\n", " ").splitlines():
+        code = line.split("#", 1)[0]
+        if not _SRUN.search(code):
+            continue
+        for match in _OUTPUT_OPTION.finditer(code):
+            value = (match.group(1) or match.group(2) or "").strip("'\"")
+            if not value or value.startswith("/dev/") or value.lower() == "none":
+                continue
+            out.append(_SHELL_VARIABLE.sub("*", value))
+    return out
+
+
+__all__ = ["Gathered", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "output_globs",
+           "srun_output_patterns"]

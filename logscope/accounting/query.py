@@ -1,0 +1,141 @@
+"""Asking the cluster: ``sacct`` (slurmdbd's record) and ``scontrol show job`` (slurmctld's, while it
+still holds the job). The commands run with a timeout and never through a shell; their failures are
+one :class:`AccountingError` line (exit code 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logscope.accounting.jobid import JobRef, select_job
+from logscope.accounting.record import AccountingRecord, merged
+from logscope.accounting.sacct_json import parse_sacct_json
+from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
+from logscope.accounting.saved import folded
+from logscope.accounting.scontrol import parse_scontrol
+from logscope.errors import AccountingError
+from logscope.textsafe import drop_controls
+
+TIMEOUT_S = 60
+# The fields `sacct -P` is asked for when --json is not available (SLURM before 20.11, or a
+# build without the JSON serializer); src/sacct/sacct.c names them.
+PARSABLE_FIELDS = "JobID,JobName,State,ExitCode,Reason,NodeList,Start,End,MaxRSS,MaxRSSNode,User,WorkDir"
+# FailedNode is a field of sacct since 23.02 (src/sacct/sacct.c); older sacct refuses it
+PARSABLE_FIELDS_NEW = PARSABLE_FIELDS + ",FailedNode"
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The raw text each command printed (kept for ``--save``), by the file name it is saved as."""
+
+    texts: dict[str, str]
+
+
+def _run(command: Sequence[str]) -> tuple[int, str, str]:
+    try:
+        done = subprocess.run(list(command), capture_output=True, timeout=TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        raise AccountingError(f"{command[0]} is not on PATH: run logscope on a SLURM login node, or save the "
+                              "job's record beside its logs (see the README, \"Away from the cluster\")") from None
+    except subprocess.TimeoutExpired:
+        raise AccountingError(f"{' '.join(command)} did not answer in {TIMEOUT_S} s") from None
+    except OSError as error:
+        raise AccountingError(f"cannot run {command[0]}: {error.strerror or error}") from None
+    # what SLURM prints (job names, paths, Reason) reaches the outputs: never its escape sequences
+    return (done.returncode, drop_controls(done.stdout.decode("utf-8", "replace")),
+            drop_controls(done.stderr.decode("utf-8", "replace")))
+
+
+def _first_error(stderr: str) -> str:
+    """The line of a command's standard error that says why it failed, without its ``sacct: `` name."""
+    lines = [re.sub(r"^(?:sacct|scontrol|slurm_load_jobs)(?::| error:)\s*", "", line.strip())
+             for line in stderr.splitlines() if line.strip()]
+    fatal = [line for line in lines if "fatal" in line or "error" in line]
+    return (fatal[-1] if fatal else lines[-1] if lines else "no message")[:200]
+
+
+def query(ref: JobRef) -> tuple[AccountingRecord, Outputs]:
+    """The job's record from sacct (and scontrol while slurmctld holds it), and the texts read.
+
+    Raises AccountingError when neither command is available, sacct cannot reach the database
+    and scontrol does not know the job, or the job id is unknown to both.
+    """
+    if shutil.which("sacct") is None and shutil.which("scontrol") is None:
+        raise AccountingError("neither sacct nor scontrol is on PATH: run logscope on a SLURM login node, or "
+                              "save the job's record beside its logs (see the README, \"Away from the cluster\")")
+    texts: dict[str, str] = {}
+    problems: list[str] = []
+    record = _from_sacct(ref, texts, problems) if shutil.which("sacct") else None
+    live = _from_scontrol(ref, texts, problems) if shutil.which("scontrol") else None
+    if record is None and live is None:
+        raise AccountingError(f"no record of job {ref}: " + "; ".join(problems))
+    if record is not None and live is not None:
+        record = merged(record, live)
+    found = record if record is not None else live
+    if found is None:  # pragma: no cover - both None was refused above
+        raise AccountingError(f"no record of job {ref}")
+    return found, Outputs(texts)
+
+
+def _from_sacct(ref: JobRef, texts: dict[str, str], problems: list[str]) -> AccountingRecord | None:
+    """sacct's record: ``-P`` (its ExitCode is right on every version; 22.05's ``--json`` loses it)
+    completed from ``--json`` (the output patterns, the script, FailedNode on newer versions)."""
+    name = ref.job_id
+    code, out, err = _run(["sacct", "-j", name, "-P", f"--format={PARSABLE_FIELDS_NEW}"])
+    if code != 0 and "FailedNode" in err:  # a sacct before 23.02
+        code, out, err = _run(["sacct", "-j", name, "-P", f"--format={PARSABLE_FIELDS}"])
+    if code != 0:
+        problems.append(f"sacct: {_first_error(err)}")
+        return None
+    records: list[AccountingRecord] = []
+    if len(out.strip().splitlines()) >= 2:
+        records = parse_sacct_parsable(out, f"sacct -j {name} -P")
+        texts["sacct.txt"] = out
+    code, out, err = _run(["sacct", "-j", name, "--json"])
+    if code == 0 and out.lstrip().startswith("{"):  # a sacct without --json says so and exits 1
+        parsed = parse_sacct_json(out, f"sacct -j {name} --json")
+        if parsed:
+            texts["sacct.json"] = out
+        records = folded([*records, *parsed])
+    if not records:
+        problems.append(f"sacct knows no job {name}")
+        return None
+    try:
+        record = select_job(records, ref, "sacct")
+    except AccountingError as error:
+        problems.append(str(error))
+        return None
+    if record.script is None:
+        code, out, _ = _run(["sacct", "-j", record.job_id, "-B"])
+        scripts = parse_batch_script(out) if code == 0 else {}
+        script = scripts.get(record.job_id) or (next(iter(scripts.values())) if len(scripts) == 1 else None)
+        if script is not None:
+            texts["batch-script.sh"] = script
+            record = dataclasses.replace(record, script=script)
+    elif "batch-script.sh" not in texts:
+        texts["batch-script.sh"] = record.script
+    return record
+
+
+def _from_scontrol(ref: JobRef, texts: dict[str, str], problems: list[str]) -> AccountingRecord | None:
+    code, out, err = _run(["scontrol", "show", "job", ref.job_id])
+    if code != 0 or not out.strip():
+        problems.append(f"scontrol: {_first_error(err)}")
+        return None
+    try:
+        # scontrol lists no steps: the step of a JOBID.STEP is picked from sacct's record
+        record = select_job(parse_scontrol(out, f"scontrol show job {ref.job_id}"), JobRef(ref.job, ref.task),
+                            "scontrol")
+    except AccountingError as error:
+        problems.append(str(error))
+        return None
+    texts["scontrol.txt"] = out
+    return record
+
+
+__all__ = ["PARSABLE_FIELDS", "PARSABLE_FIELDS_NEW", "Outputs", "query"]
