@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
+from logscope.accounting.saved import is_saved_record
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
@@ -134,7 +135,9 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
         for folder, dirs, files in walker:
             dirs.sort()
             for name in sorted(files):
-                if is_not_a_log(name):
+                # SLURM's record saved beside the logs (sacct/scontrol output, the batch script)
+                # is no log: read as one, its lines would be unrecognised text of the job.
+                if is_not_a_log(name) or is_saved_record(Path(name)):
                     continue
                 path = Path(folder) / name
                 try:

@@ -69,10 +69,7 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
 
     Raises :class:`InputError` when nothing readable is found.
     """
-    files, skipped = discover(inputs, patterns)
-    if exclude:
-        left_out = {p.resolve() for p in exclude}
-        files = [f for f in files if f.path.resolve() not in left_out]
+    files, skipped = discover(inputs, patterns, exclude)
     _one_job(files)
     reads: list[FileRead] = []
     for outcome in read_files(files, on_progress):

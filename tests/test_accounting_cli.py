@@ -190,3 +190,21 @@ def test_escape_sequences_in_a_record_never_reach_an_output(tmp_path: Path, caps
         assert code == 1, err
         assert "\x1b" not in out and "\\u001b" not in out and "\x07" not in out
     assert json.loads(run(capsys, "analyze", str(folder), "--format", "json")[1])["accounting"]["name"] == "train"
+
+
+def test_saved_record_files_are_not_listed_as_skipped_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    # sacct.json is read as SLURM's record: the footer must not also call it a file left unread
+    lab = Path(__file__).parent / "data" / "accounting" / "lab" / "node-lost"
+    code, out, _ = run(capsys, "analyze", str(lab), "--color", "never")
+    assert code == 1
+    footer = "\n".join(out.splitlines()[-3:])
+    assert "2 file(s)" in footer and "skipped" not in footer
+
+
+def test_scan_does_not_read_saved_records_as_logs(tmp_path: Path) -> None:
+    from logscope.scan import find_jobs
+
+    lab = Path(__file__).parent / "data" / "accounting" / "lab" / "node-lost"
+    jobs = find_jobs([lab])
+    names = sorted(p.name for job in jobs for p in job.files)
+    assert names == ["node-lost-3-node01.out", "node-lost-3-node02.out"]

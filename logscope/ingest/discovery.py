@@ -42,9 +42,13 @@ class Skipped:
     reason: str
 
 
-def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> tuple[
-        list[SourceFile], list[Skipped]]:
-    """List the files under ``inputs`` in a stable order; raise InputError if none exist."""
+def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS,
+             exclude: Sequence[Path] = ()) -> tuple[list[SourceFile], list[Skipped]]:
+    """List the files under ``inputs`` in a stable order; raise InputError if none exist.
+
+    Files in ``exclude`` (SLURM's record saved beside the logs, read by logscope.accounting) are
+    neither logs nor skipped: they are left out of both lists."""
+    left_out = {p.resolve() for p in exclude}
     found: list[SourceFile] = []
     skipped: list[Skipped] = []
     ignored: list[str] = []
@@ -57,12 +61,16 @@ def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
             for root, dirs, files in os.walk(given, onerror=walk_errors.append, followlinks=False):
                 dirs.sort()
                 for name in sorted(files):
+                    if left_out and (Path(root) / name).resolve() in left_out:
+                        continue
                     if is_not_a_log(name):
                         ignored.append(str(Path(root) / name))
                         continue
                     _add(Path(root) / name, given, found, skipped, seen, patterns)
             for error in walk_errors:
                 skipped.append(Skipped(printable(str(error.filename)), f"cannot list folder ({error.strerror})"))
+        elif left_out and given.resolve() in left_out:
+            continue
         elif Path(strip_compression(given.name)[0]).suffix.lower() in NOT_LOG_SUFFIXES and is_not_a_log(given.name):
             # named on the command line, but its name says what it is: a document, a config, a
             # script (a README quoting a log line is still no job log)
