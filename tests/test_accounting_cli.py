@@ -164,3 +164,13 @@ def test_a_record_of_another_job_is_refused(tmp_path: Path, capsys: pytest.Captu
     assert "the logs are of job 4242001" in err and "of job 4242004" in err and err.count("\n") == 1
     code, _, err = run(capsys, "analyze", "4242001", str(folder))
     assert code == 2 and "not of job 4242001" in err
+
+
+@pytest.mark.usefixtures("utc")
+def test_report_of_a_job_id(fake_slurm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()
+    code, _, err = run(capsys, "report", "4242015", "-o", str(out))
+    assert code == 0, err
+    html = out.read_text()
+    assert "LS605" in html and "slurm-record" in html and "4242015.0" in html

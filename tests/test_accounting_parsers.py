@@ -4,6 +4,7 @@ every kind of bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -188,3 +189,81 @@ def test_record_to_json_keys_are_stable() -> None:
                                      "nodes", "start", "end", "failed_node", "stdout", "stderr", "work_dir", "steps",
                                      "script", "sources"}
     assert record.stdout == "/lustre/alice/llm/train-4242014-gpu-node01.out" and record.batch_host == "gpu-node01"
+
+
+JSON_FIXTURES = ["sacct-24.11-node-fail.json", "sacct-22.05-crash-cascade.json", "scontrol-24.11-completed.json"]
+
+
+def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out: list[tuple[object, ...]] = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out.extend(_paths(item, (*prefix, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out.extend(_paths(item, (*prefix, index)))
+    return out
+
+
+@pytest.mark.usefixtures("utc")
+def test_any_damage_to_a_json_record_is_a_record_or_one_error(tmp_path: Path) -> None:
+    """Every value of the JSON fixtures replaced by each other JSON type, or removed: the readers
+    return records or raise AccountingError, never anything else."""
+    replacements: list[object] = [None, True, -1, 2**40, 1.5, "", "x[", [], {}, [None], {"set": True}, "REMOVE"]
+    target = tmp_path / "sacct.json"
+    for fixture in JSON_FIXTURES:
+        original = json.loads((DATA / fixture).read_text())
+        for path in _paths(original)[1:]:
+            for replacement in replacements:
+                document = json.loads(json.dumps(original))
+                parent = document
+                for key in path[:-1]:
+                    parent = parent[key]
+                if replacement == "REMOVE":
+                    del parent[path[-1]]
+                else:
+                    parent[path[-1]] = replacement
+                target.write_text(json.dumps(document))
+                with contextlib.suppress(AccountingError):
+                    read_saved([target])
+
+
+@pytest.mark.usefixtures("utc")
+@pytest.mark.parametrize("fixture", ["sacct-P-timeout.txt", "scontrol-show-job-cancelled.txt", "sacct-B-procid.txt",
+                                     "sacct-24.11-node-fail.json"])
+def test_cut_anywhere_is_a_record_or_one_error(fixture: str, tmp_path: Path) -> None:
+    """A saved output cut short at any byte (a copy interrupted, a full disk) is read or refused."""
+    data = (DATA / fixture).read_bytes()
+    target = tmp_path / fixture
+    for end in range(0, len(data), 7):
+        target.write_bytes(data[:end])
+        try:
+            read_saved([target])
+        except AccountingError as error:
+            assert "\n" not in str(error)
+
+
+ARRAY = """JobID|JobName|State|ExitCode|NodeList|Start|End
+12345_7|sweep|FAILED|1:0|gpu01|2026-11-03T10:00:00|2026-11-03T10:05:00
+12345_7.batch|batch|FAILED|1:0|gpu01|2026-11-03T10:00:00|2026-11-03T10:05:00
+12345_7.0|python|FAILED|1:0|gpu01|2026-11-03T10:00:02|2026-11-03T10:05:00
+12345_8|sweep|COMPLETED|0:0|gpu02|2026-11-03T10:00:00|2026-11-03T10:09:00
+12345_8.batch|batch|COMPLETED|0:0|gpu02|2026-11-03T10:00:00|2026-11-03T10:09:00
+"""
+
+
+def test_array_tasks_and_steps_are_picked_by_id() -> None:
+    from logscope.accounting.jobid import select_job
+
+    records = parse_sacct_parsable(ARRAY, "sacct.txt")
+    assert [r.job_id for r in records] == ["12345_7", "12345_8"]
+    task = select_job(records, parse_job_ref("12345_7"), "sacct")
+    assert (task.job.state, [s.step_id for s in task.steps]) == ("FAILED", ["12345_7.batch", "12345_7.0"])
+    step = select_job(records, parse_job_ref("12345_7.0"), "sacct")
+    assert [s.step_id for s in step.steps] == ["12345_7.0"]
+    with pytest.raises(AccountingError, match="array of 2 tasks"):
+        select_job(records, parse_job_ref("12345"), "sacct")
+    with pytest.raises(AccountingError, match="no job 12345_9"):
+        select_job(records, parse_job_ref("12345_9"), "sacct")
+    with pytest.raises(AccountingError, match="has no step 3"):
+        select_job(records, parse_job_ref("12345_8.3"), "sacct")

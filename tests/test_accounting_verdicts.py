@@ -119,3 +119,29 @@ def test_report_has_the_record_table(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["report", str(folder), "-o", str(html)]) == 0
     assert "SLURM&#x27;s record" in html.read_text() or "SLURM's record" in html.read_text()
     capsys.readouterr()
+
+
+PREEMPTED_HEADER = "JobID|JobName|State|ExitCode|Reason|NodeList|Start|End|FailedNode\n"
+
+
+@pytest.mark.usefixtures("utc")
+@pytest.mark.parametrize(("state", "category", "finding", "node"), [
+    ("PREEMPTED", "scheduler", "LS705", None),
+    ("DEADLINE", "scheduler", "LS705", None),
+    ("BOOT_FAIL", "hardware", "LS605", "gpu-node01"),
+    ("NODE_FAIL", "hardware", "LS605", "gpu-node01"),
+    ("REQUEUED", "scheduler", "LS705", None),
+])
+def test_each_state_gets_its_category(state: str, category: str, finding: str | None, node: str | None,
+                                      tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = job_folder(tmp_path / "job", "preempted", drop="DUE TO PREEMPTION")
+    failed = "gpu-node01" if state.endswith("_FAIL") else ""
+    (folder / "sacct.txt").write_text(
+        PREEMPTED_HEADER
+        + f"4242013|train|{state}|0:0|None|gpu-node[01-02]|2026-11-03T01:04:05|2026-11-03T01:08:36|{failed}\n"
+        + "4242013.0|torchrun|CANCELLED|0:15||gpu-node[01-02]|2026-11-03T01:04:10|2026-11-03T01:08:37|\n")
+    _, data = analyse(folder, capsys)
+    verdict = data["verdict"]
+    assert isinstance(verdict, dict)
+    root = verdict["root_cause"] or {}
+    assert (verdict["category"], verdict["finding"], root.get("node")) == (category, finding, node), verdict["summary"]

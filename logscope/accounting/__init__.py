@@ -12,11 +12,3 @@ One concern per module:
 * :mod:`.stdio_patterns` ``--output`` patterns expanded to files; :mod:`.gather` record + logs;
 * :mod:`.rows` the record as timeline rows; :mod:`.bundle` ``--save DIR``.
 """
-
-from logscope.accounting.gather import Gathered, from_cluster, from_saved
-from logscope.accounting.jobid import JobRef, parse_job_ref
-from logscope.accounting.record import AccountingRecord, StepRecord
-from logscope.accounting.rows import accounting_rows
-
-__all__ = ["AccountingRecord", "Gathered", "JobRef", "StepRecord", "accounting_rows", "from_cluster", "from_saved",
-           "parse_job_ref"]

@@ -4,8 +4,10 @@ What it detects
     A job or step whose accounting state (``sacct``/``scontrol show job``, read by ``logscope
     analyze JOBID`` or from their saved outputs) is ``NODE_FAIL`` (a node stopped answering
     slurmctld and the job was terminated) or ``BOOT_FAIL`` (a node failed to boot for it). It names
-    the node SLURM's ``FailedNode`` names (sacct 23.02+, scontrol); without it, the one node of the
-    job whose log is silent, if there is exactly one.
+    the node SLURM's ``FailedNode`` names (sacct 23.02+, scontrol); without it (22.05), the node
+    srun's ``Node failure on HOST`` names, else the one node of the job whose log is silent. When
+    none of these names it and the logs show a rank that stopped advancing on a node of the job,
+    the verdict names that node.
 
 Why it matters
     A node that dies takes its log with it: its last lines are ordinary progress, and the other

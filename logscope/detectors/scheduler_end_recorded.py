@@ -75,7 +75,7 @@ class SchedulerEndRecorded(Detector):
         uid = field_of(chosen.first, "value")
         by = f" by uid {uid}" if uid else ""
         what, advice = _WHAT[state]
-        severity = Severity.WARNING if state == "REQUEUED" else Severity.ERROR
+        severity = Severity.ERROR  # a root as LS701-LS704 are: the scheduler ended this run
         finding = self.finding(
             title=f"SLURM recorded {state}{by}: {steps_title([chosen])} {what}{by} at {when(chosen.end)}",
             explanation=(f"SLURM's accounting record says {steps_title([chosen])} {what}{by} "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -9,7 +11,7 @@ from rich.text import Text
 
 from logscope.analysis import Analysis, node_summary
 from logscope.model import Category, Finding, Role, Severity
-from logscope.report.accounting_table import COLUMNS, record_note, record_rows, script_lines
+from logscope.report.accounting_table import record_note, script_lines
 from logscope.report.times import culprit_time
 
 CATEGORY_STYLE = {
@@ -143,15 +145,28 @@ def record_table(analysis: Analysis) -> Table | None:
     """SLURM's record of the job: one row per job and step (logscope.accounting)."""
     if analysis.accounting is None:
         return None
-    table = Table(title="SLURM's record", title_justify="left", caption=record_note(analysis.accounting),
-                  caption_justify="left")
-    rows = record_rows(analysis.accounting)
-    shown = [i for i, _ in enumerate(COLUMNS) if any(row[i] for row in rows)]  # no empty column
-    for i in shown:
-        table.add_column(COLUMNS[i], no_wrap=COLUMNS[i] in ("step", "state", "exit code"))
-    for row in rows:
-        table.add_row(*(Text(row[i]) for i in shown))
+    record = analysis.accounting
+    reason = record.job.reason if record.job.reason and record.job.reason != "None" else None
+    days = {t.date() for step in record.records for t in (step.start, step.end) if t is not None}
+    note = record_note(record) + (f"; reason {reason}" if reason else "") + (
+        f"; times of {next(iter(days)).isoformat()}" if len(days) == 1 else "")
+    table = Table(title="SLURM's record", title_justify="left", caption=note, caption_justify="left")
+    for column in ("step", "state", "exit", "nodes", "ran", "MaxRSS"):
+        table.add_column(column, no_wrap=column in ("step", "exit", "ran"), overflow="fold")
+    for step in record.records:
+        nodes = step.nodes[0] + (f" +{len(step.nodes) - 1}" if len(step.nodes) > 1 else "") if step.nodes else ""
+        table.add_row(Text(step.step_id), Text(step.state_text), step.exit_text, Text(nodes),
+                      _span(step.start, step.end, with_date=len(days) > 1), Text(step.max_rss or ""))
     return table
+
+
+def _span(start: datetime | None, end: datetime | None, *, with_date: bool) -> str:
+    """``10:30:03-11:00:03`` (with dates when the record spans several days)."""
+
+    def shown(value: datetime) -> str:
+        return value.isoformat(sep=" ") if with_date else value.strftime("%H:%M:%S")
+
+    return "-".join(shown(t) for t in (start, end) if t is not None)
 
 
 def script_panel(analysis: Analysis) -> Panel | None:
@@ -164,7 +179,9 @@ def script_panel(analysis: Analysis) -> Panel | None:
         text.append("explains the verdict:\n", style="bold")
         text.append("\n".join(explaining))
     if others:
-        text.append(("\n" if explaining else "") + "\n".join(others), style="" if not explaining else "dim")
+        if explaining:
+            text.append("\nother problems:\n", style="bold")
+        text.append("\n".join(others))
     return Panel(text, title="batch script (sacct -B)", title_align="left", border_style="yellow")
 
 
