@@ -1062,14 +1062,15 @@ def _act(lab: SlurmLab, scenario: Scenario, name: str, job_id: int, work: Path,
 
 def run_scenarios(names: Sequence[str], out: Path, nodes: int = 2, verbose: bool = True,
                   keep_lab: bool = False, network: str | None = None, recaptures: int = RECAPTURES,
-                  on_recapture: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
+                  on_recapture: Callable[[str], None] | None = None,
+                  accounting: bool | None = None) -> dict[str, dict[str, object]]:
     """Run each scenario's sbatch script in a new lab, copy what it wrote into out/<scenario>/
     (`capture_in`); the lab is stopped after."""
     for n in names:
         if n not in SCENARIOS:
             raise LabError(f"unknown scenario {n!r}; known: {', '.join(SCENARIOS)}")
     t_all = time.monotonic()
-    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network) as lab:
+    with SlurmLab(nodes=nodes, verbose=verbose, keep=keep_lab, network=network, accounting=accounting) as lab:
         if verbose:
             print(f"lab up in {time.monotonic() - t_all:.1f}s at {lab.dir} "
                   f"(network={lab.network}, accounting={'on' if lab.accounting else 'off'})", file=sys.stderr)
@@ -1143,11 +1144,15 @@ def _cli(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--keep-lab", action="store_true", help="leave the lab temp dir in place")
     r.add_argument("--network", choices=["netns", "loopback", "plain"], default=None,
                    help="default: netns if it works here, else loopback, else plain")
+    r.add_argument("--no-accounting", action="store_true",
+                   help="no slurmdbd/MariaDB even where they are installed")
     u = sub.add_parser("up", help="start a lab and wait (Ctrl-C stops it)")
     u.add_argument("--nodes", type=int, default=2)
     u.add_argument("--keep", action="store_true", help="leave the lab temp dir in place on exit")
     u.add_argument("--extra-conf", default="", help="lines appended to slurm.conf (use \\n)")
     u.add_argument("--network", choices=["netns", "loopback", "plain"], default=None)
+    u.add_argument("--no-accounting", action="store_true",
+                   help="no slurmdbd/MariaDB even where they are installed")
     g = sub.add_parser("reap", help="(internal) the watchdog that stops a lab whose process died")
     g.add_argument("--id", required=True)
     g.add_argument("--dir", required=True, type=Path)
@@ -1164,14 +1169,15 @@ def _cli(argv: Sequence[str] | None = None) -> int:
 
     if args.cmd == "run":
         names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
-        res = run_scenarios(names, args.out, nodes=args.nodes, keep_lab=args.keep_lab, network=args.network)
+        res = run_scenarios(names, args.out, nodes=args.nodes, keep_lab=args.keep_lab, network=args.network,
+                            accounting=False if args.no_accounting else None)
         print(json.dumps({k: {kk: v[kk] for kk in ("job_id", "job_state", "exit_code", "wall_seconds",
                                                      "capture_attempt", "capture_problem")}
                           for k, v in res.items()}, indent=2))
         return 0
     with SlurmLab(nodes=args.nodes, verbose=True, keep=args.keep,
                   extra_conf=args.extra_conf.replace("\\n", "\n"),
-                  network=args.network) as lab:
+                  network=args.network, accounting=False if args.no_accounting else None) as lab:
         print(f"export SLURM_CONF={lab.conf}\n# lab dir: {lab.dir}\n# Ctrl-C to stop", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             while True:

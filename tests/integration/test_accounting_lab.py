@@ -32,9 +32,10 @@ def accounted_capture(lab_run: lab.LabRun, scenario: str) -> tuple[Path, dict[st
     capture = lab_run.out / scenario
     meta: dict[str, Any] = json.loads((capture / "meta.json").read_text())
     if meta.get("accounting") is None:
-        missing = ", ".join(lab.accounting_missing()) or "nothing now"
-        pytest.skip(f"the lab ran without accounting (missing then: {missing}; "
-                    "apt-get install slurmdbd mariadb-server)")
+        missing = lab.accounting_missing()
+        why = (f"missing here: {', '.join(missing)}; apt-get install slurmdbd mariadb-server" if missing
+               else "turned off")
+        pytest.skip(f"the lab ran without accounting ({why})")
     if lab.capture_problem(scenario, capture) is not None:
         pytest.skip("the capture does not show the scenario: see test_capture_shows_the_scenario")
     return capture, meta
