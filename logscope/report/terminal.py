@@ -31,31 +31,22 @@ SEVERITY_STYLE = {Severity.INFO: "dim", Severity.WARNING: "yellow", Severity.ERR
 
 
 def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
-    parts: list[RenderableType] = [headline(analysis)]
-    root = root_panel(analysis)
-    if root is not None:
-        parts.append(root)
-    script = script_panel(analysis)
-    if script is not None:
-        parts.append(script)
-    record = record_table(analysis)
-    if record is not None:
-        parts.append(record)
-    if analysis.findings:
-        parts.append(findings_table(analysis.findings, verbose=verbose))
-    nodes = nodes_table(analysis)
-    if nodes is not None:
-        parts.append(nodes)
-    advice = advice_panel(analysis)
-    if advice is not None:
-        parts.append(advice)
-    if analysis.hints:
-        hints = Text()
-        for i, hint in enumerate(analysis.hints):
-            hints.append(("\n" if i else "") + "• " + hint)
-        parts.append(Panel(hints, title="next time", title_align="left", border_style="dim"))
+    findings = findings_table(analysis.findings, verbose=verbose) if analysis.findings else None
+    # top to bottom: the verdict, why, SLURM's side, every finding, where each node stopped, advice
+    sections = [root_panel(analysis), script_panel(analysis), record_table(analysis), findings,
+                nodes_table(analysis), advice_panel(analysis), hints_panel(analysis)]
+    parts: list[RenderableType] = [headline(analysis), *(s for s in sections if s is not None)]
     parts.append(footer(analysis))
     return Group(*parts)
+
+
+def hints_panel(analysis: Analysis) -> Panel | None:
+    if not analysis.hints:
+        return None
+    hints = Text()
+    for i, hint in enumerate(analysis.hints):
+        hints.append(("\n" if i else "") + "• " + hint)
+    return Panel(hints, title="next time", title_align="left", border_style="dim")
 
 
 def headline(analysis: Analysis) -> Text:
