@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logscope.accounting.jobid import JobRef, parse_job_ref, select_job
-from logscope.accounting.query import query
 from logscope.accounting.record import AccountingRecord, merged
 from logscope.accounting.saved import read_saved, saved_files
 from logscope.accounting.stdio_patterns import PatternContext, expand_pattern, find_files
@@ -75,6 +74,8 @@ def job_id_argument(path: Path) -> JobRef | None:
 
 def from_cluster(ref: JobRef) -> Gathered:
     """The record of ``ref`` from sacct/scontrol and the log files it names."""
+    from logscope.accounting.query import query  # the commands' runner: only for a job id
+
     record, outputs = query(ref)
     globs = output_globs(record)
     return Gathered(record, find_files(globs), globs, texts=dict(outputs.texts))

@@ -18,9 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logscope.accounting.record import AccountingRecord, merged
-from logscope.accounting.sacct_json import parse_sacct_json
-from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
-from logscope.accounting.scontrol import parse_scontrol
 from logscope.errors import AccountingError, printable
 from logscope.textsafe import drop_controls
 
@@ -74,6 +71,11 @@ def saved_files(inputs: Sequence[Path]) -> list[Path]:
 
 def read_saved(files: Sequence[Path]) -> SavedRecord:
     """Parse each saved file by its content."""
+    # the parsers load only where a record was saved: every analyze of a folder asks, few have one
+    from logscope.accounting.sacct_json import parse_sacct_json
+    from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
+    from logscope.accounting.scontrol import parse_scontrol
+
     saved = SavedRecord(files=list(files))
     parsable: list[AccountingRecord] = []
     for path in files:
