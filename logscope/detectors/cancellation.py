@@ -48,8 +48,13 @@ def cancellation_finding(detector: Detector, job: JobView, rows: list[dict[str, 
     progress = _last_progress(job, cancel)
     at = field_of(cancel, "event_time") or (when(cancel["time"]) if cancel.get("time") else None)
     at_text = f" at {at}" if at else ""
-    scope = "step" if field_of(cancel, "key") == "STEP" else "job"
-    job_id = next((field_of(r, "job_id") for r in rows if field_of(r, "job_id")), None)
+    # What ended: the job when any line says so (slurmstepd prints the step's line first, then the
+    # job's), else the step, named with its step id ("Step 4.0", never "Step 4").
+    named = next((r for r in rows if field_of(r, "key") == "JOB"), cancel)
+    scope = "step" if field_of(named, "key") == "STEP" else "job"
+    job_id = field_of(named, "job_id") or next((field_of(r, "job_id") for r in rows if field_of(r, "job_id")), None)
+    if scope == "step" and job_id and field_of(named, "step_id"):
+        job_id = f"{job_id}.{field_of(named, 'step_id')}"
     title = f"{scope.capitalize()}{f' {job_id}' if job_id else ''} {what}{at_text}"
     explanation = (
         f"The {scope} {what}{at_text}. {why} "
