@@ -35,6 +35,7 @@ from logscope.hints import missing_evidence_hints
 from logscope.lint import Problem
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
+from logscope.textsafe import shortened
 from logscope.timeline import Job, ProgressHook, load_job
 
 SCHEMA = "logscope.analysis/1"
@@ -380,7 +381,7 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
                        "or a new launch) and every agent finished; see the notes below", None)
     if end is not None:
         text = str(end.get("text") or "").strip()
-        shown = text if len(text) <= 100 else text[:99] + "…"
+        shown = shortened(text, 100)
         return Verdict(Category.HEALTHY, None,
                        f"No failure found, and the run ended cleanly: {shown} ({end.get('file')}:{end.get('line')})",
                        None)

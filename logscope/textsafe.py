@@ -19,6 +19,12 @@ CONTROLS = (r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0
 _CONTROLS = re.compile(CONTROLS)
 
 
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut: one log line quoted
+    in a title or a summary stays readable whatever the line's length."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def drop_controls(text: str) -> str:
     """``text`` without escape sequences, control characters and bidi controls."""
     return _CONTROLS.sub("", text)

@@ -572,3 +572,12 @@ def test_memory_is_bounded_whatever_the_line_lengths_and_trigger_density(
     lines_read, grown_mb = int(out[0]), int(out[1])
     assert lines_read == physical_lines(data)
     assert grown_mb < 40 * len(data) / 1e6 + 150, (grown_mb, len(data))
+
+
+@given(st.text(max_size=300), st.integers(min_value=1, max_value=200))
+def test_shortened_keeps_short_text_and_marks_every_cut(text: str, limit: int) -> None:
+    from logscope.textsafe import shortened
+
+    out = shortened(text, limit)
+    assert len(out) <= limit
+    assert out == text if len(text) <= limit else (out.endswith("…") and text.startswith(out[:-1]))

@@ -47,6 +47,7 @@ from logscope.detectors.base import Detector, JobView, culprit_of, field_of, ord
 from logscope.detectors.job_facts import capitalised
 from logscope.knowledge import by_id
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
+from logscope.textsafe import shortened
 
 SAME_MOMENT = timedelta(seconds=5)
 ADVICE = {
@@ -85,7 +86,7 @@ class KnownMessage(Detector):
             culprit = self._culprit(rows) if message.blame == "self" else None  # "job": nobody to name
             first = rows[0]
             said = str(first.get("text") or "").strip()
-            said = said if len(said) <= 140 else said[:139] + "…"
+            said = shortened(said, 140)
             place = f" ({who(culprit)})" if culprit is not None and who(culprit) != who({}) else ""
             findings.append(self.finding(
                 title=f"{capitalised(message.category.value)}: {said}{place}",

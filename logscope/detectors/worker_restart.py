@@ -53,6 +53,7 @@ import polars as pl
 from logscope.detectors.base import Detector, JobView, field_of, order_key, place_of, seen_at
 from logscope.model import Category, Event, Finding, Role, Severity
 from logscope.parsers.filenames import describe
+from logscope.textsafe import shortened
 
 # An agent's own account of its worker group, in the order it logs them.
 _AGENT_STATES = (Event.WORKER_RESTART, Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.AGENT_FINISHED)
@@ -67,7 +68,7 @@ _SOURCE_REF = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|py):\d+\] ")
 def _said(row: dict[str, Any], limit: int = 160) -> str:
     """A line's message without the logger's head or C++ source references."""
     text = _SOURCE_REF.sub("", _GLOG_HEAD.sub("", str(row.get("text") or "")))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shortened(text, limit)
 
 
 def _place(row: dict[str, Any]) -> str:

@@ -42,6 +42,7 @@ from logscope.report.context import last_line as last_line_of
 from logscope.report.context import root_context
 from logscope.report.output import atomic_write, refuse_inputs
 from logscope.report.times import culprit_time, window
+from logscope.textsafe import shortened
 
 MAX_EVIDENCE = 8
 MAX_FINDING_EVIDENCE = 4
@@ -146,8 +147,7 @@ class Document:
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
-    text = text.replace("\r", " ").replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shortened(text.replace("\r", " ").replace("\n", " "), limit)
 
 
 def _when(value: datetime | None) -> str:
