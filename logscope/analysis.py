@@ -115,19 +115,19 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
     job = load_job(paths, patterns, on_progress, exclude)
     if accounting is not None:
         add_to_job(job, accounting)
-        if job.lines_recognised == 0:
-            job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
-        analysis = analyze_job(job, select=select, ignore=ignore)
+    if job.lines_recognised == 0:
+        if accounting is None:
+            # A README, a config, an empty file: nothing here is a training job's log, and a
+            # verdict on it ("healthy") would be a promise about a job nobody saw.
+            where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+            raise InputError(f"{where}: no line of a training job's log was recognised ({job.lines_read} line(s) "
+                             "read): not a job log, or a format logscope does not know")
+        job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
+    analysis = analyze_job(job, select=select, ignore=ignore)
+    if accounting is not None:
         analysis.accounting = accounting
         analysis.script_problems = script_problems(accounting)
-        return analysis
-    if job.lines_recognised == 0:
-        # A README, a config, an empty file: nothing here is a training job's log, and a verdict
-        # on it ("healthy") would be a promise about a job nobody saw.
-        where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
-        raise InputError(f"{where}: no line of a training job's log was recognised ({job.lines_read} line(s) read): "
-                         "not a job log, or a format logscope does not know")
-    return analyze_job(job, select=select, ignore=ignore)
+    return analysis
 
 
 def analyze_job(job: Job, *, select: Iterable[str] | None = None,
