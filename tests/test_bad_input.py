@@ -878,3 +878,23 @@ def test_scan_takes_a_torchrun_log_dir_as_one_job(capsys: pytest.CaptureFixture[
     assert code == 0, err
     rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["files"] == 9 and rows[0]["category"] == "healthy", rows
+
+
+@pytest.mark.parametrize("nodes", ["n[0-300000000]", "gpu[01-", "gpu[a-b]"])
+def test_a_hostile_node_list_in_a_log_names_nobody(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    nodes: str) -> None:
+    # srun's "Node failure on <hostlist>": a range of 300 million names was expanded in full (the
+    # analysis never ended); a garbled list named made-up hosts
+    (tmp_path / "train-1-n1.out").write_text(
+        f"2026-01-01 00:00:00,000 - INFO - step 1/10 loss 2.0\nsrun: error: Node failure on {nodes}\n")
+    code, out, err = run(capsys, "analyze", str(tmp_path), "--format", "json")
+    assert code == 1 and not err
+    verdict = json.loads(out)["verdict"]
+    assert verdict["category"] == "hardware" and verdict["root_cause"] is None
+
+
+def test_a_node_list_in_a_log_is_expanded_as_slurm_does() -> None:
+    from logscope.accounting.hostlist import hosts_named
+
+    assert hosts_named("a[1-2]-ib[0-1],gpu07") == ["a1-ib0", "a1-ib1", "a2-ib0", "a2-ib1", "gpu07"]
+    assert hosts_named("gpu[01-03,07]") == ["gpu01", "gpu02", "gpu03", "gpu07"]

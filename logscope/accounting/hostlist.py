@@ -36,6 +36,16 @@ def expand_hostlist(text: str) -> list[str]:
     return list(out)
 
 
+def hosts_named(text: str) -> list[str]:
+    """The hosts a hostlist printed in a log line names (``srun: error: Node failure on
+    gpu[01-02]``): as :func:`expand_hostlist`, but a garbled or oversized list names nobody,
+    because a line of a log is not trusted to say what it names, nor to allocate."""
+    try:
+        return expand_hostlist(text)
+    except AccountingError:
+        return []
+
+
 def _expand_item(item: str, whole: str) -> list[str]:
     match = _GROUP.search(item)
     if match is None:
@@ -68,4 +78,4 @@ def _range_values(ranges: str, whole: str) -> list[str]:
     return values
 
 
-__all__ = ["MAX_HOSTS", "expand_hostlist"]
+__all__ = ["MAX_HOSTS", "expand_hostlist", "hosts_named"]

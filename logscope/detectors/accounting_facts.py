@@ -11,9 +11,8 @@ from typing import Any
 
 import polars as pl
 
-from logscope.accounting.hostlist import expand_hostlist
+from logscope.accounting.hostlist import hosts_named
 from logscope.detectors.base import JobView, field_of
-from logscope.errors import AccountingError
 from logscope.model import Event
 
 
@@ -120,10 +119,7 @@ def recorded_failed_node(job: JobView) -> str | None:
 def _srun_failed_nodes(job: JobView) -> set[str]:
     nodes: set[str] = set()
     for row in job.of(Event.NODE_FAILURE).to_dicts():
-        try:
-            nodes.update(expand_hostlist(str(row.get("node") or row.get("host") or "")))
-        except AccountingError:  # a garbled node list in a log names nobody
-            continue
+        nodes.update(hosts_named(str(row.get("node") or row.get("host") or "")))
     return nodes
 
 

@@ -10,7 +10,6 @@
   ``[::ffff:10.0.0.5]:29500``, ``node7-ib0``) into the host that owns it, using the addresses
   NCCL prints at init (``NET/IB : Using ...; OOB eth0:10.2.0.4<0>``, ``NET/Socket : Using
   [0]ens3:172.31.12.210<0>``, ``Bootstrap : Using enp10s0:10.10.7.107<0>``).
-* :func:`expand_hostlist` — SLURM's ``node[01-03,07]``.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from logscope.accounting.hostlist import hosts_named
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows
 from logscope.detectors.base import JobView, order_key, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
@@ -141,7 +141,7 @@ def failed_nodes(job: JobView) -> set[str]:
     """
     nodes: set[str] = set()
     for row in job.of(Event.NODE_FAILURE).to_dicts():
-        nodes.update(expand_hostlist(str(row.get("node") or row.get("host") or "")))
+        nodes.update(hosts_named(str(row.get("node") or row.get("host") or "")))
     recorded = recorded_failed_node(job)
     if recorded is not None:
         nodes.add(recorded)
@@ -195,26 +195,6 @@ def peer_host(peer: str | None, addresses: dict[str, str], nodes: Iterable[str])
     return node_of_host(address, list(nodes))
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """``node[01-03,07],gpu5`` -> ``['node01', 'node02', 'node03', 'node07', 'gpu5']``."""
-    out: list[str] = []
-    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,\[]*", text):
-        m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", part)
-        if not m:
-            if part:
-                out.append(part)
-            continue
-        head, ranges, tail = m.groups()
-        for item in ranges.split(","):
-            if "-" in item:
-                lo, hi = item.split("-", 1)
-                if lo.isdigit() and hi.isdigit():
-                    out.extend(f"{head}{str(i).zfill(len(lo))}{tail}" for i in range(int(lo), int(hi) + 1))
-                    continue
-            out.append(f"{head}{item}{tail}")
-    return out
-
-
 def capitalised(text: str) -> str:
     """``rank 3 on node02 ...`` -> ``Rank 3 on node02 ...`` for sentences built from :func:`who`.
 
@@ -231,7 +211,6 @@ __all__ = [
     "address_map",
     "bare_address",
     "capitalised",
-    "expand_hostlist",
     "failed_nodes",
     "first_failure",
     "happened_before",

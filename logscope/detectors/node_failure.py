@@ -39,8 +39,8 @@ from typing import ClassVar
 
 import polars as pl
 
+from logscope.accounting.hostlist import hosts_named
 from logscope.detectors.base import Detector, JobView, evidence_of, order_key, when
-from logscope.detectors.job_facts import expand_hostlist
 from logscope.model import Category, Culprit, Event, Finding, Severity
 
 
@@ -59,7 +59,7 @@ class NodeFailure(Detector):
             return []
         failed: list[str] = []
         for row in srun:
-            for host in expand_hostlist(str(row.get("node") or row.get("host") or "")):
+            for host in hosts_named(str(row.get("node") or row.get("host") or "")):
                 if host not in failed:
                     failed.append(host)
         cancel_time = cancelled[0].get("time") if cancelled else None
