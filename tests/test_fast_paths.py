@@ -8,17 +8,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
+from reading_support import assert_same_reads, coll_heavy_log, jobsim
 
 from logscope import ingest
 from logscope.ingest import FileRead, Skipped, SourceFile, blocks, discover, read_file, read_files, reading, workers
@@ -49,68 +46,15 @@ def test_stacked_prefix_match_equals_peeling_one_at_a_time() -> None:
     assert out["prefix"].to_list() == [line[: len(line) - len(peel_one_at_a_time(line))] or None for line in lines]
 
 
-def assert_same_reads(expected: Sequence[FileRead | Skipped], got: Sequence[FileRead | Skipped]) -> None:
-    """The same files read, with the same line counts, warnings and events."""
-    assert len(got) == len(expected)
-    for a, b in zip(expected, got, strict=True):
-        assert isinstance(a, FileRead) and isinstance(b, FileRead)
-        assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
-                                                                             b.warnings)
-        assert_frame_equal(a.events, b.events)
-
-
 def read_plainly(source: SourceFile, monkeypatch: pytest.MonkeyPatch) -> FileRead | Skipped:
-    """read_file with no COLL line set aside before classification."""
+    """read_file with no COLL line set aside before classification: neither by the compiled
+    scanner (no block is prefiltered) nor by polars."""
     plain_prepare = engine.prepare_chunk
     with monkeypatch.context() as patch:
+        patch.setattr(reading, "prefilter", lambda block, first_line: None)
         patch.setattr(reading, "prepare_chunk",
                       lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
         return read_file(source)
-
-
-def coll_heavy_log(path: Path, count: int = 24000) -> Path:
-    rng = random.Random(3)
-    rows = []
-    for n in range(count):
-        host, pid = f"gpu{n % 3}", 100 + n % 3
-        # The same process written three ways, and a time in front of the host (never set aside).
-        stamp = rng.choice(["", "", "[2026-05-05 06:16:47] ", "2026-09-18 19:29:24 [rank3]:"])
-        pid_text = f"0{pid}" if rng.random() < 0.1 else str(pid)
-        comm = rng.choice(["0x55aa01", "0x55aa02", "(nil)"])
-        # Odd lines share the head and the bytes after "comm " of a main line, so that any check
-        # the fast path skipped would put them in a main line's group.
-        head = f"[default{pid % 8}]:{host}:{pid}:{pid + 1} [0] NCCL INFO"
-        rest = f"comm {comm} [nranks=8]"
-        if rng.random() < 0.8:
-            rows.append(f"[default{pid % 8}]:{stamp}{host}:{pid_text}:{pid + 1} [0] NCCL INFO AllReduce: opCount "
-                        f"{n:x} sendbuff 0x7f recvbuff 0x7f count 9 datatype 7 op 0 root 0 {rest}")
-        else:
-            rows.append(rng.choice([
-                f"x: opCount 5 {rest} not an NCCL line",
-                f"{head} AllReduce: opCount 1 comm zz no pointer",
-                f"{head} AllReduce: opCount zz sendbuff 0x7f {rest}",  # not hex
-                f"{head} AllReduce: opCount {n:x}",  # no comm
-                f"{head} All Reduce: opCount 5 {rest}",
-                f"{head} AllReduce: opCount 1f2{head} AllReduce: opCount 5 {rest}",  # two writes glued
-                f"{head} AllReduce: opCount 5 sendbuff é0x7f {rest}",  # UTF-8 before comm
-                f"{head} AllReduce: opCount 5 comm 0x55aa0123456789abcdef0123 [nranks=8]",  # longer than a slice
-                f"{head} AllReduce: opCount 5 comm {comm}",  # the line ends with the pointer
-                f"{head} AllReduce: opCount 5 comm 0x55aa01zz [nranks=8]",
-                f"é{head} AllReduce: opCount {n:x} {rest}",
-                # an NCCL timestamp where the pattern does not read one, and one followed by a non-head
-                f"[default{pid % 8}]:x[2026-05-05 06:16:47] {host}:{pid}:{pid + 1} [0] NCCL INFO AllReduce: "
-                f"opCount {n:x} {rest}",
-                f"[default{pid % 8}]:[2026-05-05 06:16:47] node-7: {host}:{pid}:{pid + 1} [0] NCCL INFO AllReduce: "
-                f"opCount {n:x} {rest}",
-                f"[default{pid % 8}]:{host}:{pid}:{pid + 1} [0] NCCL WARN AllReduce: opCount 5 {rest}",
-                f"2026-11-03 14:{n % 60:02d}:00,532 - INFO - iteration {n:8d}/  100000 | lm loss: 2.5E+00 |",
-                "ValueError: boom",
-            ]))
-    # Many odd lines of one key in a row: a check skipped would set the middle ones aside.
-    rows += [f"[default0]:[2026-05-05 06:16:47] node-7: gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} "
-             f"comm 0x55aa01 [nranks=8]" for n in range(300)]
-    path.write_text("\n".join(rows) + "\n")
-    return path
 
 
 def test_coll_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,16 +102,6 @@ def test_classifying_blocks_of_several_files_together_matches_one_at_a_time(
     monkeypatch.setattr(reading, "BATCH_ROWS", batch_rows)  # 1: each block alone; 10**9: one batch
     assert len(alone) == len(files)
     assert_same_reads(alone, list(ingest.read_in_order(files)))
-
-
-def jobsim() -> ModuleType:
-    """tools/jobsim.py, loaded from its file (tools/ is not an installed package)."""
-    spec = importlib.util.spec_from_file_location("jobsim", Path(__file__).resolve().parents[1] / "tools" / "jobsim.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["jobsim"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_coll_lines_with_nccl_timestamps_set_aside_early_leave_the_events_unchanged(

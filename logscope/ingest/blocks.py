@@ -65,6 +65,14 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
     """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES, of the
     stream of the file at ``path``; what was cut or skipped is added to ``warnings``."""
     pending: bytes = getattr(stream, "_logscope_head", b"")
+    if pending and isinstance(stream, io.BufferedReader):
+        # A plain file: the sniffed head (the bytes just before the position) is read again with
+        # what follows, so that a block is the bytes read, not a copy of them joined to the head.
+        try:
+            stream.seek(-len(pending), io.SEEK_CUR)
+            pending = b""
+        except OSError:
+            pass
     squeezed = 0
     size = _plain_size(stream)
     while True:
@@ -95,7 +103,10 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
         if cut != -1:
             # One copy of the block, not two: the carried partial line joined to the new bytes up
             # to their last newline.
-            yield pending + memoryview(data)[: cut + 1] if pending else data[: cut + 1]
+            if not pending:
+                yield data if cut + 1 == len(data) else data[: cut + 1]  # a file's last block: no copy
+            else:
+                yield pending + memoryview(data)[: cut + 1]
             pending = data[cut + 1:]
             continue
         pending += data
@@ -175,8 +186,10 @@ def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
     return data, size - len(data)
 
 
-def lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
-    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily."""
+def lines_frame(block: bytes, first_line: int, numbers: pl.Series | None = None) -> pl.DataFrame:
+    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily; numbered by
+    ``numbers`` (one per line of ``block``) when given: the lines of a block some of whose lines
+    were dropped (see :mod:`~logscope.ingest.coll_prefilter`)."""
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
     while block.startswith(codecs.BOM_UTF8):  # the reader drops it, and finds "no data" if that was all
@@ -199,6 +212,10 @@ def lines_frame(block: bytes, first_line: int) -> pl.DataFrame:
     )
     if shielded:
         frame = frame.slice(1)
+    if numbers is not None:
+        if numbers.len() != frame.height:
+            raise ValueError(f"{numbers.len()} line numbers for {frame.height} lines")
+        return pl.DataFrame([numbers.alias("line"), frame["raw"]])
     return frame.select(
         (pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + first_line).alias("line"),
         pl.col("raw"),

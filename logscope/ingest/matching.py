@@ -51,7 +51,8 @@ def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
     cost = candidates.select(pl.col("kw").list.len().cast(pl.Int64) * pl.col("body").str.len_bytes().cast(pl.Int64))
     total = int(cost.to_series().sum())
     if total <= CLASSIFY_BYTES:
-        return [(PreparedChunk(candidates, prepared.set_aside, prepared.was_split, prepared.last_time), total)]
+        return [(PreparedChunk(candidates, prepared.set_aside, prepared.was_split, prepared.last_time,
+                               prepared.set_aside_before), total)]
     # Cut where the running cost crosses a multiple of the budget, never inside one line (a line
     # split at \r is several rows of one line number: its rows stay in one piece).
     piece = candidates.select(
@@ -61,6 +62,7 @@ def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
         "_piece", maintain_order=True)
     return [
         (PreparedChunk(part.drop("_piece", "_cost"), prepared.set_aside if n == 0 else prepared.set_aside.clear(),
-                       prepared.was_split, prepared.last_time), int(part["_cost"].sum()))
+                       prepared.was_split, prepared.last_time, prepared.set_aside_before if n == 0 else 0),
+         int(part["_cost"].sum()))
         for n, part in enumerate(parts)
     ]

@@ -32,6 +32,7 @@ from logscope.ingest.blocks import (
     skip_leading_hole,
     without_nul,
 )
+from logscope.ingest.coll_prefilter import prefilter
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.matching import CLASSIFY_BYTES, MATCH_CHARS, bounded_pieces, cut_for_matching
@@ -154,15 +155,24 @@ class _Batch:
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
                     block = without_nul(block)
-                    lines = lines_frame(block, result.lines_read)
-                    result.lines_read += lines.height
+                    # The COLL lines the thinning would drop, dropped from a big block's bytes
+                    # by the compiled scanner; the rest of the block, or all of it, goes on.
+                    reduced = prefilter(block, result.lines_read)
+                    if reduced is None:
+                        lines = lines_frame(block, result.lines_read)
+                        result.lines_read += lines.height
+                    else:
+                        lines = reduced.lines
+                        result.lines_read += reduced.lines_read
                     lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
                     reading.cut += cut
                     # Setting COLL lines aside early pays on big blocks only; in a small one it
                     # costs more than classifying them (thinning drops them just the same).
                     keep = (COLL_HEAD, COLL_TAIL) if lines.height > COLL_ASIDE_MIN_LINES else None
                     prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=keep,
-                                             carriage_returns=cut > 0 or b"\r" in block)
+                                             carriage_returns=cut > 0 or b"\r" in block,
+                                             join_wraps=reduced is None,
+                                             set_aside_before=0 if reduced is None else reduced.set_aside)
                     carry_time = prepared.last_time
                     for piece, cost in bounded_pieces(prepared):
                         if self._pending and self._cost + cost > CLASSIFY_BYTES:

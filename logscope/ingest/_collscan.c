@@ -1,0 +1,383 @@
+/*
+ * logscope.ingest._collscan: the NCCL COLL lines of a block of log bytes, found and thinned in one
+ * compiled pass, so that polars is handed only the lines that can matter.
+ *
+ * A COLL-heavy log (NCCL_DEBUG_SUBSYS=COLL) is mostly lines such as
+ *     gpu-node01:12345:12400 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f.. ... comm 0x55d0c3a0 ...
+ * of which the analysis keeps the first and last few per (process, communicator). Splitting every
+ * such line in polars is most of what reading a big log costs; here each line costs a few byte
+ * searches. The rules are those of the polars path (logscope/parsers/coll_aside.py), which stays
+ * the reference and the fallback; tests/test_coll_prefilter.py holds the two to the same events.
+ *
+ * scan(block, check_cr, max_line) -> (lines, pairs, groups)
+ *     Every line of ``block`` (split at '\n'; a last line without one counts) that has the shape of
+ *     a COLL line, as coll_aside.coll_surplus's byte tests define it:
+ *       - its first " NCCL INFO " stands before its first ": opCount ", which stands before its
+ *         first "comm ";
+ *       - between " NCCL INFO " and ": opCount " only ASCII letters (the operation), and after it
+ *         hex digits and a space, within 20 bytes of ": opCount " (all ASCII up to there);
+ *       - no '\r' in it when ``check_cr`` (such a line is split into segments by the caller) and
+ *         at most ``max_line`` bytes (a longer one is cut for matching by the caller).
+ *     Lines are grouped by (the bytes before " NCCL INFO ", the 20 bytes after "comm "): the
+ *     grouping of the polars path. ``pairs``: for each COLL line in order, its line index and group
+ *     id (two native uint32). ``groups``: a (head, comm) bytes tuple per group id. At most
+ *     MAX_GROUPS groups are made: a line of a further group is left to the caller, as a line of
+ *     another shape is.
+ *
+ * reduce(block, lines, pairs, merged, timed, head, tail) -> (kept, kept_lines, set_aside)
+ *     ``merged``: per group id, the id (int32) of the group it belongs to once validated and merged
+ *     (lines of one process and communicator), or -1 for a group that is not valid; ``timed``: per
+ *     group id, 1 when its lines carry a leading time. A valid line is set aside when it is neither
+ *     among the first ``head`` nor the last ``tail`` of its merged group in the block, except that in
+ *     each run of lines set aside back to back the first and the last timed one stay (the lines
+ *     around take their times from them). ``kept``: the block without the lines set aside;
+ *     ``kept_lines``: the index of each kept line (native uint32); ``set_aside``: how many were.
+ *
+ * Nothing here allocates per line; memory is bounded by the block (a block is at most a few tens
+ * of MiB, so a uint32 line index cannot overflow: blocks over 4 GiB are refused).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_GROUPS 65536
+#define TABLE_BITS 17 /* 2 * MAX_GROUPS slots: the open-addressing table stays at most half full */
+#define COMM_SLICE 20
+#define OP_SLICE 20
+
+static const char INFO[] = " NCCL INFO ";
+#define INFO_LEN 11
+static const char OPCOUNT[] = ": opCount ";
+#define OPCOUNT_LEN 10
+static const char COMM[] = "comm ";
+#define COMM_LEN 5
+
+/* The first occurrence of needle in [hay, hay + len), or NULL. Lines are short: a memchr for one of
+ * the needle's rarer bytes (needle[anchor]) and a compare beat memmem's set-up per call. Anchor
+ * positions come in the order of the starts, so the first hit is the first occurrence. */
+static const char *find(const char *hay, Py_ssize_t len, const char *needle, Py_ssize_t nlen, Py_ssize_t anchor) {
+    if (len < nlen)
+        return NULL;
+    const char *p = hay + anchor;
+    const char *last = hay + len - nlen + anchor;
+    while (p <= last) {
+        p = memchr(p, needle[anchor], (size_t)(last - p + 1));
+        if (p == NULL)
+            return NULL;
+        if (memcmp(p - anchor, needle, (size_t)nlen) == 0)
+            return p - anchor;
+        p++;
+    }
+    return NULL;
+}
+
+static int is_letter(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static int is_hex(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *p, Py_ssize_t n) {
+    /* FNV-1a over 8-byte words (a handful per line): groups are few, collisions only cost a compare. */
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    while (n > 0) {
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+        p++;
+        n--;
+    }
+    return h;
+}
+
+typedef struct {
+    const char *head;
+    Py_ssize_t head_len;
+    const char *comm;
+    Py_ssize_t comm_len;
+} Group;
+
+/* Whether [s, e) is a COLL line; if so, where its head ends and its comm slice lies. */
+static int coll_shape(const char *s, const char *e, int check_cr, Py_ssize_t max_line, const char **info_at,
+                      const char **comm_at, Py_ssize_t *comm_len) {
+    Py_ssize_t len = e - s;
+    if (len > max_line)
+        return 0;
+    /* The polars path takes the first occurrence of each literal in the line; here each is looked
+     * for where it can matter, and its absence is checked where it cannot stand. */
+    const char *info = find(s, len, INFO, INFO_LEN, 1); /* 'N' */
+    if (info == NULL)
+        return 0;
+    /* No ": opCount " may start before " NCCL INFO " (the first one must follow it). */
+    if (find(s, info - s + OPCOUNT_LEN - 1, OPCOUNT, OPCOUNT_LEN, 4) != NULL) /* 'C' */
+        return 0;
+    /* The operation: letters from " NCCL INFO " to the first ": opCount ", which no letter holds,
+     * so it must follow them at once. */
+    const char *name = info + INFO_LEN;
+    const char *op = name;
+    while (op < e && is_letter((unsigned char)*op))
+        op++;
+    if (op == name || e - op < OPCOUNT_LEN || memcmp(op, OPCOUNT, OPCOUNT_LEN) != 0)
+        return 0;
+    /* The first "comm " of the line must start after the ": opCount ". */
+    if (find(s, op - s + COMM_LEN, COMM, COMM_LEN, 2) != NULL) /* 'm' */
+        return 0;
+    const char *comm = find(op + 1, e - op - 1, COMM, COMM_LEN, 2);
+    if (comm == NULL)
+        return 0;
+    const char *window_end = op + OPCOUNT_LEN + OP_SLICE < e ? op + OPCOUNT_LEN + OP_SLICE : e;
+    for (const char *p = name; p < window_end; p++)
+        if ((unsigned char)*p >= 0x80)
+            return 0;
+    const char *digits = op + OPCOUNT_LEN;
+    const char *p = digits;
+    while (p < window_end && is_hex((unsigned char)*p))
+        p++;
+    if (p == digits || p >= window_end || *p != ' ')
+        return 0;
+    if (check_cr && memchr(s, '\r', (size_t)len) != NULL)
+        return 0;
+    *info_at = info;
+    *comm_at = comm + COMM_LEN;
+    *comm_len = e - *comm_at < COMM_SLICE ? e - *comm_at : COMM_SLICE;
+    return 1;
+}
+
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer block;
+    int check_cr;
+    Py_ssize_t max_line;
+    if (!PyArg_ParseTuple(args, "y*pn", &block, &check_cr, &max_line))
+        return NULL;
+    PyObject *result = NULL, *pairs = NULL, *groups = NULL;
+    Group *table_groups = NULL;
+    int32_t *slots = NULL;
+    if (block.len >= (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "block too big");
+        goto done;
+    }
+    /* A COLL line holds at least INFO + OPCOUNT + COMM + a letter, a digit and a space. */
+    Py_ssize_t most = block.len / (INFO_LEN + OPCOUNT_LEN + COMM_LEN + 3) + 1;
+    pairs = PyBytes_FromStringAndSize(NULL, most * 8);
+    table_groups = PyMem_Malloc(sizeof(Group) * MAX_GROUPS);
+    slots = PyMem_Calloc((size_t)1 << TABLE_BITS, sizeof(int32_t));
+    if (pairs == NULL || table_groups == NULL || slots == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(pairs);
+    Py_ssize_t found = 0, n_groups = 0;
+    uint32_t line = 0;
+    const char *s = block.buf;
+    const char *end = s + block.len;
+    Py_BEGIN_ALLOW_THREADS;
+    while (s < end) {
+        const char *e = memchr(s, '\n', (size_t)(end - s));
+        if (e == NULL)
+            e = end;
+        const char *info, *comm;
+        Py_ssize_t comm_len;
+        if (coll_shape(s, e, check_cr, max_line, &info, &comm, &comm_len)) {
+            Py_ssize_t head_len = info - s;
+            uint64_t h = hash_bytes(hash_bytes(0xcbf29ce484222325ULL, s, head_len), comm, comm_len);
+            h ^= (uint64_t)head_len * 0x9E3779B97F4A7C15ULL;
+            size_t mask = ((size_t)1 << TABLE_BITS) - 1;
+            size_t slot = (size_t)(h ^ (h >> 32)) & mask;
+            int32_t gid = -1;
+            for (;;) {
+                int32_t at = slots[slot];
+                if (at == 0) {
+                    if (n_groups < MAX_GROUPS) {
+                        table_groups[n_groups] = (Group){s, head_len, comm, comm_len};
+                        slots[slot] = (int32_t)(n_groups + 1);
+                        gid = (int32_t)n_groups++;
+                    }
+                    break;
+                }
+                Group *g = &table_groups[at - 1];
+                if (g->head_len == head_len && g->comm_len == comm_len && memcmp(g->head, s, (size_t)head_len) == 0
+                    && memcmp(g->comm, comm, (size_t)comm_len) == 0) {
+                    gid = at - 1;
+                    break;
+                }
+                slot = (slot + 1) & mask;
+            }
+            if (gid >= 0) {
+                out[2 * found] = line;
+                out[2 * found + 1] = (uint32_t)gid;
+                found++;
+            }
+        }
+        line++;
+        s = e + 1;
+    }
+    Py_END_ALLOW_THREADS;
+    if (_PyBytes_Resize(&pairs, found * 8) < 0)
+        goto done;
+    groups = PyList_New(n_groups);
+    if (groups == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n_groups; i++) {
+        Group *g = &table_groups[i];
+        PyObject *item = Py_BuildValue("(y#y#)", g->head, g->head_len, g->comm, g->comm_len);
+        if (item == NULL)
+            goto done;
+        PyList_SET_ITEM(groups, i, item);
+    }
+    result = Py_BuildValue("(kOO)", (unsigned long)line, pairs, groups);
+done:
+    Py_XDECREF(pairs);
+    Py_XDECREF(groups);
+    PyMem_Free(table_groups);
+    PyMem_Free(slots);
+    PyBuffer_Release(&block);
+    return result;
+}
+
+static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer block, pairs, merged, timed;
+    Py_ssize_t lines, head, tail;
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*nn", &block, &lines, &pairs, &merged, &timed, &head, &tail))
+        return NULL;
+    PyObject *result = NULL, *kept = NULL, *kept_lines = NULL;
+    uint32_t *count = NULL, *position = NULL;
+    unsigned char *aside = NULL;
+    Py_ssize_t n_pairs = pairs.len / 8, n_groups = merged.len / 4;
+    const uint32_t *pair = pairs.buf;
+    const int32_t *merge = merged.buf;
+    const unsigned char *is_timed = timed.buf;
+    if (timed.len != n_groups || pairs.len % 8 || merged.len % 4 || lines < 0) {
+        PyErr_SetString(PyExc_ValueError, "pairs, merged and timed do not fit together");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_pairs; i++)
+        if (pair[2 * i + 1] >= (uint32_t)n_groups || pair[2 * i] >= (uint64_t)lines
+            || (i && pair[2 * i] <= pair[2 * i - 2])) {
+            PyErr_SetString(PyExc_ValueError, "pairs out of order or out of range");
+            goto done;
+        }
+    int32_t most = -1;
+    for (Py_ssize_t g = 0; g < n_groups; g++)
+        most = merge[g] > most ? merge[g] : most;
+    count = PyMem_Calloc((size_t)most + 2, sizeof(uint32_t));
+    position = PyMem_Calloc((size_t)most + 2, sizeof(uint32_t));
+    aside = PyMem_Calloc((size_t)n_pairs + 1, 1);
+    if (count == NULL || position == NULL || aside == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_pairs; i++) {
+        int32_t m = merge[pair[2 * i + 1]];
+        if (m >= 0)
+            count[m]++;
+    }
+    Py_ssize_t n_aside = 0;
+    int any_timed = 0;
+    for (Py_ssize_t i = 0; i < n_pairs; i++) {
+        uint32_t gid = pair[2 * i + 1];
+        int32_t m = merge[gid];
+        if (m < 0)
+            continue;
+        uint32_t p = position[m]++;
+        if ((Py_ssize_t)p >= head && (Py_ssize_t)p < (Py_ssize_t)count[m] - tail) {
+            aside[i] = 1;
+            n_aside++;
+            any_timed |= is_timed[gid];
+        }
+    }
+    if (any_timed) {
+        /* Runs of valid lines set aside back to back: in each, the first and last timed line stay. */
+        Py_ssize_t first = -1, last = -1, previous = -1;
+        for (Py_ssize_t i = 0; i <= n_pairs; i++) {
+            int continues = 0;
+            if (i < n_pairs) {
+                if (merge[pair[2 * i + 1]] < 0)
+                    continue; /* not a row of the polars path's frame */
+                continues = aside[i] && previous >= 0 && aside[previous] && pair[2 * i] == pair[2 * previous] + 1;
+            }
+            if (!continues) {
+                if (first >= 0) {
+                    aside[first] = 0;
+                    aside[last] = 0;
+                    n_aside -= first == last ? 1 : 2;
+                }
+                first = last = -1;
+            }
+            if (i == n_pairs)
+                break;
+            if (aside[i] && is_timed[pair[2 * i + 1]]) {
+                if (first < 0)
+                    first = i;
+                last = i;
+            }
+            previous = i;
+        }
+    }
+    kept = PyBytes_FromStringAndSize(NULL, block.len);
+    kept_lines = PyBytes_FromStringAndSize(NULL, (lines - n_aside) * 4);
+    if (kept == NULL || kept_lines == NULL)
+        goto done;
+    char *to = PyBytes_AS_STRING(kept);
+    uint32_t *numbers = (uint32_t *)PyBytes_AS_STRING(kept_lines);
+    Py_ssize_t written = 0, n_kept = 0;
+    uint32_t line = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    const char *s = block.buf;
+    const char *end = s + block.len;
+    const char *span = s; /* start of the kept bytes not yet copied */
+    Py_ssize_t next = 0; /* the next pair */
+    while (next < n_pairs && !aside[next])
+        next++;
+    while (s < end) {
+        const char *e = memchr(s, '\n', (size_t)(end - s));
+        e = e == NULL ? end : e + 1;
+        if (next < n_pairs && pair[2 * next] == line) {
+            memcpy(to + written, span, (size_t)(s - span));
+            written += s - span;
+            span = e;
+            next++;
+            while (next < n_pairs && !aside[next])
+                next++;
+        } else if (n_kept < lines - n_aside) {
+            numbers[n_kept++] = line;
+        }
+        line++;
+        s = e;
+    }
+    memcpy(to + written, span, (size_t)(end - span));
+    written += end - span;
+    Py_END_ALLOW_THREADS;
+    if (line != (uint32_t)lines || n_kept != lines - n_aside) {
+        PyErr_SetString(PyExc_ValueError, "the block's lines are not those scan counted");
+        goto done;
+    }
+    if (_PyBytes_Resize(&kept, written) < 0)
+        goto done;
+    result = Py_BuildValue("(OOn)", kept, kept_lines, n_aside);
+done:
+    Py_XDECREF(kept);
+    Py_XDECREF(kept_lines);
+    PyMem_Free(count);
+    PyMem_Free(position);
+    PyMem_Free(aside);
+    PyBuffer_Release(&block);
+    PyBuffer_Release(&pairs);
+    PyBuffer_Release(&merged);
+    PyBuffer_Release(&timed);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
+    {"reduce", reduce, METH_VARARGS, "The block without the COLL lines set aside: (kept, kept_lines, set_aside)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_collscan", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__collscan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,6 @@
+# The compiled COLL scanner (_collscan.c); its docstring there says what each returns.
+from typing_extensions import Buffer
+
+def scan(block: Buffer, check_cr: bool, max_line: int, /) -> tuple[int, bytes, list[tuple[bytes, bytes]]]: ...
+def reduce(block: Buffer, lines: int, pairs: Buffer, merged: Buffer, timed: Buffer, head: int, tail: int,
+           /) -> tuple[bytes, bytes, int]: ...

@@ -1,0 +1,178 @@
+"""The compiled COLL scanner gives what the polars path gives.
+
+``logscope.ingest.coll_prefilter`` drops, from a big block's bytes, the NCCL COLL lines the thinning
+would drop (``_collscan.c`` finds and groups them, ``coll_aside.merge_groups`` checks the groups).
+The polars path (``coll_aside.coll_surplus``) is the reference: a file read with the scanner and
+without it has the same line counts, warnings and events, whatever its lines hold.
+"""
+
+from __future__ import annotations
+
+import array
+import random
+import shutil
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reading_support import assert_same_reads, coll_heavy_log, jobsim
+
+from logscope.ingest import FileRead, blocks, coll_prefilter, discover, read_file, reading
+from logscope.ingest.blocks import lines_frame
+from logscope.parsers.lines import WRAP_MAX_LINES
+
+needs_scanner = pytest.mark.skipif(not coll_prefilter.COMPILED, reason="the compiled scanner is not built")
+
+
+def test_the_scanner_is_built_where_a_compiler_is() -> None:
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}): logscope reads with polars alone")
+    assert coll_prefilter.COMPILED, "a C compiler is here, yet logscope.ingest._collscan was not built or not loaded"
+
+
+def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRead, FileRead, int]:
+    """The file read with the scanner and without it, and how many lines the scanner set aside."""
+    source = discover([path])[0][0]
+    aside = 0
+    prefilter = coll_prefilter.prefilter
+
+    def counted(block: bytes, first_line: int) -> coll_prefilter.Prefiltered | None:
+        nonlocal aside
+        got = prefilter(block, first_line)
+        aside += 0 if got is None else got.set_aside
+        return got
+
+    with monkeypatch.context() as patch:
+        patch.setattr(reading, "prefilter", counted)
+        fast = read_file(source)
+    with monkeypatch.context() as patch:
+        patch.setattr(coll_prefilter, "COMPILED", False)
+        plain = read_file(source)
+    assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
+    return fast, plain, aside
+
+
+@needs_scanner
+@pytest.mark.parametrize("chunk", [1024 * 1024, 4 * 1024 * 1024])
+def test_odd_coll_lines_read_the_same_with_the_scanner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # Lines that look like COLL lines but are not (no pointer, not hex, glued, UTF-8 in odd places,
+    # a timestamp where the pattern does not read one) amid many real ones, in blocks of several sizes.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    fast, plain, aside = read_both_ways(coll_heavy_log(tmp_path / "coll-1-gpu0.out", 40000), monkeypatch)
+    assert_same_reads([plain], [fast])
+    assert aside > 10000  # the scanner did the work (a third of the lines), not the polars path after it
+
+
+@needs_scanner
+def test_coll_lines_with_nccl_timestamps_read_the_same_with_the_scanner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every COLL line has its own time (NCCL_DEBUG_TIMESTAMP_LEVELS=ALL), untimed events amid them
+    # take their times from them: the lines that give those times must stay.
+    sim = jobsim()
+    sim.write_job(sim.JobSpec(scenario="crash-cascade", nodes=2, coll=True, nccl_timestamps=True, steps=600), tmp_path)
+    for path in tmp_path.iterdir():
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(f"{line}\nValueError: odd sample {n}" if n % 500 == 250 else line
+                                  for n, line in enumerate(lines)) + "\n")
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 4 * 1024 * 1024)  # a file is one block of 10,000 lines
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    for path in sorted(tmp_path.iterdir()):
+        fast, plain, aside = read_both_ways(path, monkeypatch)
+        assert_same_reads([plain], [fast])
+        assert aside > fast.lines_read // 2
+
+
+# Pieces of lines: COLL lines of a few processes and communicators, with and without NCCL's own
+# timestamp and launcher prefixes, and what can break a byte-level reading of them.
+PROCESSES = ["gpu0:100:101 [0]", "gpu1:200:201 [1]", "gpu0:100:102 [0]", "n-é:300:301 [2]", "gpu0:0100:101 [0]"]
+COMMS = ["0x55aa01 [nranks=8]", "0x55aa02", "(nil) [nranks=2]", "0x55aa0123456789abcdef0123", "zz", "0x5\u00e9"]
+FRONTS = ["", "[default0]:", "3: ", "[2026-05-05 06:16:47] ", "[default1]:[2026-05-05 06:16:4{s}] ",
+          "2026-09-18 19:29:2{s} [rank3]:", "\ufeff", "x"]
+BREAKS = ["", "", "", "", "\r", "\x1f", "\0", "é", " comm 0x1", ": opCount 3 ", "\r\n"]
+OTHERS = ["ValueError: boom", "", "   ", "[rank0]: Traceback (most recent call last):",
+          "2026-11-03 14:00:0{s},532 - INFO - iteration 5/ 100 | lm loss: 2.5E+00 |", "x" * 5000]
+
+
+@st.composite
+def coll_block(draw: st.DrawFn) -> str:
+    """A block of more than WRAP_MAX_LINES lines, from a drawn set of line templates."""
+    templates = draw(st.lists(st.tuples(
+        st.sampled_from(FRONTS), st.sampled_from(PROCESSES), st.sampled_from(["AllReduce", "Broadcast", "All Reduce"]),
+        st.sampled_from(["{n:x} ", "{n} ", "zz ", "{n:x}"]), st.sampled_from(COMMS), st.sampled_from(BREAKS),
+        st.integers(0, 3)), min_size=1, max_size=12))
+    others = draw(st.lists(st.sampled_from(OTHERS), max_size=4))
+    seed = draw(st.integers(0, 2**16))
+    rng = random.Random(seed)
+    rows = []
+    for n in range(WRAP_MAX_LINES + 1500):
+        if others and rng.random() < 0.05:
+            rows.append(rng.choice(others).format(s=n % 10))
+            continue
+        front, process, op, count, comm, brk, where = rng.choice(templates)
+        line = (f"{front.format(s=n // 700 % 10)}{process} NCCL INFO {op}: opCount {count.format(n=n)}sendbuff 0x7f "
+                f"count 9 comm {comm}")
+        cut = len(line) * where // 4
+        rows.append(line[:cut] + brk + line[cut:])
+    ending = draw(st.sampled_from(["\n", "", "\n\n"]))
+    return "\n".join(rows) + ending
+
+
+@needs_scanner
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(text=coll_block())
+def test_any_block_reads_the_same_with_the_scanner(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "coll-1-gpu0.out"
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        for chunk in (256 * 1024, 32 * 1024 * 1024):
+            monkeypatch.setattr(blocks, "CHUNK_BYTES", chunk)
+            fast, plain, _ = read_both_ways(path, monkeypatch)
+            assert_same_reads([plain], [fast])
+
+
+@needs_scanner
+@pytest.mark.parametrize("text", [b"", b"a", b"a\n", b"a\n\nb", b"\n\n\n", b"a\r\nb\rc\n", "é\n\n".encode() * 3])
+def test_the_scanner_counts_the_lines_the_reader_frames(text: bytes) -> None:
+    from logscope.ingest import _collscan
+
+    lines, pairs, groups = _collscan.scan(text, True, 4096)
+    assert lines == (lines_frame(text, 0).height if text else 0)
+    assert pairs == b"" and groups == []
+
+
+@needs_scanner
+def test_the_scanner_groups_no_more_than_its_table_holds() -> None:
+    # A block with more distinct (head, comm) groups than MAX_GROUPS: the lines of the further
+    # groups are left to polars (not in the pairs), never merged into another group.
+    from logscope.ingest import _collscan
+
+    text = "".join(f"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x{n:x}\n" for n in range(70000)).encode()
+    lines, pairs, groups = _collscan.scan(text, False, 4096)
+    numbers = array.array("I", pairs)
+    assert lines == 70000 and len(groups) == 65536
+    assert list(numbers[0::2]) == list(range(65536)) and list(numbers[1::2]) == list(range(65536))
+
+
+@needs_scanner
+def test_the_scanner_refuses_pairs_that_do_not_fit_the_block() -> None:
+    from logscope.ingest import _collscan
+
+    text = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1\n" * 3
+    lines, pairs, _ = _collscan.scan(text, False, 4096)
+    merged, timed = array.array("i", [0]).tobytes(), b"\0"
+    assert _collscan.reduce(text, lines, pairs, merged, timed, 1, 1) == (text[: len(text) * 2 // 3],
+                                                                         array.array("I", [0, 2]).tobytes(), 1)
+    backwards = array.array("I", [1, 0, 0, 0]).tobytes()
+    for bad in [(text, lines, backwards, merged, timed), (text, lines, pairs, merged, b""),
+                (text, 2, pairs, merged, timed), (text, lines, pairs[:-1], merged, timed),
+                (text[: len(text) // 3], lines, pairs, merged, timed)]:
+        with pytest.raises(ValueError):
+            _collscan.reduce(*bad, 1, 1)
