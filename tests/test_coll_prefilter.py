@@ -1,7 +1,7 @@
 """The compiled COLL scanner gives what the polars path gives.
 
 ``logscope.ingest.coll_prefilter`` drops, from a big block's bytes, the NCCL COLL lines the thinning
-would drop (``_collscan.c`` finds and groups them, ``coll_aside.merge_groups`` checks the groups).
+would drop (``_collscan.c`` finds and groups them, ``coll_aside.group_keys`` checks the groups).
 The polars path (``coll_aside.coll_surplus``) is the reference: a file read with the scanner and
 without it has the same line counts, warnings and events, whatever its lines hold.
 """
@@ -168,11 +168,30 @@ def test_the_scanner_refuses_pairs_that_do_not_fit_the_block() -> None:
     text = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1\n" * 3
     lines, pairs, _ = _collscan.scan(text, False, 4096)
     merged, timed = array.array("i", [0]).tobytes(), b"\0"
-    assert _collscan.reduce(text, lines, pairs, merged, timed, 1, 1) == (text[: len(text) * 2 // 3],
-                                                                         array.array("I", [0, 2]).tobytes(), 1)
+    line = text[: len(text) // 3]
+    assert _collscan.reduce(text, lines, pairs, merged, timed, 1, 1, 40) == (b"41\x1f" + line + b"43\x1f" + line, 2, 1)
+    assert _collscan.reduce(text, lines, pairs, merged, timed, 2, 1, 40) == (b"", 3, 0)  # nothing dropped
     backwards = array.array("I", [1, 0, 0, 0]).tobytes()
     for bad in [(text, lines, backwards, merged, timed), (text, lines, pairs, merged, b""),
                 (text, 2, pairs, merged, timed), (text, lines, pairs[:-1], merged, timed),
                 (text[: len(text) // 3], lines, pairs, merged, timed)]:
         with pytest.raises(ValueError):
-            _collscan.reduce(*bad, 1, 1)
+            _collscan.reduce(*bad, 1, 1, 0)
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=needs_scanner)])
+def test_a_character_cut_by_the_byte_windows_is_no_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+    # The 20 bytes read after "opCount " and after "comm " end inside "é" here. polars 2 raises on
+    # such a slice cast to text (it gave null before): the whole read stopped with a traceback.
+    op_cut = "sendbuff 0x7f abcé comm 0x55aa01 [nranks=8]"
+    comm_cut = "comm 0x55aa01 [nranks=8]é"
+    rows = [f"gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} {op_cut if n % 2 else comm_cut}"
+            for n in range(WRAP_MAX_LINES + 100)]
+    path = tmp_path / "coll-1-gpu0.out"
+    path.write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    monkeypatch.setattr(coll_prefilter, "COMPILED", compiled and coll_prefilter.COMPILED)
+    read = read_file(discover([path])[0][0])
+    assert isinstance(read, FileRead) and read.lines_read == len(rows) == read.lines_recognised
+    assert set(read.events["event"]) == {"nccl_coll"} and read.events.height < 300

@@ -15,7 +15,7 @@
  *       - its first " NCCL INFO " stands before its first ": opCount ", which stands before its
  *         first "comm ";
  *       - between " NCCL INFO " and ": opCount " only ASCII letters (the operation), and after it
- *         hex digits and a space, within 20 bytes of ": opCount " (all ASCII up to there);
+ *         hex digits and a space, the space within 20 bytes of the end of ": opCount ";
  *       - no '\r' in it when ``check_cr`` (such a line is split into segments by the caller) and
  *         at most ``max_line`` bytes (a longer one is cut for matching by the caller).
  *     Lines are grouped by (the bytes before " NCCL INFO ", the 20 bytes after "comm "): the
@@ -24,14 +24,15 @@
  *     MAX_GROUPS groups are made: a line of a further group is left to the caller, as a line of
  *     another shape is.
  *
- * reduce(block, lines, pairs, merged, timed, head, tail) -> (kept, kept_lines, set_aside)
+ * reduce(block, lines, pairs, merged, timed, head, tail, first_line) -> (kept, kept_count, set_aside)
  *     ``merged``: per group id, the id (int32) of the group it belongs to once validated and merged
  *     (lines of one process and communicator), or -1 for a group that is not valid; ``timed``: per
  *     group id, 1 when its lines carry a leading time. A valid line is set aside when it is neither
  *     among the first ``head`` nor the last ``tail`` of its merged group in the block, except that in
  *     each run of lines set aside back to back the first and the last timed one stay (the lines
- *     around take their times from them). ``kept``: the block without the lines set aside;
- *     ``kept_lines``: the index of each kept line (native uint32); ``set_aside``: how many were.
+ *     around take their times from them). ``kept``: every other line, as "<number>\x1f<line>", its
+ *     number in the file being ``first_line`` + 1 + its index in the block (the caller reads them
+ *     with a CSV reader, 0x1f the separator); ``kept_count`` lines; ``set_aside``: how many were.
  *
  * Nothing here allocates per line; memory is bounded by the block (a block is at most a few tens
  * of MiB, so a uint32 line index cannot overflow: blocks over 4 GiB are refused).
@@ -131,9 +132,6 @@ static int coll_shape(const char *s, const char *e, int check_cr, Py_ssize_t max
     if (comm == NULL)
         return 0;
     const char *window_end = op + OPCOUNT_LEN + OP_SLICE < e ? op + OPCOUNT_LEN + OP_SLICE : e;
-    for (const char *p = name; p < window_end; p++)
-        if ((unsigned char)*p >= 0x80)
-            return 0;
     const char *digits = op + OPCOUNT_LEN;
     const char *p = digits;
     while (p < window_end && is_hex((unsigned char)*p))
@@ -241,17 +239,17 @@ done:
 
 static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer block, pairs, merged, timed;
-    Py_ssize_t lines, head, tail;
-    if (!PyArg_ParseTuple(args, "y*ny*y*y*nn", &block, &lines, &pairs, &merged, &timed, &head, &tail))
+    Py_ssize_t lines, head, tail, first_line;
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*nnn", &block, &lines, &pairs, &merged, &timed, &head, &tail, &first_line))
         return NULL;
-    PyObject *result = NULL, *kept = NULL, *kept_lines = NULL;
+    PyObject *result = NULL, *kept = NULL;
     uint32_t *count = NULL, *position = NULL;
     unsigned char *aside = NULL;
     Py_ssize_t n_pairs = pairs.len / 8, n_groups = merged.len / 4;
     const uint32_t *pair = pairs.buf;
     const int32_t *merge = merged.buf;
     const unsigned char *is_timed = timed.buf;
-    if (timed.len != n_groups || pairs.len % 8 || merged.len % 4 || lines < 0) {
+    if (timed.len != n_groups || pairs.len % 8 || merged.len % 4 || lines < 0 || first_line < 0) {
         PyErr_SetString(PyExc_ValueError, "pairs, merged and timed do not fit together");
         goto done;
     }
@@ -318,50 +316,60 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             previous = i;
         }
     }
-    kept = PyBytes_FromStringAndSize(NULL, block.len);
-    kept_lines = PyBytes_FromStringAndSize(NULL, (lines - n_aside) * 4);
-    if (kept == NULL || kept_lines == NULL)
+    /* Each kept line written as "<number>\x1f<line>": its number in the file (first_line + 1 + its
+     * index) and the separator the caller's CSV reader splits at (0x1f occurs nowhere else). */
+    Py_ssize_t n_kept = lines - n_aside;
+    if (n_aside == 0) { /* nothing to drop: the caller reads the block as it is */
+        result = Py_BuildValue("(y#nn)", "", (Py_ssize_t)0, n_kept, n_aside);
+        goto done;
+    }
+    kept = PyBytes_FromStringAndSize(NULL, block.len + n_kept * 22);
+    if (kept == NULL)
         goto done;
     char *to = PyBytes_AS_STRING(kept);
-    uint32_t *numbers = (uint32_t *)PyBytes_AS_STRING(kept_lines);
-    Py_ssize_t written = 0, n_kept = 0;
+    Py_ssize_t written = 0, counted = 0;
     uint32_t line = 0;
     Py_BEGIN_ALLOW_THREADS;
     const char *s = block.buf;
     const char *end = s + block.len;
-    const char *span = s; /* start of the kept bytes not yet copied */
-    Py_ssize_t next = 0; /* the next pair */
+    Py_ssize_t next = 0; /* the next pair set aside */
     while (next < n_pairs && !aside[next])
         next++;
     while (s < end) {
         const char *e = memchr(s, '\n', (size_t)(end - s));
         e = e == NULL ? end : e + 1;
         if (next < n_pairs && pair[2 * next] == line) {
-            memcpy(to + written, span, (size_t)(s - span));
-            written += s - span;
-            span = e;
             next++;
             while (next < n_pairs && !aside[next])
                 next++;
-        } else if (n_kept < lines - n_aside) {
-            numbers[n_kept++] = line;
+        } else if (counted < n_kept) {
+            char digits[24];
+            int n = 0;
+            unsigned long long number = (unsigned long long)first_line + 1 + line;
+            do {
+                digits[n++] = (char)('0' + number % 10);
+                number /= 10;
+            } while (number);
+            while (n)
+                to[written++] = digits[--n];
+            to[written++] = '\x1f';
+            memcpy(to + written, s, (size_t)(e - s));
+            written += e - s;
+            counted++;
         }
         line++;
         s = e;
     }
-    memcpy(to + written, span, (size_t)(end - span));
-    written += end - span;
     Py_END_ALLOW_THREADS;
-    if (line != (uint32_t)lines || n_kept != lines - n_aside) {
+    if (line != (uint32_t)lines || counted != n_kept) {
         PyErr_SetString(PyExc_ValueError, "the block's lines are not those scan counted");
         goto done;
     }
     if (_PyBytes_Resize(&kept, written) < 0)
         goto done;
-    result = Py_BuildValue("(OOn)", kept, kept_lines, n_aside);
+    result = Py_BuildValue("(Onn)", kept, n_kept, n_aside);
 done:
     Py_XDECREF(kept);
-    Py_XDECREF(kept_lines);
     PyMem_Free(count);
     PyMem_Free(position);
     PyMem_Free(aside);
@@ -374,7 +382,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
-    {"reduce", reduce, METH_VARARGS, "The block without the COLL lines set aside: (kept, kept_lines, set_aside)."},
+    {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, set_aside)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -186,36 +186,38 @@ def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
     return data, size - len(data)
 
 
-def lines_frame(block: bytes, first_line: int, numbers: pl.Series | None = None) -> pl.DataFrame:
-    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily; numbered by
-    ``numbers`` (one per line of ``block``) when given: the lines of a block some of whose lines
-    were dropped (see :mod:`~logscope.ingest.coll_prefilter`)."""
+def lines_frame(block: bytes, first_line: int, numbered: bool = False) -> pl.DataFrame:
+    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily.
+
+    ``numbered``: each line of ``block`` is ``<its number>\\x1f<the line>`` and 0x1f occurs nowhere
+    else: the lines of a block some of whose lines were dropped (:mod:`~logscope.ingest.coll_prefilter`).
+    """
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
-    while block.startswith(codecs.BOM_UTF8):  # the reader drops it, and finds "no data" if that was all
-        block = block[len(codecs.BOM_UTF8):] or b"\n"
-    if b"\x1f" in block:
-        block = block.replace(b"\x1f", b" ")
+    if not numbered:
+        while block.startswith(codecs.BOM_UTF8):  # the reader drops it, and finds "no data" if that was all
+            block = block[len(codecs.BOM_UTF8):] or b"\n"
+        if b"\x1f" in block:
+            block = block.replace(b"\x1f", b" ")
     # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
     # first line in front of such a block keeps it text, and its row is dropped below.
     shielded = _compressed_start(block)
+    columns = ["line", "raw"] if numbered else ["raw"]
     frame = pl.read_csv(
         b"\n" + block if shielded else block,
         has_header=False,
         separator="\x1f",
         quote_char=None,
-        new_columns=["raw"],
-        schema_overrides={"raw": pl.String},
+        new_columns=columns,
+        schema_overrides={"line": pl.Int64, "raw": pl.String} if numbered else {"raw": pl.String},
         encoding="utf8-lossy",
         infer_schema=False,
         truncate_ragged_lines=True,
     )
     if shielded:
         frame = frame.slice(1)
-    if numbers is not None:
-        if numbers.len() != frame.height:
-            raise ValueError(f"{numbers.len()} line numbers for {frame.height} lines")
-        return pl.DataFrame([numbers.alias("line"), frame["raw"]])
+    if numbered:
+        return frame
     return frame.select(
         (pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + first_line).alias("line"),
         pl.col("raw"),

@@ -5,18 +5,19 @@ first :data:`~logscope.ingest.thinning.COLL_HEAD` and last :data:`~logscope.inge
 of each (process, communicator). Splitting them into a polars frame only to set them aside
 (:func:`logscope.parsers.coll_aside.coll_surplus`) is most of what reading such a log costs. The
 compiled scanner (``_collscan.c``, built with the package when a C compiler is there) finds and
-groups them on the block's bytes; :func:`~logscope.parsers.coll_aside.merge_groups` checks each
-group once, as the polars path does; the scanner then drops the surplus lines, and polars is handed
-only the lines kept, with their line numbers in the file.
+groups them on the block's bytes; :func:`~logscope.parsers.coll_aside.group_keys` checks each group
+once, as the polars path does; the scanner then drops the surplus lines and writes the others with
+their line numbers, for polars to read.
 
 Without the compiled scanner, or for a block where it would not pay (small, few lines, no COLL
-lines set aside), :func:`prefilter` returns None and the block takes the polars path whole. Both
-give the same events: ``tests/test_coll_prefilter.py`` holds them to it.
+line to drop), :func:`prefilter` returns None and the block takes the polars path whole. Both give
+the same events: ``tests/test_coll_prefilter.py`` holds them to it.
 """
 
 from __future__ import annotations
 
 import array
+import codecs
 from dataclasses import dataclass
 
 import polars as pl
@@ -24,7 +25,7 @@ import polars as pl
 from logscope.ingest.blocks import lines_frame
 from logscope.ingest.matching import MATCH_CHARS
 from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL
-from logscope.parsers.coll_aside import merge_groups
+from logscope.parsers.coll_aside import group_keys
 from logscope.parsers.lines import WRAP_MAX_LINES
 
 try:
@@ -34,9 +35,14 @@ try:
 except ImportError:  # not built where the package was installed (no C compiler): polars does it all
     COMPILED = False
 
-# Below this a block is read whole by polars: the scanner's fixed cost (a group table, a call into
-# polars per group check) would not pay.
+# Below this a block is read whole by polars: the scanner's fixed cost (a group table, the checks
+# of new groups) would not pay.
 MIN_BLOCK_BYTES = 1024 * 1024
+# What each (head, comm) group checked so far is: (key, timed), or None when not valid. A file's
+# blocks share their groups (a handful of processes and communicators), so only its first block
+# pays for the checks. Emptied when full: lines stamped with NCCL's time make new heads each second.
+_KNOWN: dict[tuple[bytes, bytes], tuple[str, bool] | None] = {}
+KNOWN_MAX = 100_000
 
 
 @dataclass
@@ -52,28 +58,43 @@ def prefilter(block: bytes, first_line: int) -> Prefiltered | None:
     """``block`` (lines numbered from ``first_line + 1``) without the COLL lines the thinning would
     drop; None when the block is better read whole (see the module's docstring).
 
-    The block is taken as :func:`~logscope.ingest.blocks.lines_frame` reads it (0x1f is a space
-    there, so here too). A block of at most WRAP_MAX_LINES lines is never prefiltered: the parser
-    may join hard-wrapped lines in such a block, and a dropped line would change what joins."""
+    The block is taken as :func:`~logscope.ingest.blocks.lines_frame` reads it: leading byte-order
+    marks dropped, 0x1f a space. A block of at most WRAP_MAX_LINES lines is never prefiltered: the
+    parser may join hard-wrapped lines in such a block, and a dropped line would change what joins."""
     if not COMPILED or len(block) < MIN_BLOCK_BYTES:
         return None
+    while block.startswith(codecs.BOM_UTF8):
+        block = block[len(codecs.BOM_UTF8):]
     if b"\x1f" in block:
         block = block.replace(b"\x1f", b" ")
     total, pairs, groups = _collscan.scan(block, b"\r" in block, MATCH_CHARS)
     if total <= WRAP_MAX_LINES or not groups:
         return None
-    merged, timed = merge_groups([head for head, _ in groups], [comm for _, comm in groups])
-    kept, kept_lines, set_aside = _collscan.reduce(
-        block, total, pairs, array.array("i", merged.to_list()).tobytes(), bytes(timed.to_list()),
-        COLL_HEAD, COLL_TAIL,
-    )
+    merged, timed = _merged(groups)
+    kept, kept_count, set_aside = _collscan.reduce(block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL,
+                                                   first_line)
     if not set_aside:
         return None
-    import numpy as np  # only here: a big block's cost, not every start's
-
-    numbers = pl.Series("line", np.frombuffer(kept_lines, dtype=np.uint32)).cast(pl.Int64) + (first_line + 1)
-    try:
-        lines = lines_frame(kept, first_line, numbers=numbers)
-    except ValueError:  # the CSV reader split lines otherwise than at '\n' (never seen): read it whole
+    lines = lines_frame(kept, first_line, numbered=True)
+    if lines.height != kept_count:  # the CSV reader split lines otherwise than at '\n' (never seen)
         return None
     return Prefiltered(lines, total, set_aside)
+
+
+def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+    """For the scanner's groups: the merged group of each (int32, -1 when not valid) and whether
+    its lines carry a leading time (one byte each), as the polars path groups them: alone when no
+    line has a time, else one group per (key, comm)."""
+    unknown = [group for group in groups if group not in _KNOWN]
+    if unknown:
+        if len(_KNOWN) + len(unknown) > KNOWN_MAX:
+            _KNOWN.clear()
+        _KNOWN.update(zip(unknown, group_keys([h for h, _ in unknown], [c for _, c in unknown]), strict=True))
+    keys = [_KNOWN[group] for group in groups]
+    timed = bytes(key is not None and key[1] for key in keys)
+    if not any(timed):
+        return array.array("i", [-1 if key is None else n for n, key in enumerate(keys)]).tobytes(), timed
+    ids: dict[tuple[str, bytes], int] = {}
+    merged = [-1 if key is None else ids.setdefault((key[0], comm), len(ids))
+              for key, (_, comm) in zip(keys, groups, strict=True)]
+    return array.array("i", merged).tobytes(), timed

@@ -8,9 +8,9 @@ here, counted as recognised and never classified. Two ways, one rule:
 
 * :func:`coll_surplus`, polars expressions over a chunk's frame of lines (the reference, and the
   path when the compiled scanner is not built);
-* :func:`merge_groups`, for the compiled scanner (:mod:`logscope.ingest.coll_prefilter`), which
+* :func:`group_keys`, for the compiled scanner (:mod:`logscope.ingest.coll_prefilter`), which
   finds and groups the COLL lines of a block of bytes itself and asks here which of its groups are
-  valid and which are one process's.
+  valid and which process each is.
 
 Both group lines by (the text before " NCCL INFO ", the 20 bytes after "comm ") and check each
 group's head and pointer once, with the same functions below.
@@ -28,7 +28,8 @@ _COLL_INFO = " NCCL INFO "
 _COLL_TRIGGER = ": opCount "
 _COLL_COMM = "comm "
 _COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex value and more
-_COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]+ "
+# The operation, then the op count and a space within _COLL_SLICE bytes of "opCount ".
+_COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]{1," + str(_COLL_SLICE - 1) + "} "
 # What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
 # the NCCL_COLL pattern's head, its optional timestamp apart from the rest (the key).
 _NCCL_STAMP = r"\[\d{4}-\d{2}-\d{2}[^\]]*\] "  # NCCL_DEBUG_TIMESTAMP_FORMAT's default, "[%F %T] "
@@ -78,10 +79,11 @@ def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
             "idx",
             data.bin.slice(0, at_info).alias("head"),
             data.bin.slice(at_comm + len(_COLL_COMM), _COLL_SLICE).alias("comm"),
-            # From the operation to the op count and the space after it, checked by an anchored
-            # regex on this short slice (a regex search of the whole line costs more).
-            data.bin.slice(at_info + len(_COLL_INFO), at_op - at_info - len(_COLL_INFO) + len(_COLL_TRIGGER)
-                           + _COLL_SLICE).cast(pl.String, strict=False).alias("_op_count"),
+            # From the operation on, checked by an anchored regex (a regex search of the whole
+            # line costs more). The slice starts and ends where characters do (after " NCCL INFO ",
+            # at the line's end), so it is text: a slice that could cut a character in two cannot be
+            # cast (polars 2 raises where it gave null before).
+            data.bin.slice(at_info + len(_COLL_INFO)).cast(pl.String).alias("_op_count"),
         )
         .filter(pl.col("_op_count").str.contains(_COLL_OP_COUNT))
     )
@@ -183,42 +185,45 @@ def _head_keys(heads: pl.Series) -> pl.DataFrame:
 
 def _valid_pointers(slices: pl.Series) -> pl.Series:
     """The distinct slices after "comm " that start with the whole pointer the pattern reads: it
-    ends inside the slice, or the line does."""
-    text = slices.cast(pl.String, strict=False)
+    ends inside the slice, or the line does. (A slice that cut a character in two is not text, and
+    not valid: its pointer, if any, does not end inside it.)"""
+    distinct = slices.unique()
+    text = pl.Series([_text(value) for value in distinct], dtype=pl.String)  # a handful of values
     pointer = text.str.extract(_COLL_POINTER, 0)
     whole = pointer.str.len_bytes() < text.str.len_bytes()
-    return slices.filter((pointer.is_not_null() & (whole | (slices.bin.size() < _COLL_SLICE))).fill_null(False))
+    return distinct.filter((pointer.is_not_null() & (whole | (distinct.bin.size() < _COLL_SLICE))).fill_null(False))
 
 
-def merge_groups(heads: list[bytes], comms: list[bytes]) -> tuple[pl.Series, pl.Series]:
-    """For the groups of COLL lines the compiled scanner made (group ``i``: lines whose text before
-    " NCCL INFO " is ``heads[i]`` and whose 20 bytes after "comm " are ``comms[i]``): the group each
-    belongs to once merged (Int32, -1 for a group that is not valid) and whether its lines carry a
-    leading time (UInt8).
+def _text(value: bytes | None) -> str | None:
+    """``value`` as text; None when it is not UTF-8."""
+    try:
+        return None if value is None else value.decode()
+    except UnicodeDecodeError:
+        return None
 
-    The checks are those of :func:`coll_surplus` (the same functions), with its grouping: when no
-    line carries a time, each valid group stands alone; when some do, groups of one key (the NCCL
-    head without its timestamp) and one comm are one. A head that is not UTF-8, or a comm that is
-    not ASCII, is not valid here either: the text polars decodes from such bytes may differ from
-    them. Its lines go through the polars path, which is never wrong, only slower."""
-    n = len(heads)
+
+def group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] | None]:
+    """For groups of COLL lines the compiled scanner made (group ``i``: lines whose text before
+    " NCCL INFO " is ``heads[i]`` and whose 20 bytes after "comm " are ``comms[i]``): each group's
+    key (the NCCL head without launcher prefixes or timestamp: one process) and whether its lines
+    carry a leading time; None for a group that is not valid.
+
+    The checks are those of :func:`coll_surplus`, by the same functions. A head that is not UTF-8,
+    or a comm that is not ASCII, is not valid here either: the text polars decodes from such bytes
+    may differ from them. Its lines go through the polars path, which is never wrong, only slower.
+    """
+    kept = [n for n, (head, comm) in enumerate(zip(heads, comms, strict=True))
+            if comm.isascii() and _text(head) is not None]
     groups = pl.DataFrame(
-        {"head": heads, "comm": comms, "idx": pl.int_range(n, dtype=pl.UInt32, eager=True)},
+        {"head": [heads[n] for n in kept], "comm": [comms[n] for n in kept], "idx": kept},
         schema={"head": pl.Binary, "comm": pl.Binary, "idx": pl.UInt32},
     )
-    ascii_comm = ~pl.col("comm").cast(pl.String, strict=False).str.contains(r"[^\x00-\x7f]").fill_null(True)
-    groups = groups.filter(pl.col("head").cast(pl.String, strict=False).is_not_null() & ascii_comm)
     groups = _split_at_stamp(groups.lazy()).collect()
     valid = _keyed(groups).filter(pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode()))
-    merged = pl.repeat(-1, n, dtype=pl.Int32, eager=True)
-    timed = pl.repeat(0, n, dtype=pl.UInt8, eager=True)
-    if valid.height == 0:
-        return merged, timed
-    timed = timed.scatter(valid["idx"], valid["timed"].cast(pl.UInt8))
-    if not valid["timed"].any():
-        return merged.scatter(valid["idx"], valid["idx"].cast(pl.Int32)), timed
-    ids = valid.group_by("key", "comm").agg("idx").with_row_index("id").explode("idx")
-    return merged.scatter(ids["idx"], ids["id"].cast(pl.Int32)), timed
+    keys: list[tuple[str, bool] | None] = [None] * len(heads)
+    for idx, key, timed in valid.select("idx", "key", "timed").iter_rows():
+        keys[idx] = (key, timed)
+    return keys
 
 
 def _split_at_stamp(groups: pl.LazyFrame) -> pl.LazyFrame:
