@@ -58,6 +58,22 @@ def test_line_numbers_survive_chunking(tmp_path: Path, monkeypatch: pytest.Monke
     assert result.events.row(0, named=True)["line"] == 201
 
 
+@pytest.mark.parametrize("tail", ["", "x" * 70_000])
+def test_blocks_cut_at_a_newline_before_reading_keep_every_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: str) -> None:
+    # A plain file's blocks are cut at the last newline of their last 64 KiB before they are read;
+    # lines longer than that (tail) leave the cut to after the read. Every line is counted once,
+    # in its place, whatever the cut.
+    lines = [f"ValueError: line {i} {tail if i % 97 == 0 else ''}" for i in range(8000)]
+    path = write(tmp_path / "x-1-n1.out", "\n".join(lines) + "\n")
+    whole = only(path)
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 256 * 1024)
+    cut = only(path)
+    assert cut.lines_read == whole.lines_read == 8000 and cut.lines_recognised == whole.lines_recognised
+    assert cut.events["line"].to_list() == whole.events["line"].to_list()
+    assert cut.events["text"].to_list() == whole.events["text"].to_list()
+
+
 def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     body = "\n".join(f"ValueError: number {i}" for i in range(5000)).encode()
     blob = gzip.compress(body)

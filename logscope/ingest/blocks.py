@@ -26,6 +26,7 @@ CHUNK_BYTES = 32 * 1024 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024
 SNIFF_BYTES = 8192
 NUL_RUN = 4096  # NUL bytes in a row beyond this are a hole in the file, not text
+PROBE_BYTES = 64 * 1024  # where a plain file's next block is cut at a newline before it is read
 
 
 def peek(stream: io.BufferedIOBase | InflateStream) -> bytes:
@@ -81,6 +82,8 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             # The rest of a plain file, up to half a block more, in one block: every block costs
             # a fixed ~20 ms beyond its lines, and a small last block would cost it for little.
             want = max(CHUNK_BYTES, size - stream.tell() + 1)
+        elif size is not None and not pending:
+            want = _up_to_a_newline(stream, want)
         try:
             data = stream.read(want)
         except READ_ERRORS:  # damage: the lines before it, the last one cut short, still count
@@ -124,6 +127,21 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
     if pending:
         yield pending
     _note_squeezed(squeezed, warnings)
+
+
+def _up_to_a_newline(stream: io.BufferedIOBase | InflateStream, want: int) -> int:
+    """How many bytes of a plain file to read from its position so that they end at a newline:
+    ``want`` cut after the last newline of its last :data:`PROBE_BYTES` (looked at without moving
+    the stream), or ``want`` itself when none is there. A block that ends at a newline as read is
+    the bytes read, not a copy of them cut there."""
+    if want <= 2 * PROBE_BYTES:
+        return want
+    try:
+        tail = os.pread(stream.fileno(), PROBE_BYTES, stream.tell() + want - PROBE_BYTES)
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return want
+    cut = tail.rfind(b"\n")
+    return want if cut == -1 or len(tail) < PROBE_BYTES else want - PROBE_BYTES + cut + 1
 
 
 def _note_squeezed(squeezed: int, warnings: list[str]) -> None:

@@ -52,6 +52,7 @@ class Prefiltered:
     lines: pl.DataFrame  # ``line`` (numbered as in the file), ``raw``: the lines kept
     lines_read: int  # every line of the block, kept or not
     set_aside: int  # COLL lines dropped: recognised, never classified
+    kept_bytes: int  # the size of the lines kept
 
 
 def prefilter(block: bytes, first_line: int) -> Prefiltered | None:
@@ -78,7 +79,7 @@ def prefilter(block: bytes, first_line: int) -> Prefiltered | None:
     lines = lines_frame(kept, first_line, numbered=True)
     if lines.height != kept_count:  # the CSV reader split lines otherwise than at '\n' (never seen)
         return None
-    return Prefiltered(lines, total, set_aside)
+    return Prefiltered(lines, total, set_aside, len(kept))
 
 
 def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:

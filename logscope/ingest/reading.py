@@ -72,7 +72,7 @@ def read_in_order(sources: Sequence[SourceFile],
     candidate lines of several blocks, of one file or of several, are classified in one batch
     (``finish_chunks``), whose cost is mostly fixed: a job of many small files, or of big ones
     cut into many blocks, pays it a few times rather than once a block. A batch is finished when
-    it holds BATCH_ROWS candidate lines or BATCH_BYTES of blocks (their lines stay in memory
+    it holds BATCH_ROWS candidate lines or BATCH_BYTES of blocks framed (their lines stay in memory
     until then), and at the end; a file's result is yielded once its last block is classified.
     ``on_bytes`` gets each block's size as it is read.
     """
@@ -181,7 +181,9 @@ class _Batch:
                         reading.waiting += 1
                         self._rows += piece.candidates.height
                         self._cost += cost
-                    self._bytes += len(block)
+                    # What waits is the candidates of what was framed: a prefiltered block's kept
+                    # lines only, so that the blocks of a COLL-heavy job share a few classify calls.
+                    self._bytes += len(block) if reduced is None else reduced.kept_bytes
                     if self._rows >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
                         self.finish()
             except READ_ERRORS as error:
