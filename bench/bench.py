@@ -3,8 +3,8 @@
 
 For each size it generates (once, cached under ``--workdir``) a job folder with ``tools/jobsim.py``:
 16 nodes x 8 ranks, NCCL INFO with COLL lines (``NCCL_DEBUG_SUBSYS=INIT,ENV,COLL``), torchrun and
-training-step lines, and a crash on one rank that takes the job down. It reads every file once to
-warm the page cache, then runs each tool in a fresh subprocess, ``--repeat`` times, interleaved:
+training-step lines, and a crash on one rank that takes the job down. It runs each tool in a fresh
+subprocess, ``--repeat`` times, interleaved, reading every file just before each run (page cache warm):
 
 * ``cat FILES > /dev/null``                 the cost of reading the bytes;
 * ``grep -c 'NCCL INFO' FILES``              a memchr-driven substring count in C;
@@ -221,6 +221,10 @@ def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...],
     samples: dict[str, list[tuple[float, float, str]]] = {t: [] for t in tools}
     for _ in range(repeat):
         for tool in tools:
+            # Again before each run: this machine's page cache does not keep a few GB for long
+            # (seen: a 1 GB folder read from disk again a minute later), and a tool that paid
+            # for the disk would be measured against one that did not.
+            warm(files)
             wall, rss, code, out = run_once(commands(tool, folder, names), capture=tool != "cat")
             samples[tool].append((wall, rss, check(tool, code, out, lines)))
             print(f"  {label:>5} {tool:<10} {wall:7.2f} s  {rss:7.0f} MB", file=sys.stderr, flush=True)

@@ -95,6 +95,9 @@ def analyze(
 
     Example: logscope analyze job-12345/ --format json; logscope analyze 12345 --save ticket-12345/
     """
+    from logscope.ingest.workers import start_early
+
+    start_early(paths)  # a big job's readers import while this process does
     from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
 
@@ -192,6 +195,9 @@ def report(
 
     Example: logscope report job-12345/ -o postmortem.html
     """
+    from logscope.ingest.workers import start_early
+
+    start_early(paths)  # a big job's readers import while this process does
     from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
     from logscope.report.postmortem import chart_folder, report_format, write_report

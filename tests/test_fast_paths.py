@@ -84,6 +84,31 @@ def test_reading_in_workers_matches_reading_here(monkeypatch: pytest.MonkeyPatch
     assert_same_reads(here, there)
 
 
+@pytest.mark.parametrize("used", [True, False])
+def test_workers_started_early_read_the_job_or_are_stopped(monkeypatch: pytest.MonkeyPatch, used: bool) -> None:
+    # start_early starts the workers from the inputs' size on disk; read_files gives them their
+    # files (the same reads as here), or stops them when it reads here after all.
+    files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "oom"])
+    here = [read_file(f) for f in files]
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    workers.start_early([SAMPLES / "crash-cascade", SAMPLES / "oom"])
+    early = list(workers._EARLY)
+    assert len(early) == 2
+    if not used:
+        monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 10**15)
+    started: list[object] = []
+    monkeypatch.setattr(workers, "_start_worker", lambda: started.append(1) or pytest.fail("a worker started late"))
+    assert_same_reads(here, read_files(files))
+    assert not workers._EARLY and not started
+    assert all(proc.poll() is not None for proc in early)  # none left behind
+
+
+def test_every_name_the_ingest_package_exports_loads() -> None:
+    # The package loads its names lazily (discovery and the workers' start-up import no polars).
+    assert all(getattr(ingest, name) is not None for name in ingest.__all__)
+
+
 def test_non_ascii_digits_in_a_prefix_are_not_fatal() -> None:
     # \d matches "٣" (Arabic-Indic three); it used to stop the whole chunk with a cast error.
     out = engine.parse_chunk(pl.DataFrame({"line": [1, 2], "raw": ["٣: ValueError: x", "[default٣]:ValueError: y"]},

@@ -22,12 +22,37 @@ not this package's copy).
 
 from __future__ import annotations
 
-from logscope.ingest.blocks import CHUNK_BYTES, MAX_LINE_BYTES, NUL_RUN, SNIFF_BYTES
-from logscope.ingest.compression import READ_ERRORS, TruncatedArchive
-from logscope.ingest.discovery import NOT_LOG_SUFFIXES, Skipped, SourceFile, discover, is_not_a_log
-from logscope.ingest.reading import BATCH_BYTES, BATCH_ROWS, FileRead, ProgressCallback, read_file, read_in_order
-from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
-from logscope.ingest.workers import MAX_WORKERS, PARALLEL_MIN_BYTES, read_files
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each name below is loaded from its module when first asked for, so that importing one light
+# module of the package (discovery, workers' start-up) does not import polars with the rest.
+_WHERE = {
+    "CHUNK_BYTES": "blocks", "MAX_LINE_BYTES": "blocks", "NUL_RUN": "blocks", "SNIFF_BYTES": "blocks",
+    "READ_ERRORS": "compression", "TruncatedArchive": "compression",
+    "NOT_LOG_SUFFIXES": "discovery", "Skipped": "discovery", "SourceFile": "discovery", "discover": "discovery",
+    "is_not_a_log": "discovery",
+    "BATCH_BYTES": "reading", "BATCH_ROWS": "reading", "FileRead": "reading", "ProgressCallback": "reading",
+    "read_file": "reading", "read_in_order": "reading",
+    "COLL_HEAD": "thinning", "COLL_TAIL": "thinning", "KIND_KEEP": "thinning", "PROGRESS_TAIL": "thinning",
+    "RECORD_KEEP": "thinning", "REPEAT_KEEP": "thinning",
+    "MAX_WORKERS": "workers", "PARALLEL_MIN_BYTES": "workers", "read_files": "workers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+
+
+if TYPE_CHECKING:
+    from logscope.ingest.blocks import CHUNK_BYTES, MAX_LINE_BYTES, NUL_RUN, SNIFF_BYTES
+    from logscope.ingest.compression import READ_ERRORS, TruncatedArchive
+    from logscope.ingest.discovery import NOT_LOG_SUFFIXES, Skipped, SourceFile, discover, is_not_a_log
+    from logscope.ingest.reading import BATCH_BYTES, BATCH_ROWS, FileRead, ProgressCallback, read_file, read_in_order
+    from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
+    from logscope.ingest.workers import MAX_WORKERS, PARALLEL_MIN_BYTES, read_files
 
 __all__ = [
     "BATCH_BYTES", "BATCH_ROWS", "CHUNK_BYTES", "COLL_HEAD", "COLL_TAIL", "KIND_KEEP", "MAX_LINE_BYTES", "MAX_WORKERS",
