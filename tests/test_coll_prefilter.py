@@ -20,18 +20,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reading_support import assert_same_reads, coll_heavy_log, jobsim
 
-from logscope.ingest import FileRead, blocks, coll_prefilter, discover, read_file, reading
+from logscope.ingest import FileRead, blocks, coll_prefilter, compiled, discover, read_file, reading
 from logscope.ingest.blocks import lines_frame
 from logscope.parsers.lines import WRAP_MAX_LINES
 
-needs_scanner = pytest.mark.skipif(not coll_prefilter.COMPILED, reason="the compiled scanner is not built")
+needs_scanner = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner is not built")
 
 
 def test_the_scanner_is_built_where_a_compiler_is() -> None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler}): logscope reads with polars alone")
-    assert coll_prefilter.COMPILED, "a C compiler is here, yet logscope.ingest._collscan was not built or not loaded"
+    assert compiled.COMPILED, "a C compiler is here, yet logscope.ingest._collscan was not built or not loaded"
 
 
 def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRead, FileRead, int]:
@@ -40,9 +40,9 @@ def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRea
     aside = 0
     prefilter = coll_prefilter.prefilter
 
-    def counted(block: bytes, first_line: int) -> coll_prefilter.Prefiltered | None:
+    def counted(block: bytes, first_line: int, controls: blocks.Controls) -> coll_prefilter.Prefiltered | None:
         nonlocal aside
-        got = prefilter(block, first_line)
+        got = prefilter(block, first_line, controls)
         aside += 0 if got is None else got.set_aside
         return got
 
@@ -50,7 +50,7 @@ def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRea
         patch.setattr(reading, "prefilter", counted)
         fast = read_file(source)
     with monkeypatch.context() as patch:
-        patch.setattr(coll_prefilter, "COMPILED", False)
+        patch.setattr(compiled, "COMPILED", False)
         plain = read_file(source)
     assert isinstance(fast, FileRead) and isinstance(plain, FileRead)
     return fast, plain, aside
@@ -148,6 +148,13 @@ def test_the_scanner_counts_the_lines_the_reader_frames(text: bytes) -> None:
     assert pairs == b"" and groups == []
 
 
+@pytest.mark.parametrize("text", [b"", b"plain", b"a\rb", b"x" * 40 + b"\x1f", b"\0", b"\r\0\x1f" + b"y" * 33])
+def test_control_bytes_are_found_the_same_either_way(monkeypatch: pytest.MonkeyPatch, text: bytes) -> None:
+    found = blocks.control_bytes(text)
+    monkeypatch.setattr(compiled, "COMPILED", False)
+    assert blocks.control_bytes(text) == found == (b"\0" in text, b"\r" in text, b"\x1f" in text)
+
+
 @needs_scanner
 def test_the_scanner_groups_no_more_than_its_table_holds() -> None:
     # A block with more distinct (head, comm) groups than MAX_GROUPS: the lines of the further
@@ -179,9 +186,9 @@ def test_the_scanner_refuses_pairs_that_do_not_fit_the_block() -> None:
             _collscan.reduce(*bad, 1, 1, 0)
 
 
-@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=needs_scanner)])
+@pytest.mark.parametrize("use_scanner", [False, pytest.param(True, marks=needs_scanner)])
 def test_a_character_cut_by_the_byte_windows_is_no_error(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_scanner: bool) -> None:
     # The 20 bytes read after "opCount " and after "comm " end inside "é" here. polars 2 raises on
     # such a slice cast to text (it gave null before): the whole read stopped with a traceback.
     op_cut = "sendbuff 0x7f abcé comm 0x55aa01 [nranks=8]"
@@ -191,7 +198,7 @@ def test_a_character_cut_by_the_byte_windows_is_no_error(
     path = tmp_path / "coll-1-gpu0.out"
     path.write_text("\n".join(rows) + "\n")
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
-    monkeypatch.setattr(coll_prefilter, "COMPILED", compiled and coll_prefilter.COMPILED)
+    monkeypatch.setattr(compiled, "COMPILED", use_scanner and compiled.COMPILED)
     read = read_file(discover([path])[0][0])
     assert isinstance(read, FileRead) and read.lines_read == len(rows) == read.lines_recognised
     assert set(read.events["event"]) == {"nccl_coll"} and read.events.height < 300

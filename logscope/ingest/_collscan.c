@@ -34,6 +34,11 @@
  *     number in the file being ``first_line`` + 1 + its index in the block (the caller reads them
  *     with a CSV reader, 0x1f the separator); ``kept_count`` lines; ``set_aside``: how many were.
  *
+ * controls(block) -> int
+ *     Which of NUL (1), '\r' (2) and 0x1f (4) ``block`` holds, in one pass: the reader's three
+ *     questions of every block (NUL bytes to drop, carriage returns to split at, the CSV reader's
+ *     separator to replace), each a pass over the block in Python.
+ *
  * Nothing here allocates per line; memory is bounded by the block (a block is at most a few tens
  * of MiB, so a uint32 line index cannot overflow: blocks over 4 GiB are refused).
  */
@@ -41,6 +46,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define MAX_GROUPS 65536
 #define TABLE_BITS 17 /* 2 * MAX_GROUPS slots: the open-addressing table stays at most half full */
@@ -380,7 +388,35 @@ done:
     return result;
 }
 
+static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer block;
+    if (!PyArg_ParseTuple(args, "y*", &block))
+        return NULL;
+    const unsigned char *p = block.buf;
+    Py_ssize_t n = block.len, i = 0;
+    int found = 0;
+    Py_BEGIN_ALLOW_THREADS;
+#ifdef __SSE2__
+    const __m128i nul = _mm_setzero_si128(), cr = _mm_set1_epi8('\r'), us = _mm_set1_epi8(0x1f);
+    __m128i seen_nul = _mm_setzero_si128(), seen_cr = _mm_setzero_si128(), seen_us = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        seen_nul = _mm_or_si128(seen_nul, _mm_cmpeq_epi8(v, nul));
+        seen_cr = _mm_or_si128(seen_cr, _mm_cmpeq_epi8(v, cr));
+        seen_us = _mm_or_si128(seen_us, _mm_cmpeq_epi8(v, us));
+    }
+    found = (_mm_movemask_epi8(seen_nul) ? 1 : 0) | (_mm_movemask_epi8(seen_cr) ? 2 : 0)
+            | (_mm_movemask_epi8(seen_us) ? 4 : 0);
+#endif
+    for (; i < n; i++)
+        found |= p[i] == 0 ? 1 : p[i] == '\r' ? 2 : p[i] == 0x1f ? 4 : 0;
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&block);
+    return PyLong_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
+    {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2) and 0x1f (4) the block holds."},
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
     {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, set_aside)."},
     {NULL, NULL, 0, NULL},

@@ -17,9 +17,11 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
+from logscope.ingest import compiled
 from logscope.ingest.compression import READ_ERRORS, InflateStream
 
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -158,6 +160,23 @@ def _plain_size(stream: io.BufferedIOBase | InflateStream) -> int | None:
         return os.fstat(stream.fileno()).st_size
     except OSError:
         return None
+
+
+class Controls(NamedTuple):
+    """Which control bytes a block holds: each changes how it is read."""
+
+    nul: bool  # dropped (without_nul)
+    carriage_return: bool  # a line holding one is split into segments
+    unit_separator: bool  # 0x1f, the CSV reader's separator (lines_frame): a space instead
+
+
+def control_bytes(block: bytes) -> Controls:
+    """What ``block`` holds of NUL, '\\r' and 0x1f: one compiled pass when the scanner is built,
+    else three byte searches (each a pass over the block)."""
+    if compiled.COMPILED:
+        found = compiled.scanner.controls(block)
+        return Controls(bool(found & 1), bool(found & 2), bool(found & 4))
+    return Controls(b"\0" in block, b"\r" in block, b"\x1f" in block)
 
 
 def without_nul(block: bytes) -> bytes:

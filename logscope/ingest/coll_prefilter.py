@@ -22,18 +22,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from logscope.ingest.blocks import lines_frame
+from logscope.ingest import compiled
+from logscope.ingest.blocks import Controls, lines_frame
 from logscope.ingest.matching import MATCH_CHARS
 from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL
 from logscope.parsers.coll_aside import group_keys
 from logscope.parsers.lines import WRAP_MAX_LINES
-
-try:
-    from logscope.ingest import _collscan
-
-    COMPILED = True
-except ImportError:  # not built where the package was installed (no C compiler): polars does it all
-    COMPILED = False
 
 # Below this a block is read whole by polars: the scanner's fixed cost (a group table, the checks
 # of new groups) would not pay.
@@ -55,24 +49,25 @@ class Prefiltered:
     kept_bytes: int  # the size of the lines kept
 
 
-def prefilter(block: bytes, first_line: int) -> Prefiltered | None:
+def prefilter(block: bytes, first_line: int, controls: Controls) -> Prefiltered | None:
     """``block`` (lines numbered from ``first_line + 1``) without the COLL lines the thinning would
     drop; None when the block is better read whole (see the module's docstring).
 
     The block is taken as :func:`~logscope.ingest.blocks.lines_frame` reads it: leading byte-order
     marks dropped, 0x1f a space. A block of at most WRAP_MAX_LINES lines is never prefiltered: the
-    parser may join hard-wrapped lines in such a block, and a dropped line would change what joins."""
-    if not COMPILED or len(block) < MIN_BLOCK_BYTES:
+    parser may join hard-wrapped lines in such a block, and a dropped line would change what joins.
+    ``controls``: what the block holds (:func:`~logscope.ingest.blocks.control_bytes`)."""
+    if not compiled.COMPILED or len(block) < MIN_BLOCK_BYTES:
         return None
     while block.startswith(codecs.BOM_UTF8):
         block = block[len(codecs.BOM_UTF8):]
-    if b"\x1f" in block:
+    if controls.unit_separator:
         block = block.replace(b"\x1f", b" ")
-    total, pairs, groups = _collscan.scan(block, b"\r" in block, MATCH_CHARS)
+    total, pairs, groups = compiled.scanner.scan(block, controls.carriage_return, MATCH_CHARS)
     if total <= WRAP_MAX_LINES or not groups:
         return None
     merged, timed = _merged(groups)
-    kept, kept_count, set_aside = _collscan.reduce(block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL,
+    kept, kept_count, set_aside = compiled.scanner.reduce(block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL,
                                                    first_line)
     if not set_aside:
         return None

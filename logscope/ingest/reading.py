@@ -26,6 +26,7 @@ from logscope.ingest.blocks import (
     CHUNK_BYTES,
     MAX_LINE_BYTES,
     blocks,
+    control_bytes,
     lines_frame,
     looks_binary,
     peek,
@@ -154,10 +155,12 @@ class _Batch:
                 for block in blocks(reading.stream, result.source.path, result.warnings):
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
-                    block = without_nul(block)
+                    controls = control_bytes(block)
+                    if controls.nul:
+                        block = without_nul(block)
                     # The COLL lines the thinning would drop, dropped from a big block's bytes
                     # by the compiled scanner; the rest of the block, or all of it, goes on.
-                    reduced = prefilter(block, result.lines_read)
+                    reduced = prefilter(block, result.lines_read, controls)
                     if reduced is None:
                         lines = lines_frame(block, result.lines_read)
                         result.lines_read += lines.height
@@ -170,7 +173,7 @@ class _Batch:
                     # costs more than classifying them (thinning drops them just the same).
                     keep = (COLL_HEAD, COLL_TAIL) if lines.height > COLL_ASIDE_MIN_LINES else None
                     prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=keep,
-                                             carriage_returns=cut > 0 or b"\r" in block,
+                                             carriage_returns=cut > 0 or controls.carriage_return,
                                              join_wraps=reduced is None,
                                              set_aside_before=0 if reduced is None else reduced.set_aside)
                     carry_time = prepared.last_time
