@@ -65,6 +65,26 @@ static const char COMM[] = "comm ";
 /* The first occurrence of needle in [hay, hay + len), or NULL. Lines are short: a memchr for one of
  * the needle's rarer bytes (needle[anchor]) and a compare beat memmem's set-up per call. Anchor
  * positions come in the order of the starts, so the first hit is the first occurrence. */
+/* Whether the n bytes at a and b are equal, for a needle of 4 to 16 bytes: two word compares
+ * that may overlap, no call. */
+static inline int same(const char *a, const char *b, Py_ssize_t n) {
+    if (n >= 8) {
+        uint64_t x, y, u, v;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        memcpy(&u, a + n - 8, 8);
+        memcpy(&v, b + n - 8, 8);
+        return x == y && u == v;
+    }
+    uint32_t x, y, u, v;
+    memcpy(&x, a, 4);
+    memcpy(&y, b, 4);
+    memcpy(&u, a + n - 4, 4);
+    memcpy(&v, b + n - 4, 4);
+    return x == y && u == v;
+}
+
+/* needles are 4 to 16 bytes (see same) */
 static const char *find(const char *hay, Py_ssize_t len, const char *needle, Py_ssize_t nlen, Py_ssize_t anchor) {
     if (len < nlen)
         return NULL;
@@ -74,34 +94,44 @@ static const char *find(const char *hay, Py_ssize_t len, const char *needle, Py_
         p = memchr(p, needle[anchor], (size_t)(last - p + 1));
         if (p == NULL)
             return NULL;
-        if (memcmp(p - anchor, needle, (size_t)nlen) == 0)
+        if (same(p - anchor, needle, nlen))
             return p - anchor;
         p++;
     }
     return NULL;
 }
 
-static int is_letter(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-static int is_hex(unsigned char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+/* Character classes by table: LETTER for [A-Za-z], HEX for [0-9a-fA-F]. */
+#define LETTER 1
+#define HEX 2
+static unsigned char classes[256];
+
+static void fill_classes(void) {
+    for (int c = 0; c < 256; c++)
+        classes[c] = (unsigned char)((((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) ? LETTER : 0)
+                                     | (((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) ? HEX
+                                                                                                                    : 0));
 }
 
 static uint64_t hash_bytes(uint64_t h, const char *p, Py_ssize_t n) {
-    /* FNV-1a over 8-byte words (a handful per line): groups are few, collisions only cost a compare. */
-    while (n >= 8) {
+    /* Over 8-byte words; the last 8 bytes of a longer text are read as one more word (they may
+     * overlap the one before), a short text byte by byte. Equal texts hash equal: groups are few,
+     * and a collision only costs a compare. */
+    const char *end = p + n;
+    if (n >= 8) {
+        for (; end - p > 8; p += 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            h = (h ^ w) * 0x100000001b3ULL;
+            h ^= h >> 29;
+        }
         uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
+        memcpy(&w, end - 8, 8);
+        return ((h ^ w) * 0x100000001b3ULL) ^ (uint64_t)n;
     }
-    while (n > 0) {
+    for (; p < end; p++)
         h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-        p++;
-        n--;
-    }
-    return h;
+    return h ^ (uint64_t)n;
 }
 
 typedef struct {
@@ -129,20 +159,18 @@ static int coll_shape(const char *s, const char *e, int check_cr, Py_ssize_t max
      * so it must follow them at once. */
     const char *name = info + INFO_LEN;
     const char *op = name;
-    while (op < e && is_letter((unsigned char)*op))
+    while (op < e && classes[(unsigned char)*op] & LETTER)
         op++;
-    if (op == name || e - op < OPCOUNT_LEN || memcmp(op, OPCOUNT, OPCOUNT_LEN) != 0)
+    if (op == name || e - op < OPCOUNT_LEN || !same(op, OPCOUNT, OPCOUNT_LEN))
         return 0;
     /* The first "comm " of the line must start after the ": opCount ". */
-    if (find(s, op - s + COMM_LEN, COMM, COMM_LEN, 2) != NULL) /* 'm' */
-        return 0;
-    const char *comm = find(op + 1, e - op - 1, COMM, COMM_LEN, 2);
-    if (comm == NULL)
+    const char *comm = find(s, len, COMM, COMM_LEN, 2); /* 'm' */
+    if (comm == NULL || comm <= op)
         return 0;
     const char *window_end = op + OPCOUNT_LEN + OP_SLICE < e ? op + OPCOUNT_LEN + OP_SLICE : e;
     const char *digits = op + OPCOUNT_LEN;
     const char *p = digits;
-    while (p < window_end && is_hex((unsigned char)*p))
+    while (p < window_end && classes[(unsigned char)*p] & HEX)
         p++;
     if (p == digits || p >= window_end || *p != ' ')
         return 0;
@@ -424,4 +452,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_collscan", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__collscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__collscan(void) {
+    fill_classes();
+    return PyModule_Create(&module);
+}
