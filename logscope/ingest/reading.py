@@ -130,6 +130,26 @@ def _no_events() -> pl.DataFrame:
     return pl.DataFrame(schema=EVENT_COLUMNS)
 
 
+# Prefiltered blocks of a file are prepared together up to this many lines left.
+HELD_ROWS = 100_000
+
+
+@dataclass
+class _Framed:
+    """Lines of one block (or of consecutive prefiltered blocks of a file) waiting to be prepared."""
+
+    lines: pl.DataFrame  # line, raw
+    carriage_returns: bool  # some line may hold '\r'
+    prefiltered: bool  # COLL lines were dropped (logscope.ingest.coll_prefilter): no paste to unwrap
+    set_aside: int  # the COLL lines dropped
+    size: int  # bytes held until classified
+
+    def joined(self, later: _Framed) -> _Framed:
+        return _Framed(pl.concat([self.lines, later.lines]), self.carriage_returns or later.carriage_returns,
+                       self.prefiltered and later.prefiltered, self.set_aside + later.set_aside,
+                       self.size + later.size)
+
+
 class _Batch:
     """Prepared blocks waiting to be classified together, and results waiting to be yielded in
     order (a file's result waits for its last block)."""
@@ -150,6 +170,7 @@ class _Batch:
         self._results.append(reading)
         result = reading.result
         carry_time: datetime | None = None
+        held: _Framed | None = None  # prefiltered blocks not prepared yet
         with reading.stream:
             try:
                 for block in blocks(reading.stream, result.source.path, result.warnings):
@@ -169,37 +190,55 @@ class _Batch:
                         result.lines_read += reduced.lines_read
                     lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
                     reading.cut += cut
-                    # Setting COLL lines aside early pays on big blocks only; in a small one it
-                    # costs more than classifying them (thinning drops them just the same).
-                    keep = (COLL_HEAD, COLL_TAIL) if lines.height > COLL_ASIDE_MIN_LINES else None
-                    prepared = prepare_chunk(lines, reading.year, carry_time, coll_keep=keep,
-                                             carriage_returns=cut > 0 or controls.carriage_return,
-                                             join_wraps=reduced is None,
-                                             set_aside_before=0 if reduced is None else reduced.set_aside)
-                    carry_time = prepared.last_time
-                    for piece, cost in bounded_pieces(prepared):
-                        if self._pending and self._cost + cost > CLASSIFY_BYTES:
-                            self.finish()
-                        self._pending.append((reading, piece))
-                        reading.waiting += 1
-                        self._rows += piece.candidates.height
-                        self._cost += cost
-                    # What waits is the candidates of what was framed: a prefiltered block's kept
-                    # lines only, so that the blocks of a COLL-heavy job share a few classify calls.
-                    self._bytes += len(block) if reduced is None else reduced.kept_bytes
-                    if self._rows >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
-                        self.finish()
+                    framed = _Framed(lines, cut > 0 or controls.carriage_return, reduced is not None,
+                                     0 if reduced is None else reduced.set_aside,
+                                     len(block) if reduced is None else reduced.kept_bytes)
+                    if framed.prefiltered:
+                        # What is left of prefiltered blocks is prepared a few blocks at a time: a
+                        # prepare costs ~20 ms whatever its lines, and those are few.
+                        held = framed if held is None else held.joined(framed)
+                        if held.lines.height < HELD_ROWS:
+                            continue
+                        framed, held = held, None
+                    elif held is not None:
+                        carry_time, held = self._prepare(reading, held, carry_time), None
+                    carry_time = self._prepare(reading, framed, carry_time)
             except READ_ERRORS as error:
                 result.warnings.append(
                     f"stopped reading after line {result.lines_read}: {describe_error(error)}; "
                     "the lines before it were analysed"
                 )
+            if held is not None:
+                self._prepare(reading, held, carry_time)
         if isinstance(reading.stream, InflateStream):
             result.warnings.extend(reading.stream.notes)
         if reading.cut:
             result.warnings.append(f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on "
                                    "their first (and, after a carriage return, last) "
                                    f"{MATCH_CHARS:,} characters")
+
+    def _prepare(self, reading: _Reading, framed: _Framed, carry_time: datetime | None) -> datetime | None:
+        """Take ``framed`` as far as it goes alone, into the batch (finished when full); return the
+        time it hands to the next block."""
+        # Setting COLL lines aside early pays on big blocks only; in a small one it costs more
+        # than classifying them (thinning drops them just the same).
+        keep = (COLL_HEAD, COLL_TAIL) if framed.lines.height > COLL_ASIDE_MIN_LINES else None
+        prepared = prepare_chunk(framed.lines, reading.year, carry_time, coll_keep=keep,
+                                 carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
+                                 set_aside_before=framed.set_aside)
+        for piece, cost in bounded_pieces(prepared):
+            if self._pending and self._cost + cost > CLASSIFY_BYTES:
+                self.finish()
+            self._pending.append((reading, piece))
+            reading.waiting += 1
+            self._rows += piece.candidates.height
+            self._cost += cost
+        # What waits is the candidates of what was framed: a prefiltered block's kept lines only,
+        # so that the blocks of a COLL-heavy job share a few classify calls.
+        self._bytes += framed.size
+        if self._rows >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
+            self.finish()
+        return prepared.last_time
 
     def finish(self) -> None:
         """Classify every block waiting."""
