@@ -202,3 +202,20 @@ def test_a_character_cut_by_the_byte_windows_is_no_error(
     read = read_file(discover([path])[0][0])
     assert isinstance(read, FileRead) and read.lines_read == len(rows) == read.lines_recognised
     assert set(read.events["event"]) == {"nccl_coll"} and read.events.height < 300
+
+
+@needs_scanner
+def test_the_scanner_leaves_nccls_own_timestamp_out_of_a_group() -> None:
+    # NCCL_DEBUG_TIMESTAMP_LEVELS: a new head every second. The stamp is left out of the group
+    # (handed on as "[0000-00-00] ", where coll_aside splits the head as at the real one); "]"
+    # without a space after it ends no stamp.
+    from logscope.ingest import _collscan
+
+    rest = "gpu0:1:2 [0] NCCL INFO AllReduce: opCount 5 comm 0x1 [nranks=2]"
+    lines = [f"[default0]:[2026-05-05 06:16:{s:02d}] {rest}" for s in range(60)]
+    lines += [f"[default0]:[2026-05-05 06:16:47]x {rest}", f"[default0]:[٢٠٢٦-05-05 06:16:47] {rest}"]
+    _, pairs, groups = _collscan.scan("\n".join(lines).encode(), False, 4096)
+    assert groups == [(b"[default0]:[0000-00-00] gpu0:1:2 [0]", b"0x1 [nranks=2]"),
+                      (b"[default0]:[2026-05-05 06:16:47]x gpu0:1:2 [0]", b"0x1 [nranks=2]"),
+                      ("[default0]:[٢٠٢٦-05-05 06:16:47] gpu0:1:2 [0]".encode(), b"0x1 [nranks=2]")]
+    assert list(array.array("I", pairs)[1::2]) == [0] * 60 + [1, 2]

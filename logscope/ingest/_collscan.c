@@ -19,7 +19,8 @@
  *       - no '\r' in it when ``check_cr`` (such a line is split into segments by the caller) and
  *         at most ``max_line`` bytes (a longer one is cut for matching by the caller).
  *     Lines are grouped by (the bytes before " NCCL INFO ", the 20 bytes after "comm "): the
- *     grouping of the polars path. ``pairs``: for each COLL line in order, its line index and group
+ *     grouping of the polars path, except that NCCL's own timestamp in the head is left out of it
+ *     (so that a group is not one second of one process) and handed to Python as "[0000-00-00] ". ``pairs``: for each COLL line in order, its line index and group
  *     id (two native uint32). ``groups``: a (head, comm) bytes tuple per group id. At most
  *     MAX_GROUPS groups are made: a line of a further group is left to the caller, as a line of
  *     another shape is.
@@ -134,12 +135,42 @@ static uint64_t hash_bytes(uint64_t h, const char *p, Py_ssize_t n) {
     return h ^ (uint64_t)n;
 }
 
+/* A group: its head in two parts, around NCCL's own timestamp when it holds one (the stamp left
+ * out: it changes every second), and its comm slice. */
 typedef struct {
     const char *head;
-    Py_ssize_t head_len;
+    Py_ssize_t head_len;  /* the whole head, or what stands before the stamp */
+    const char *after;    /* what follows the stamp, NULL without one */
+    Py_ssize_t after_len;
     const char *comm;
     Py_ssize_t comm_len;
 } Group;
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Where NCCL's timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT's default "[%F %T] ") stands in a head: the
+ * leftmost "[dddd-dd-dd...] ", as coll_aside.py's _NCCL_STAMP finds it (with ASCII digits; a
+ * head whose stamp has others is not split here, and coll_aside splits it). Returns its start and
+ * sets *after to the byte after its "] ", or returns NULL. */
+static const char *nccl_stamp(const char *head, const char *end, const char **after) {
+    const char *p = head;
+    while ((p = memchr(p, '[', (size_t)(end - p))) != NULL) {
+        if (end - p >= 11 && is_digit(p[1]) && is_digit(p[2]) && is_digit(p[3]) && is_digit(p[4]) && p[5] == '-'
+            && is_digit(p[6]) && is_digit(p[7]) && p[8] == '-' && is_digit(p[9]) && is_digit(p[10])) {
+            const char *close = memchr(p + 11, ']', (size_t)(end - p - 11));
+            if (close != NULL && close + 1 < end && close[1] == ' ') {
+                *after = close + 2;
+                return p;
+            }
+        }
+        p++;
+    }
+    return NULL;
+}
+
+/* Stands for every stamp in the heads handed to Python: coll_aside splits a head at it as at the
+ * real one, and the checks read what is around it, never its time. */
+static const char CANONICAL_STAMP[] = "[0000-00-00] ";
 
 /* Whether [s, e) is a COLL line; if so, where its head ends and its comm slice lies. */
 static int coll_shape(const char *s, const char *e, int check_cr, Py_ssize_t max_line, const char **info_at,
@@ -217,9 +248,12 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
         const char *info, *comm;
         Py_ssize_t comm_len;
         if (coll_shape(s, e, check_cr, max_line, &info, &comm, &comm_len)) {
-            Py_ssize_t head_len = info - s;
+            const char *after = NULL;
+            const char *stamp = nccl_stamp(s, info, &after);
+            Py_ssize_t head_len = (stamp ? stamp : info) - s, after_len = stamp ? info - after : 0;
             uint64_t h = hash_bytes(hash_bytes(0xcbf29ce484222325ULL, s, head_len), comm, comm_len);
-            h ^= (uint64_t)head_len * 0x9E3779B97F4A7C15ULL;
+            if (stamp)
+                h = hash_bytes(h ^ 0x9E3779B97F4A7C15ULL, after, after_len);
             size_t mask = ((size_t)1 << TABLE_BITS) - 1;
             size_t slot = (size_t)(h ^ (h >> 32)) & mask;
             int32_t gid = -1;
@@ -227,15 +261,17 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
                 int32_t at = slots[slot];
                 if (at == 0) {
                     if (n_groups < MAX_GROUPS) {
-                        table_groups[n_groups] = (Group){s, head_len, comm, comm_len};
+                        table_groups[n_groups] = (Group){s, head_len, after, after_len, comm, comm_len};
                         slots[slot] = (int32_t)(n_groups + 1);
                         gid = (int32_t)n_groups++;
                     }
                     break;
                 }
                 Group *g = &table_groups[at - 1];
-                if (g->head_len == head_len && g->comm_len == comm_len && memcmp(g->head, s, (size_t)head_len) == 0
-                    && memcmp(g->comm, comm, (size_t)comm_len) == 0) {
+                if (g->head_len == head_len && g->comm_len == comm_len && (g->after == NULL) == (after == NULL)
+                    && g->after_len == after_len && memcmp(g->head, s, (size_t)head_len) == 0
+                    && memcmp(g->comm, comm, (size_t)comm_len) == 0
+                    && (after == NULL || memcmp(g->after, after, (size_t)after_len) == 0)) {
                     gid = at - 1;
                     break;
                 }
@@ -258,7 +294,20 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     for (Py_ssize_t i = 0; i < n_groups; i++) {
         Group *g = &table_groups[i];
-        PyObject *item = Py_BuildValue("(y#y#)", g->head, g->head_len, g->comm, g->comm_len);
+        PyObject *item;
+        if (g->after == NULL) {
+            item = Py_BuildValue("(y#y#)", g->head, g->head_len, g->comm, g->comm_len);
+        } else {
+            Py_ssize_t stamp_len = (Py_ssize_t)sizeof(CANONICAL_STAMP) - 1;
+            PyObject *head = PyBytes_FromStringAndSize(NULL, g->head_len + stamp_len + g->after_len);
+            if (head == NULL)
+                goto done;
+            char *to = PyBytes_AS_STRING(head);
+            memcpy(to, g->head, (size_t)g->head_len);
+            memcpy(to + g->head_len, CANONICAL_STAMP, (size_t)stamp_len);
+            memcpy(to + g->head_len + stamp_len, g->after, (size_t)g->after_len);
+            item = Py_BuildValue("(Ny#)", head, g->comm, g->comm_len);
+        }
         if (item == NULL)
             goto done;
         PyList_SET_ITEM(groups, i, item);
