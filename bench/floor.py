@@ -6,13 +6,16 @@ split between them, blocks of ``CHUNK_BYTES`` cut at a newline) and, per block, 
 
 * ``lines``: split it into lines with polars (``read_csv``, one field per line);
 * ``finds``: that, plus the three substring searches that tell an NCCL COLL line and where its
-  communicator is (`` NCCL INFO ``, ``: opCount ``, ``comm ``), without using the results.
+  communicator is (`` NCCL INFO ``, ``: opCount ``, ``comm ``), without using the results;
+* ``scan``: no polars at all: the compiled scanner's two passes over the bytes
+  (``logscope/ingest/_collscan.c``: which control bytes the block holds, then its COLL lines found
+  and grouped), what ``analyze`` pays per block before anything is framed.
 
 No pattern, no grouping, no detector: any reader that looks at every line of the file in polars
-pays at least this, plus starting Python and polars. Compare with the ``analyze`` row of
+pays at least ``lines``, plus starting Python and polars. Compare with the ``analyze`` row of
 ``bench.py`` on the same folder.
 
-Usage: ``python bench/floor.py DIR [--stage lines|finds] [--repeat 3]``.
+Usage: ``python bench/floor.py DIR [--stage lines|finds|scan] [--repeat 3]``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def work(paths: list[str], stage: str) -> int:
     import polars as pl
 
     from logscope.ingest import CHUNK_BYTES
+    from logscope.ingest.compiled import scanner
 
     raw = pl.col("raw")
     lines = 0
@@ -45,6 +49,10 @@ def work(paths: list[str], stage: str) -> int:
                 cut = data.rfind(b"\n") + 1
                 block, pending = data[:cut], data[cut:]
                 if not block:
+                    continue
+                if stage == "scan":
+                    scanner.controls(block)
+                    lines += scanner.scan(block, False, 4096)[0]
                     continue
                 frame = pl.read_csv(block, has_header=False, separator="\x1f", quote_char=None, new_columns=["raw"],
                                     schema_overrides={"raw": pl.String}, infer_schema=False, encoding="utf8-lossy",
@@ -60,7 +68,7 @@ def work(paths: list[str], stage: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
-    parser.add_argument("--stage", choices=("lines", "finds"), default="finds")
+    parser.add_argument("--stage", choices=("lines", "finds", "scan"), default="finds")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
