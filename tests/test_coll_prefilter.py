@@ -219,3 +219,33 @@ def test_the_scanner_leaves_nccls_own_timestamp_out_of_a_group() -> None:
                       (b"[default0]:[2026-05-05 06:16:47]x gpu0:1:2 [0]", b"0x1 [nranks=2]"),
                       ("[default0]:[٢٠٢٦-05-05 06:16:47] gpu0:1:2 [0]".encode(), b"0x1 [nranks=2]")]
     assert list(array.array("I", pairs)[1::2]) == [0] * 60 + [1, 2]
+
+
+@needs_scanner
+def test_prefiltered_files_prepared_together_read_as_each_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whole files whose every block was prefiltered are prepared together (lines.prepare_files):
+    # times are taken within a file only, carriage returns split in each file's order, and each
+    # file's counts and events are its own, whatever files are read with it.
+    sim = jobsim()
+    sim.write_job(sim.JobSpec(scenario="crash-cascade", nodes=3, coll=True, nccl_timestamps=True, steps=500), tmp_path)
+    coll_heavy_log(tmp_path / "coll-1-gpu9.out", 12000)
+    first = sorted(tmp_path.iterdir())[0]
+    lines = first.read_text().splitlines()
+    first.write_text("\n".join(f"{line}\rValueError: glued {n}" if n % 997 == 3 else line
+                               for n, line in enumerate(lines)) + "\n")
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 4 * 1024 * 1024)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    files, _ = discover([tmp_path])
+    alone = [read_file(f) for f in files]
+    pooled: list[int] = []
+    flush = reading._Batch._flush_pool
+
+    def spied(batch: reading._Batch) -> None:
+        pooled.append(len(batch._pooled))
+        flush(batch)
+
+    monkeypatch.setattr(reading._Batch, "_flush_pool", spied)
+    together = list(reading.read_in_order(files))
+    assert max(pooled) == len(files) >= 4  # all were prepared in one call
+    assert_same_reads(alone, together)

@@ -39,7 +39,14 @@ from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.matching import CLASSIFY_BYTES, MATCH_CHARS, bounded_pieces, cut_for_matching
 from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, thin
 from logscope.model import FIELD_SCHEMA, Event, Severity
-from logscope.parsers.lines import EVENT_COLUMNS, ChunkResult, PreparedChunk, finish_chunks, prepare_chunk
+from logscope.parsers.lines import (
+    EVENT_COLUMNS,
+    ChunkResult,
+    PreparedChunk,
+    finish_chunks,
+    prepare_chunk,
+    prepare_files,
+)
 from logscope.parsers.timestamps import FULL_DATE_BYTES
 
 _FULL_DATE = re.compile(FULL_DATE_BYTES)
@@ -85,7 +92,7 @@ def read_in_order(sources: Sequence[SourceFile],
         else:
             batch.done(opened)
         yield from batch.ready()
-    batch.finish()
+    batch.finish_all()
     yield from batch.ready()
 
 
@@ -160,6 +167,8 @@ class _Batch:
         self._rows = 0
         self._bytes = 0
         self._cost = 0  # the classification cost of what is waiting (see matching.bounded_pieces)
+        self._pooled: list[tuple[_Reading, _Framed]] = []  # whole prefiltered files (see _pool)
+        self._pooled_rows = 0
 
     def done(self, result: FileRead | Skipped) -> None:
         """A file's result that needs no block read, in its place in the order."""
@@ -171,6 +180,7 @@ class _Batch:
         result = reading.result
         carry_time: datetime | None = None
         held: _Framed | None = None  # prefiltered blocks not prepared yet
+        whole = True  # held is all the file (nothing prepared before): it may join the pool
         with reading.stream:
             try:
                 for block in blocks(reading.stream, result.source.path, result.warnings):
@@ -202,13 +212,15 @@ class _Batch:
                         framed, held = held, None
                     elif held is not None:
                         carry_time, held = self._prepare(reading, held, carry_time), None
-                    carry_time = self._prepare(reading, framed, carry_time)
+                    carry_time, whole = self._prepare(reading, framed, carry_time), False
             except READ_ERRORS as error:
                 result.warnings.append(
                     f"stopped reading after line {result.lines_read}: {describe_error(error)}; "
                     "the lines before it were analysed"
                 )
-            if held is not None:
+            if held is not None and whole:
+                self._pool(reading, held)
+            elif held is not None:
                 self._prepare(reading, held, carry_time)
         if isinstance(reading.stream, InflateStream):
             result.warnings.extend(reading.stream.notes)
@@ -226,6 +238,33 @@ class _Batch:
         prepared = prepare_chunk(framed.lines, reading.year, carry_time, coll_keep=keep,
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
                                  set_aside_before=framed.set_aside)
+        self._enqueue(reading, prepared, framed.size)
+        return prepared.last_time
+
+    def _pool(self, reading: _Reading, framed: _Framed) -> None:
+        """A whole file that was all prefiltered, prepared later with others of the same reference
+        year (lines.prepare_files): its few lines cost a prepare's fixed cost once for many files."""
+        if self._pooled and self._pooled[0][0].year != reading.year:
+            self._flush_pool()
+        reading.waiting += 1  # not ready before its pool is prepared
+        self._pooled.append((reading, framed))
+        self._pooled_rows += framed.lines.height
+        if self._pooled_rows >= HELD_ROWS:
+            self._flush_pool()
+
+    def _flush_pool(self) -> None:
+        pooled, self._pooled, self._pooled_rows = self._pooled, [], 0
+        if not pooled:
+            return
+        prepared = prepare_files([framed.lines for _, framed in pooled], [framed.set_aside for _, framed in pooled],
+                                 pooled[0][0].year,
+                                 carriage_returns=any(framed.carriage_returns for _, framed in pooled))
+        for (reading, framed), chunk in zip(pooled, prepared, strict=True):
+            reading.waiting -= 1
+            self._enqueue(reading, chunk, framed.size)
+
+    def _enqueue(self, reading: _Reading, prepared: PreparedChunk, size: int) -> None:
+        """A prepared chunk into the batch, in pieces; the batch finished when full."""
         for piece, cost in bounded_pieces(prepared):
             if self._pending and self._cost + cost > CLASSIFY_BYTES:
                 self.finish()
@@ -235,10 +274,14 @@ class _Batch:
             self._cost += cost
         # What waits is the candidates of what was framed: a prefiltered block's kept lines only,
         # so that the blocks of a COLL-heavy job share a few classify calls.
-        self._bytes += framed.size
+        self._bytes += size
         if self._rows >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
             self.finish()
-        return prepared.last_time
+
+    def finish_all(self) -> None:
+        """Prepare the pool and classify everything waiting: the end of the files."""
+        self._flush_pool()
+        self.finish()
 
     def finish(self) -> None:
         """Classify every block waiting."""

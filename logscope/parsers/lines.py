@@ -129,25 +129,52 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
         segments = segments.filter(pl.repeat(True, segments.height, eager=True).scatter(surplus, False))
     else:
         set_aside = segments["line"].clear()
+    candidates, last_time = _candidates(segments, reference_year, carry_time)
+    return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before)
+
+
+def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int], reference_year: int, *,
+                  carriage_returns: bool = True) -> list[PreparedChunk]:
+    """:func:`prepare_chunk` for several whole files at once, one PreparedChunk per file: a call's
+    fixed cost paid once for many files. Each of ``files`` is every line a file has left once
+    ``set_aside_before`` of its COLL lines were dropped (:mod:`logscope.ingest.coll_prefilter`, its
+    blocks of more than WRAP_MAX_LINES lines: no paste to unwrap), all in one ``reference_year``;
+    each starts with no time carried. Times are taken within a file only."""
+    frame = pl.concat([lines.with_columns(pl.lit(n, dtype=pl.UInt32).alias("_file")) for n, lines in enumerate(files)])
+    segments = _split_carriage_returns(frame, by="_file") if carriage_returns else frame
+    candidates, _ = _candidates(segments, reference_year, None, by="_file")
+    parts = candidates.partition_by("_file", as_dict=True, include_key=False)
+    return [PreparedChunk(parts.get((n,), _empty_candidates()), pl.Series("line", [], dtype=pl.Int64),
+                          segments is not frame, None, aside)
+            for n, aside in enumerate(set_aside_before)]
+
+
+def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
+                by: str | None = None) -> tuple[pl.DataFrame, datetime | None]:
+    """Steps 3-5: the candidate lines of ``segments`` (``line``, ``raw``, and ``by`` when given:
+    the file each line is of, times then taken within a file), and the last time seen."""
     frame = split_prefix(segments.with_row_index("idx"), "raw").drop("raw")
     if frame.height == 0:
-        return PreparedChunk(_empty_candidates(), set_aside, was_split, carry_time, set_aside_before)
+        return (_empty_candidates() if by is None else segments.select(by).clear().hstack(_empty_candidates()),
+                carry_time)
     prefixes = prefix_fields(frame["prefix"])
     frame = frame.with_columns(_leading_times(frame, prefixes, reference_year))
-    # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour.
-    # (The lines set aside above hold no time: they cannot change this.)
+    # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour
+    # (within its file). The lines set aside above hold no time: they cannot change this.
     near = pl.col("lead_time").forward_fill()
+    later = pl.col("lead_time").backward_fill()
+    if by is not None:
+        near, later = near.over(by), later.over(by)
     if carry_time is not None:
         near = near.fill_null(pl.lit(carry_time, dtype=pl.Datetime("us")))
     candidates = frame.select(
-        "line", "prefix", "body", "lead_time",
+        *([by] if by is not None else []), "line", "prefix", "body", "lead_time",
         near.alias("near_time"),
-        pl.col("lead_time").backward_fill().alias("next_time"),
+        later.alias("next_time"),
         pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw"),
     ).filter(pl.col("kw").list.len() > 0)
     timed = frame["lead_time"].drop_nulls()
-    return PreparedChunk(candidates, set_aside, was_split, timed[-1] if timed.len() else carry_time,
-                         set_aside_before)
+    return candidates, timed[-1] if timed.len() else carry_time
 
 
 def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
@@ -286,9 +313,10 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     return lines
 
 
-def _split_carriage_returns(lines: pl.DataFrame) -> pl.DataFrame:
+def _split_carriage_returns(lines: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
     """Rows with ``\\r`` become one row per non-empty segment, keeping the line number; ``lines``
-    itself when there is none."""
+    itself when there is none. ``by``: the column of the file each line is of (line numbers are a
+    file's own)."""
     has_cr = pl.col("raw").str.contains("\r", literal=True).fill_null(False)
     if not lines.select(has_cr.any()).item():
         return lines
@@ -298,7 +326,7 @@ def _split_carriage_returns(lines: pl.DataFrame) -> pl.DataFrame:
         .explode("raw")
         .filter(pl.col("raw").str.strip_chars() != "")
     )
-    return pl.concat([lines.filter(~has_cr), split]).sort("line", maintain_order=True)
+    return pl.concat([lines.filter(~has_cr), split]).sort([by, "line"] if by else "line", maintain_order=True)
 
 
 def _classify(candidates: pl.DataFrame) -> pl.DataFrame:
@@ -429,4 +457,5 @@ def _empty_candidates() -> pl.DataFrame:
                                 "next_time": pl.Datetime("us"), "kw": pl.List(pl.String)})
 
 
-__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "finish_chunks", "parse_chunk", "prepare_chunk"]
+__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "finish_chunks", "parse_chunk", "prepare_chunk",
+           "prepare_files"]
