@@ -157,6 +157,26 @@ class _Framed:
                        self.size + later.size)
 
 
+def _frame(reading: _Reading, block: bytes) -> _Framed:
+    """A block's lines, numbered in its file, cut for matching; without the COLL lines the
+    thinning would drop when the compiled scanner could drop them from the block's bytes."""
+    controls = control_bytes(block)
+    if controls.nul:
+        block = without_nul(block)
+    reduced = prefilter(block, reading.result.lines_read, controls)
+    if reduced is None:
+        lines = lines_frame(block, reading.result.lines_read)
+        reading.result.lines_read += lines.height
+    else:
+        lines = reduced.lines
+        reading.result.lines_read += reduced.lines_read
+    lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
+    reading.cut += cut
+    if reduced is None:
+        return _Framed(lines, cut > 0 or controls.carriage_return, False, 0, len(block))
+    return _Framed(lines, cut > 0 or controls.carriage_return, True, reduced.set_aside, reduced.kept_bytes)
+
+
 class _Batch:
     """Prepared blocks waiting to be classified together, and results waiting to be yielded in
     order (a file's result waits for its last block)."""
@@ -186,23 +206,7 @@ class _Batch:
                 for block in blocks(reading.stream, result.source.path, result.warnings):
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
-                    controls = control_bytes(block)
-                    if controls.nul:
-                        block = without_nul(block)
-                    # The COLL lines the thinning would drop, dropped from a big block's bytes
-                    # by the compiled scanner; the rest of the block, or all of it, goes on.
-                    reduced = prefilter(block, result.lines_read, controls)
-                    if reduced is None:
-                        lines = lines_frame(block, result.lines_read)
-                        result.lines_read += lines.height
-                    else:
-                        lines = reduced.lines
-                        result.lines_read += reduced.lines_read
-                    lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
-                    reading.cut += cut
-                    framed = _Framed(lines, cut > 0 or controls.carriage_return, reduced is not None,
-                                     0 if reduced is None else reduced.set_aside,
-                                     len(block) if reduced is None else reduced.kept_bytes)
+                    framed = _frame(reading, block)
                     if framed.prefiltered:
                         # What is left of prefiltered blocks is prepared a few blocks at a time: a
                         # prepare costs ~20 ms whatever its lines, and those are few.
