@@ -80,6 +80,12 @@ def _ib(text: str) -> str | None:
 
 def node_config_table(view: JobView) -> pl.DataFrame:
     """One row per node: NCCL version, driver, network, plugin, IB devices, transports, NCCL_* env."""
+    # Worked out once per job: LS801, LS802 and the post-mortem report each read it.
+    table: pl.DataFrame = view.remember("node config table", lambda: _node_config_table(view))
+    return table
+
+
+def _node_config_table(view: JobView) -> pl.DataFrame:
     events = view.of(Event.NCCL_VERSION, Event.NCCL_DRIVER, Event.NCCL_NETWORK, Event.NCCL_PLUGIN,
                      Event.NCCL_NET_DEVICE, Event.NCCL_CHANNEL, Event.NCCL_ENV)
     events = events.with_columns(_place()).filter(pl.col("node").is_not_null())

@@ -124,45 +124,52 @@ def _columns(pattern: LinePattern) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 class _FewLines:
-    """The groups of the patterns run in Python, gathered column-wise into one frame."""
+    """The groups of the patterns run in Python, kept per pattern and put into one frame at the end."""
 
     def __init__(self) -> None:
-        self.data: dict[str, list[object]] = {name: [] for name in ("idx", "order", *GROUP_COLUMNS)}
+        # per pattern that matched: its order, its columns, and per match (idx, column values)
+        self.found: list[tuple[int, tuple[str, ...], list[tuple[object, ...]]]] = []
 
     def match(self, order: int, pattern: LinePattern, rows: pl.DataFrame) -> pl.DataFrame | None:
         """Run ``pattern`` on ``rows`` (``idx``, ``body``); the rows left to polars (not plain
         ASCII), None when there are none."""
         search = _compiled(pattern.regex).search
         columns = _columns(pattern)
-        filled = {"idx", "order"} | {column for column, _ in columns}
-        unfilled = [self.data[name] for name in self.data if name not in filled]
-        data = self.data
+        # group numbers, per column: a match's groups() is read by position, not by name
+        index = _compiled(pattern.regex).groupindex
+        numbers = [tuple(index[name] - 1 for name in names) for _, names in columns]
+        matches: list[tuple[object, ...]] = []
         others: list[bool] = []
         for idx, body in zip(rows["idx"].to_list(), rows["body"].to_list(), strict=True):
-            if _plain(body) is None:
-                others.append(True)
-                continue
-            others.append(False)
-            found = search(body)
+            plain = _plain(body) is not None
+            others.append(not plain)
+            found = search(body) if plain else None
             if found is None:
                 continue
-            data["idx"].append(idx)
-            data["order"].append(order)
-            for column, names in columns:
-                value = None
-                for name in names:
-                    value = found.group(name)
-                    if value is not None:
-                        break
-                data[column].append(value)
-            for values in unfilled:
-                values.append(None)
+            groups = found.groups()
+            matches.append((idx, *[next((groups[n] for n in spellings if groups[n] is not None), None)
+                                   for spellings in numbers]))
+        if matches:
+            self.found.append((order, tuple(column for column, _ in columns), matches))
         return rows.filter(pl.Series(others, dtype=pl.Boolean)) if any(others) else None
 
     def frame(self) -> pl.DataFrame:
-        schema: dict[str, pl.DataType] = {"idx": pl.UInt32(), "order": pl.UInt32()}
-        schema.update((name, pl.String()) for name in GROUP_COLUMNS)
-        return pl.DataFrame(self.data, schema=schema)
+        """The groups frame of every match (columns no matching pattern fills are left out)."""
+        names = ["idx", "order", *dict.fromkeys(c for _, columns, _ in self.found for c in columns)]
+        data: dict[str, list[object]] = {name: [] for name in names}
+        for order, columns, matches in self.found:
+            count = len(matches)
+            data["order"].extend([order] * count)
+            by_position = list(zip(*matches, strict=True))
+            data["idx"].extend(by_position[0])
+            for column, values in zip(columns, by_position[1:], strict=True):
+                data[column].extend(values)
+            for name in names[2:]:
+                if name not in columns:
+                    data[name].extend([None] * count)
+        schema: dict[str, pl.DataType] = {name: pl.String() for name in names}
+        schema.update(idx=pl.UInt32(), order=pl.UInt32())
+        return pl.DataFrame(data, schema=schema)
 
 
 def _query(order: int, pattern: LinePattern, rows: pl.DataFrame) -> pl.LazyFrame:
