@@ -28,6 +28,7 @@ the real-log corpus.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from functools import cache
 
 import polars as pl
@@ -123,34 +124,47 @@ def _columns(pattern: LinePattern) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple((column, tuple(names)) for column, names in by_column.items() if column in GROUP_COLUMNS)
 
 
+@cache
+def _values_reader(pattern: LinePattern) -> Callable[[tuple[str | None, ...]], Sequence[str | None]]:
+    """The values of a pattern's columns (see :func:`_columns`) from a match's ``groups()``."""
+    index = _compiled(pattern.regex).groupindex
+    numbers = [tuple(index[name] - 1 for name in names) for _, names in _columns(pattern)]
+    if all(len(spellings) == 1 for spellings in numbers):  # most patterns: one group per column
+        positions = [spellings[0] for spellings in numbers]
+        return lambda groups: [groups[n] for n in positions]
+
+    def first_spelling(groups: tuple[str | None, ...]) -> list[str | None]:
+        return [next((groups[n] for n in spellings if groups[n] is not None), None) for spellings in numbers]
+
+    return first_spelling
+
+
 class _FewLines:
     """The groups of the patterns run in Python, kept per pattern and put into one frame at the end."""
 
     def __init__(self) -> None:
         # per pattern that matched: its order, its columns, and per match (idx, column values)
         self.found: list[tuple[int, tuple[str, ...], list[tuple[object, ...]]]] = []
+        self.plain: dict[int, bool] = {}  # by idx: a line is tried by several patterns, checked once
 
     def match(self, order: int, pattern: LinePattern, rows: pl.DataFrame) -> pl.DataFrame | None:
         """Run ``pattern`` on ``rows`` (``idx``, ``body``); the rows left to polars (not plain
         ASCII), None when there are none."""
         search = _compiled(pattern.regex).search
-        columns = _columns(pattern)
-        # group numbers, per column: a match's groups() is read by position, not by name
-        index = _compiled(pattern.regex).groupindex
-        numbers = [tuple(index[name] - 1 for name in names) for _, names in columns]
+        values_of = _values_reader(pattern)
+        plain = self.plain
         matches: list[tuple[object, ...]] = []
         others: list[bool] = []
         for idx, body in zip(rows["idx"].to_list(), rows["body"].to_list(), strict=True):
-            plain = _plain(body) is not None
-            others.append(not plain)
-            found = search(body) if plain else None
-            if found is None:
-                continue
-            groups = found.groups()
-            matches.append((idx, *[next((groups[n] for n in spellings if groups[n] is not None), None)
-                                   for spellings in numbers]))
+            is_plain = plain.get(idx)
+            if is_plain is None:
+                is_plain = plain[idx] = _plain(body) is not None
+            others.append(not is_plain)
+            found = search(body) if is_plain else None
+            if found is not None:
+                matches.append((idx, *values_of(found.groups())))
         if matches:
-            self.found.append((order, tuple(column for column, _ in columns), matches))
+            self.found.append((order, tuple(column for column, _ in _columns(pattern)), matches))
         return rows.filter(pl.Series(others, dtype=pl.Boolean)) if any(others) else None
 
     def frame(self) -> pl.DataFrame:
