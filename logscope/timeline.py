@@ -406,8 +406,22 @@ def assemble_records(events: pl.DataFrame) -> pl.DataFrame:
     rest = events.filter(~is_kv)
     if not built:
         return rest
-    folded = pl.DataFrame(built, schema=events.schema)
+    folded = _stated_times(pl.DataFrame(built, schema=events.schema))
     return pl.concat([rest, folded], how="vertical")
+
+
+def _stated_times(records: pl.DataFrame) -> pl.DataFrame:
+    """A ChildFailedError record happened at the time it states (``time : ...``), where that
+    parses: one query for all records (a query per record cost ~1 ms each)."""
+    stated = pl.col("_stated")
+    known = (pl.col("event") == Event.CHILD_FAILURE.value) & stated.is_not_null()
+    return records.with_columns(
+        parse_event_time(pl.col("fields").struct.field("event_time").fill_null("")).alias("_stated"),
+    ).with_columns(
+        pl.when(known).then(stated).otherwise(pl.col("time")).alias("time"),
+        pl.when(known).then(stated).otherwise(pl.col("time_latest")).alias("time_latest"),
+        pl.when(known).then(pl.lit(False)).otherwise(pl.col("time_inferred")).alias("time_inferred"),
+    ).drop("_stated")
 
 
 def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -492,11 +506,7 @@ def _record_event(header: dict[str, object], values: dict[str, str]) -> dict[str
         row["text"] = (f"[{values.get('index', '?')}]: ChildFailedError record: time {values.get('time', '?')}, "
                        f"host {values.get('host', '?')}, rank {values.get('rank', '?')}, "
                        f"exitcode {values.get('exitcode', '?')}")
-        when = values.get("time")
-        if when:
-            parsed = pl.select(parse_event_time(pl.lit(when))).item()
-            if parsed is not None:
-                row.update(time=parsed, time_latest=parsed, time_inferred=False)
+        # its stated time (fields.event_time) is parsed for all records at once: _stated_times
     elif event == Event.LAUNCH_CONFIG.value:
         endpoint = values.get("rdzv_endpoint", "")
         addr, _, port = endpoint.rpartition(":") if ":" in endpoint else (endpoint, "", "")
