@@ -37,7 +37,7 @@ from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.parsers.timestamps import parse_event_time
-from logscope.textsafe import CONTROLS
+from logscope.textsafe import CONTROL_CHARACTER, CONTROLS
 
 
 @dataclass
@@ -151,15 +151,17 @@ def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Jo
 # other control characters and bidi controls in log text would reach the terminal as they are: dropped here, once,
 # from the text and string fields of the events (a few rows, not the lines read).
 _ESCAPES = CONTROLS  # logscope.textsafe: escapes, control and bidi characters
+_CONTROL_CHARACTER = CONTROL_CHARACTER  # one of the characters every match of _ESCAPES holds
 
 
 def _without_controls(events: pl.DataFrame) -> pl.DataFrame:
     strings = [name for name, dtype in FIELD_SCHEMA.items() if dtype == pl.String()]
-    dirty = pl.any_horizontal(
-        pl.col("text").str.contains(_ESCAPES),
-        *[pl.col("fields").struct.field(name).str.contains(_ESCAPES) for name in strings],
-    ).fill_null(False)
-    if not events.select(dirty.any()).item():
+    # Whether any text or string field holds one: every escape sequence holds a control character
+    # (ESC), and the space that joins the texts is none, so one search of them joined answers
+    # (half the cost of a search per field; most jobs have nothing to drop).
+    joined = pl.concat_str([pl.col("text"), *[pl.col("fields").struct.field(name) for name in strings]],
+                           separator=" ", ignore_nulls=True)
+    if not events.select(joined.str.contains(_CONTROL_CHARACTER).any()).item():
         return events
     return events.with_columns(
         pl.col("text").str.replace_all(_ESCAPES, ""),
