@@ -61,15 +61,15 @@ class JobView:
         parts = [rows[kind] for kind in kinds if kind in rows]
         if not parts:
             return self.events.clear()
-        positions = parts[0] if len(parts) == 1 else sorted(p for part in parts for p in part)
-        return self.events[pl.Series(positions, dtype=pl.UInt32)]
+        return self.events[parts[0] if len(parts) == 1 else pl.concat(parts).sort()]
 
-    def _rows_by_event(self) -> dict[str, list[int]]:
+    def _rows_by_event(self) -> dict[str, pl.Series]:
         """The row positions of each event kind in the timeline, in order."""
-        def compute() -> dict[str, list[int]]:
+        def compute() -> dict[str, pl.Series]:
             positions = self.events.select("event", pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"))
-            return dict(positions.group_by("event").agg("row").iter_rows())
-        rows: dict[str, list[int]] = self.remember("rows by event", compute)
+            return {str(kind): frame.to_series() for (kind,), frame in
+                    positions.partition_by("event", as_dict=True, include_key=False, maintain_order=True).items()}
+        rows: dict[str, pl.Series] = self.remember("rows by event", compute)
         return rows
 
     @property
