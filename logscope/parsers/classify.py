@@ -36,10 +36,10 @@ import polars as pl
 from logscope.model import FIELD_SCHEMA
 from logscope.parsers.patterns import PATTERNS, LinePattern
 
-# Rows of one pattern up to which Python's re runs its regex: a line costs ~1-5 us there, against
-# a polars query's fixed cost (and its recompiling of evicted regexes), so this stays well below
-# the rows a COLL-heavy log gives its NCCL pattern, where polars' vectorised run wins.
-FEW_LINES = 2000
+# Rows of one pattern up to which Python's re runs its regex. Measured on the NCCL COLL and the
+# exception patterns: Python ~10 us a line (match and groups), polars ~4 us a line plus ~0.5 ms a
+# query and ~0.5-1 ms to compile the regex again once evicted; they cost the same near 100-250 lines.
+FEW_LINES = 256
 
 # The identity groups that become the event's own columns (``id_<name>``), with their types.
 IDENTITY_SCHEMA: dict[str, pl.DataType] = {
