@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from logscope import __version__
-from logscope.accounting.record import AccountingRecord
-from logscope.accounting.rows import add_to_job
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, evidence_of, order_key, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
@@ -37,6 +35,7 @@ from logscope.textsafe import shortened
 from logscope.timeline import Job, ProgressHook, load_job
 
 if TYPE_CHECKING:
+    from logscope.accounting.record import AccountingRecord
     from logscope.lint import Problem
 
 SCHEMA = "logscope.analysis/1"
@@ -119,6 +118,9 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
     input."""
     job = load_job(paths, patterns, on_progress, exclude)
     if accounting is not None:
+        # SLURM's record is read only where one was given: its rows' module is imported here.
+        from logscope.accounting.rows import add_to_job
+
         add_to_job(job, accounting)
     if job.lines_recognised == 0:
         if accounting is None:
