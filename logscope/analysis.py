@@ -18,25 +18,25 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from logscope import __version__
-from logscope.accounting.record import AccountingRecord
-from logscope.accounting.rows import add_to_job
-from logscope.accounting.script_lint import explaining, script_problems
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, evidence_of, order_key, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
 from logscope.hints import missing_evidence_hints
-from logscope.lint import Problem
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.textsafe import shortened
 from logscope.timeline import Job, ProgressHook, load_job
+
+if TYPE_CHECKING:
+    from logscope.accounting.record import AccountingRecord
+    from logscope.lint import Problem
 
 SCHEMA = "logscope.analysis/1"
 SAME_MOMENT = timedelta(seconds=5)
@@ -65,6 +65,10 @@ class Analysis:
     @property
     def explaining_problems(self) -> list[Problem]:
         """The batch script's problems that explain the verdict (LL001 beside LS201)."""
+        if not self.script_problems:
+            return []
+        from logscope.accounting.script_lint import explaining
+
         return explaining(self.script_problems, self.verdict.finding)
 
     @property
@@ -114,6 +118,9 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
     input."""
     job = load_job(paths, patterns, on_progress, exclude)
     if accounting is not None:
+        # SLURM's record is read only where one was given: its rows' module is imported here.
+        from logscope.accounting.rows import add_to_job
+
         add_to_job(job, accounting)
     if job.lines_recognised == 0:
         if accounting is None:
@@ -126,6 +133,9 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
     analysis = analyze_job(job, select=select, ignore=ignore)
     if accounting is not None:
         analysis.accounting = accounting
+        # The linter is imported only where SLURM's record may hold a batch script to lint.
+        from logscope.accounting.script_lint import script_problems
+
         analysis.script_problems = script_problems(accounting)
     return analysis
 

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 
 from logscope import __version__
 from logscope.errors import LogscopeError, UsageError, printable
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from logscope.scan import ScanResult
 
 app = typer.Typer(
@@ -102,7 +103,7 @@ def analyze(
     from logscope.analysis import analyze as run_analysis
 
     fmt = _format(output_format)
-    console = _console(color)
+    _color_choice(color)  # a wrong --color is refused before the logs are read
     patterns = _patterns(pattern)
     paths, gathered = gather_inputs(paths)
     chart_dir = _output_dir(charts, paths) if charts is not None else None
@@ -132,7 +133,7 @@ def analyze(
     else:
         from logscope.report.terminal import print_analysis
 
-        print_analysis(result, console, verbose=verbose, quiet=quiet)
+        print_analysis(result, _console(color), verbose=verbose, quiet=quiet)
     return result.exit_code
 
 
@@ -383,10 +384,11 @@ def _date(text: str) -> datetime:
 
 def _scan_progress() -> tuple[Any, Any, Any]:
     """A rich progress bar over jobs on stderr when it is a terminal, else nothing."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     if not sys.stderr.isatty():
         return contextlib.nullcontext(), None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     progress = Progress(TextColumn("scanning jobs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                         console=Console(stderr=True), transient=True)
     task = progress.add_task("scan", total=None)
@@ -396,6 +398,7 @@ def _scan_progress() -> tuple[Any, Any, Any]:
 
 def _print_scan_summary(summary: dict[str, Any], result: ScanResult | None, output: Path | None,
                         stderr: bool = False) -> None:
+    from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=False, stderr=True) if stderr else _console()
@@ -449,12 +452,20 @@ def _patterns(given: list[str] | None) -> tuple[str, ...]:
     return tuple(given)
 
 
-def _console(color: str = "auto") -> Console:
-    """The terminal console; ``color`` is auto (a terminal gets colour, NO_COLOR is honoured),
-    always or never."""
+def _color_choice(color: str) -> str:
     choice = color.lower()
     if choice not in ("auto", "always", "never"):
         raise UsageError(f"unknown --color {color!r}: use auto, always or never")
+    return choice
+
+
+def _console(color: str = "auto") -> Console:
+    """The terminal console; ``color`` is auto (a terminal gets colour, NO_COLOR is honoured),
+    always or never."""
+    # Imported here: rich costs ~0.1 s to import, and JSON output never needs it.
+    from rich.console import Console
+
+    choice = _color_choice(color)
     if choice == "always":
         return Console(highlight=False, soft_wrap=False, force_terminal=True, no_color=False,
                        color_system="standard")
@@ -507,6 +518,7 @@ def _progress(paths: Sequence[Path], patterns: tuple[str, ...]):  # type: ignore
         return contextlib.nullcontext()
     from contextlib import contextmanager
 
+    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     @contextmanager

@@ -211,10 +211,24 @@ def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _worker_init() -> None:
-    # Workers each analyse one job at a time; letting every one of them start a polars thread
-    # pool per core would oversubscribe the machine.
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _pool_round: the scan stops its workers itself
+
+
+@contextlib.contextmanager
+def _single_threaded_workers() -> Iterator[None]:
+    """Worker processes started meanwhile run polars on one thread, unless the user chose a count.
+
+    Workers each analyse one job at a time, one per core; a polars thread pool per core in every
+    one of them would oversubscribe the machine. It must be in their environment when they
+    start: a worker imports polars (which sizes its pool) before any initializer runs."""
+    if "POLARS_MAX_THREADS" in os.environ:
+        yield
+        return
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("POLARS_MAX_THREADS", None)
 
 
 def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS, workers: int | None = None,
@@ -301,39 +315,40 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
-    pool = ProcessPoolExecutor(max_workers=min(count, len(waiting)), mp_context=context, initializer=_worker_init)
-    running: dict[Future[dict[str, Any]], int] = {}
-    try:
-        # The workers start with the first submissions; they are started with Ctrl-C ignored, as
-        # it reaches the whole process group (this process stops them itself), so that none
-        # prints a traceback, even while it is still importing.
-        with _ctrl_c_ignored():
-            while waiting and len(running) < count:
-                index = waiting.popleft()
-                running[pool.submit(analyse_one, jobs[index], patterns)] = index
-        while waiting or running:
-            while waiting and len(running) < count:
-                index = waiting.popleft()
-                running[pool.submit(analyse_one, jobs[index], patterns)] = index
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                index = running.pop(future)
-                try:
-                    row = future.result()
-                except BrokenProcessPool:  # a worker died (killed for memory): which job did it?
-                    return [index, *running.values()]
-                except Exception as error:
-                    row = _failed_row(jobs[index], f"worker failed: {type(error).__name__}: {error}")
-                results[index] = row
-                if on_done is not None:
-                    on_done(row)
-        return []
-    except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with _single_threaded_workers():  # the workers start with the first submissions
+        pool = ProcessPoolExecutor(max_workers=min(count, len(waiting)), mp_context=context, initializer=_worker_init)
+        running: dict[Future[dict[str, Any]], int] = {}
+        try:
+            # The workers start with the first submissions; they are started with Ctrl-C ignored, as
+            # it reaches the whole process group (this process stops them itself), so that none
+            # prints a traceback, even while it is still importing.
+            with _ctrl_c_ignored():
+                while waiting and len(running) < count:
+                    index = waiting.popleft()
+                    running[pool.submit(analyse_one, jobs[index], patterns)] = index
+            while waiting or running:
+                while waiting and len(running) < count:
+                    index = waiting.popleft()
+                    running[pool.submit(analyse_one, jobs[index], patterns)] = index
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = running.pop(future)
+                    try:
+                        row = future.result()
+                    except BrokenProcessPool:  # a worker died (killed for memory): which job did it?
+                        return [index, *running.values()]
+                    except Exception as error:
+                        row = _failed_row(jobs[index], f"worker failed: {type(error).__name__}: {error}")
+                    results[index] = row
+                    if on_done is not None:
+                        on_done(row)
+            return []
+        except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextlib.contextmanager

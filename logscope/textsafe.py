@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 
 BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# The characters themselves: every match of CONTROLS holds one (an escape sequence starts with ESC).
+CONTROL_CHARACTER = rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}]"
 # A regex (Rust and Python syntax alike) for what is dropped from log text.
 CONTROLS = (r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])"
-            rf"|[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}]")
+            rf"|{CONTROL_CHARACTER}")
 _CONTROLS = re.compile(CONTROLS)
 
 

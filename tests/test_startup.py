@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from logscope.parsers.lines import _groups, _wrapped
+from logscope.parsers.classify import _groups, _wrapped
 from logscope.parsers.patterns import PATTERNS
 
 

@@ -80,6 +80,12 @@ def _ib(text: str) -> str | None:
 
 def node_config_table(view: JobView) -> pl.DataFrame:
     """One row per node: NCCL version, driver, network, plugin, IB devices, transports, NCCL_* env."""
+    # Worked out once per job: LS801, LS802 and the post-mortem report each read it.
+    table: pl.DataFrame = view.remember("node config table", lambda: _node_config_table(view))
+    return table
+
+
+def _node_config_table(view: JobView) -> pl.DataFrame:
     events = view.of(Event.NCCL_VERSION, Event.NCCL_DRIVER, Event.NCCL_NETWORK, Event.NCCL_PLUGIN,
                      Event.NCCL_NET_DEVICE, Event.NCCL_CHANNEL, Event.NCCL_ENV)
     events = events.with_columns(_place()).filter(pl.col("node").is_not_null())
@@ -92,29 +98,30 @@ def node_config_table(view: JobView) -> pl.DataFrame:
     cells: dict[str, dict[str, set[str]]] = {}
     for node, transport in channels.iter_rows():
         cells.setdefault(str(node), {}).setdefault("transports", set()).add(_transport(str(transport)))
-    rest = events.filter(pl.col("event") != Event.NCCL_CHANNEL.value).select("node", "event", "fields", "text")
-    for row in rest.unique(subset=["node", "event", "text"], maintain_order=True).to_dicts():
-        node = str(row["node"])
-        fields = row["fields"] or {}
-        event = Event(row["event"])
+    # Only the fields read below: a row's whole fields struct costs more to turn into Python.
+    said = pl.col("fields").struct
+    rest = events.filter(pl.col("event") != Event.NCCL_CHANNEL.value).unique(
+        subset=["node", "event", "text"], maintain_order=True).select(
+        "node", "event", "text", *[said.field(name) for name in ("version", "transport", "message", "key", "value")])
+    for node_name, kind, text, version, transport, message, key, value_field in rest.iter_rows():
+        node = str(node_name)
+        event = Event(kind)
         column: str | None = None
         value: str | None = None
         if event == Event.NCCL_VERSION:
-            column, value = "nccl_version", fields.get("version")
+            column, value = "nccl_version", version
         elif event == Event.NCCL_DRIVER:
-            column, value = "cuda_driver", fields.get("version")
+            column, value = "cuda_driver", version
         elif event == Event.NCCL_NETWORK:
-            column, value = "network", fields.get("transport")
+            column, value = "network", transport
         elif event == Event.NCCL_PLUGIN:
-            column, value = "net_plugin", _plugin(str(fields.get("message") or row["text"] or ""))
+            column, value = "net_plugin", _plugin(str(message or text or ""))
         elif event == Event.NCCL_NET_DEVICE:
-            if fields.get("key") == "Bootstrap":
+            if key == "Bootstrap":
                 continue
-            column, value = "ib_devices", _ib(str(row["text"] or ""))
-        elif event == Event.NCCL_ENV:
-            key = fields.get("key")
-            if key:
-                column, value = "nccl_env", f"{key}={fields.get('value')}"
+            column, value = "ib_devices", _ib(str(text or ""))
+        elif event == Event.NCCL_ENV and key:
+            column, value = "nccl_env", f"{key}={value_field}"
         if column and value:
             cells.setdefault(node, {}).setdefault(column, set()).add(str(value))
     rows = [{"node": node, **{c: ",".join(sorted(values[c])) if c in values else None for c in CONFIG_COLUMNS}}

@@ -54,12 +54,11 @@ class RendezvousPortInUse(Detector):
         # stop the launch: some other program's port (a helper server in the batch script).
         met = [r for r in job.of(Event.RENDEZVOUS, Event.AGENT_FINISHED).to_dicts()
                if Event(r["event"]) == Event.AGENT_FINISHED or field_of(r, "message") == "rendezvous result"]
-        rows = pl.DataFrame([r for r in job.of(Event.PORT_IN_USE).to_dicts()
-                             if not any(place_of(m) == place_of(r) and order_key(m) > order_key(r) for m in met)],
-                            schema=job.events.schema)
-        if rows.height == 0:
+        rows = [r for r in job.of(Event.PORT_IN_USE).to_dicts()
+                if not any(place_of(m) == place_of(r) and order_key(m) > order_key(r) for m in met)]
+        if not rows:
             return []
-        first = rows.to_dicts()[0]
+        first = rows[0]
         masters = job.of(Event.LAUNCH_CONFIG, Event.RENDEZVOUS).select(
             pl.col("fields").struct.field("master_addr").drop_nulls()).to_series().unique().to_list()
         master_nodes = {node_of_host(str(m), list(job.nodes)) for m in masters}
@@ -77,7 +76,7 @@ class RendezvousPortInUse(Detector):
                             "Another process (another job, or a leftover launcher) holds the port.")),
             advice=("Use a job-specific MASTER_PORT, escape \\$SLURM_PROCID so only node 0 hosts the store, and "
                     "make sure no stale torchrun from an earlier job is still running on the node."),
-            rows=rows.head(4),
+            rows=rows[:4],
             severity=Severity.CRITICAL,
             # the node whose port was taken; no process of the job is at fault
             culprit=Culprit(host=place, node=place, time=seen_at(first), evidence=evidence_of(first)) if place else None,

@@ -21,7 +21,7 @@ How one chunk is processed:
 5. one Aho-Corasick pass finds which pattern triggers each remaining line contains; lines with
    none are unrecognised and dropped here;
 6. each pattern's regex runs only on the lines holding its trigger; a line is the event of the
-   first pattern, in table order, that matches it.
+   first pattern, in table order, that matches it (:mod:`logscope.parsers.classify`).
 
 Steps 1-5 are :func:`prepare_chunk`, per chunk; step 6 and the assembly of event rows are
 :func:`finish_chunks`, for many chunks at once, since their cost is mostly a fixed ~10 ms a call
@@ -41,8 +41,9 @@ from functools import cache
 import polars as pl
 
 from logscope.model import FIELD_SCHEMA, Event
+from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
-from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET, LinePattern
+from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET
 from logscope.parsers.prefixes import prefix_fields, split_prefix
 from logscope.parsers.timestamps import ANY_LEADING_TIME, leading_time, parse_event_time
 
@@ -206,7 +207,7 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
 def _events(frame: pl.DataFrame) -> pl.DataFrame | None:
     """The events of candidate rows (``idx``: row position, the PreparedChunk columns, ``chunk``),
     in row order, with the columns of EVENT_COLUMNS and ``chunk``; None when no row is one."""
-    classified = _classify(frame.select("idx", "body", "kw"))
+    classified = classify(frame.select("idx", "body", "kw"))
     if classified.height == 0:
         return None
     # idx is the row position in frame: a gather, not a join.
@@ -327,124 +328,6 @@ def _split_carriage_returns(lines: pl.DataFrame, by: str | None = None) -> pl.Da
         .filter(pl.col("raw").str.strip_chars() != "")
     )
     return pl.concat([lines.filter(~has_cr), split]).sort([by, "line"] if by else "line", maintain_order=True)
-
-
-def _classify(candidates: pl.DataFrame) -> pl.DataFrame:
-    """Each row (``idx``, ``body``, ``kw``: the triggers it holds) gets the first pattern, in table
-    order, whose trigger it holds and whose regex matches it."""
-    # One row per (line, trigger it holds), split by trigger in one call: each pattern gets its
-    # rows without a filter of its own. A line is tried by every pattern whose trigger it holds,
-    # not only until one matches: a few more regex runs on few rows, against a join per pattern
-    # to drop the rows already claimed. The earliest matching pattern wins below.
-    by_trigger = (
-        candidates.select("idx", "body", "kw").explode("kw").unique(["idx", "kw"], maintain_order=True)
-        .partition_by("kw", as_dict=True, include_key=False)
-    )
-    def rows_for(pattern: LinePattern) -> pl.DataFrame | None:
-        parts = [by_trigger[(t,)] for t in pattern.triggers if (t,) in by_trigger]
-        if len(parts) > 1:  # a line holding two of the pattern's triggers is tried once
-            return pl.concat(parts).unique("idx", maintain_order=True)
-        return parts[0] if parts else None
-
-    queries = [
-        rows.lazy()
-        .select("idx", _extract(pattern.regex))
-        .filter(pl.col("g").struct.field("__m").is_not_null())
-        .select(pl.lit(order, dtype=pl.UInt32).alias("order"), *_event_row_exprs(pattern))
-        for order, pattern in enumerate(PATTERNS)
-        if (rows := rows_for(pattern)) is not None
-    ]
-    # All patterns in one call: a chunk runs dozens of them, mostly on a handful of rows, where
-    # the cost of a call is the cost of the pattern; polars also runs the queries side by side.
-    found = [frame for frame in pl.collect_all(queries) if frame.height]
-    if not found:
-        return pl.DataFrame(schema={"idx": pl.UInt32})
-    rows = pl.concat(found, how="diagonal").sort("idx", "order").filter(pl.col("idx").is_first_distinct())
-    fields = [pl.col(f"f_{name}").alias(name) if f"f_{name}" in rows.columns else pl.lit(None, dtype=dtype).alias(name)
-              for name, dtype in FIELD_SCHEMA.items()]
-    return rows.select(
-        "idx", "event", "source", "severity", "id_host", "id_pid", "id_rank", "id_pg_rank", "id_local_rank",
-        pl.struct(fields).alias("fields"),
-    )
-
-
-@cache
-def _wrapped(regex: str) -> str:
-    # Polars' extract_groups gives nulls for a non-matching row; the outer group tells a match
-    # from a match whose optional groups were all empty.
-    return f"(?P<__m>{regex})"
-
-
-@cache
-def _extract(regex: str) -> pl.Expr:
-    # Built once: making an extract_groups expression compiles its regex (for the output
-    # schema), which costs more than running it on the few rows a chunk has for most patterns.
-    return pl.col("body").str.extract_groups(_wrapped(regex)).alias("g")
-
-
-@cache
-def _groups(regex: str) -> tuple[str, ...]:
-    """The named groups of a pattern's regex, as polars' extract_groups names them.
-
-    Read from the schema of the pattern's own extract expression (:func:`_extract`, which
-    compiled the regex once already, and is needed to classify anyway): resolving a schema runs
-    no query. (Running one, on an empty frame, cost ~1 ms a pattern, and every process that
-    starts pays it for every pattern it meets: ~60 for a sample job.)"""
-    struct = pl.LazyFrame(schema={"body": pl.String}).select(_extract(regex)).collect_schema()["g"]
-    assert isinstance(struct, pl.Struct)
-    return tuple(f.name for f in struct.fields if f.name != "__m")
-
-
-@cache
-def _event_row_exprs(pattern: LinePattern) -> list[pl.Expr]:
-    """The event columns of a pattern's matches, from their ``g`` struct of groups: ``event``,
-    ``source``, ``severity``, the ``id_*`` identity columns and ``f_<field>`` for each field the
-    pattern gives (the other fields are null, added once per chunk by _classify)."""
-    # Built once per pattern, not once per chunk: building these expressions in Python costs
-    # more than applying them to a chunk's matches.
-    by_field: dict[str, list[str]] = {}
-    for name in _groups(pattern.regex):
-        by_field.setdefault(name.split("__")[0], []).append(name)
-
-    def merged(name: str) -> pl.Expr:
-        return pl.coalesce(*[pl.col("g").struct.field(c) for c in by_field[name]])
-
-    fields: list[pl.Expr] = []
-    for name, dtype in FIELD_SCHEMA.items():
-        if name == "op_count" and "op_count_hex" in by_field:
-            expr = merged("op_count_hex").str.to_integer(base=16, strict=False)
-        elif name == "cuda_dev" and "cuda_dev" not in by_field and "dev" in by_field:
-            expr = merged("dev").cast(pl.Int64, strict=False)
-        elif name == "iteration_time_s" and name in by_field and "key" in by_field:
-            # Megatron prints "elapsed time per iteration (ms): 6707.5"; store seconds.
-            seconds = merged("iteration_time_s").cast(pl.Float64, strict=False)
-            expr = pl.when(merged("key") == "ms").then(seconds / 1000).otherwise(seconds)
-        elif name in by_field:
-            expr = merged(name)
-        else:
-            continue
-        fields.append(expr.cast(dtype, strict=False).alias(f"f_{name}"))
-
-    def identity(name: str, dtype: pl.DataType) -> pl.Expr:
-        return (merged(name).cast(dtype, strict=False) if name in by_field else pl.lit(None, dtype=dtype)).alias(
-            f"id_{name}")
-
-    if pattern.key is not None:
-        fields = [f for f in fields if f.meta.output_name() != "f_key"]
-        fields.append(pl.lit(pattern.key, dtype=pl.String()).alias("f_key"))
-
-    return [
-        pl.col("idx"),
-        pl.lit(pattern.event.value).alias("event"),
-        pl.lit(pattern.source).alias("source"),
-        pl.lit(pattern.severity.value).alias("severity"),
-        identity("host", pl.String()),
-        identity("pid", pl.Int64()),
-        identity("rank", pl.Int64()),
-        identity("pg_rank", pl.Int64()),
-        identity("local_rank", pl.Int64()),
-        *fields,
-    ]
 
 
 def _empty_events() -> pl.DataFrame:
