@@ -223,19 +223,29 @@ def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
     return data, size - len(data)
 
 
-def lines_frame(block: bytes, first_line: int, numbered: bool = False) -> pl.DataFrame:
+def for_csv_reader(block: bytes, unit_separator: bool | None = None) -> bytes:
+    """``block`` as :func:`lines_frame` reads it: leading byte-order marks dropped (the reader drops
+    one, and finds "no data" if that was all), 0x1f (its separator) a space. ``unit_separator``:
+    whether the block holds 0x1f, when the caller knows (:func:`control_bytes`)."""
+    while block.startswith(codecs.BOM_UTF8):
+        block = block[len(codecs.BOM_UTF8):] or b"\n"
+    if unit_separator if unit_separator is not None else b"\x1f" in block:
+        block = block.replace(b"\x1f", b" ")
+    return block
+
+
+def lines_frame(block: bytes, first_line: int, numbered: bool = False,
+                unit_separator: bool | None = None) -> pl.DataFrame:
     """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily.
 
     ``numbered``: each line of ``block`` is ``<its number>\\x1f<the line>`` and 0x1f occurs nowhere
     else: the lines of a block some of whose lines were dropped (:mod:`~logscope.ingest.coll_prefilter`).
+    ``unit_separator``: see :func:`for_csv_reader`.
     """
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
     if not numbered:
-        while block.startswith(codecs.BOM_UTF8):  # the reader drops it, and finds "no data" if that was all
-            block = block[len(codecs.BOM_UTF8):] or b"\n"
-        if b"\x1f" in block:
-            block = block.replace(b"\x1f", b" ")
+        block = for_csv_reader(block, unit_separator)
     # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
     # first line in front of such a block keeps it text, and its row is dropped below.
     shielded = _compressed_start(block)

@@ -17,13 +17,12 @@ the same events: ``tests/test_coll_prefilter.py`` holds them to it.
 from __future__ import annotations
 
 import array
-import codecs
 from dataclasses import dataclass
 
 import polars as pl
 
 from logscope.ingest import compiled
-from logscope.ingest.blocks import Controls, lines_frame
+from logscope.ingest.blocks import Controls, for_csv_reader, lines_frame
 from logscope.ingest.matching import MATCH_CHARS
 from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL
 from logscope.parsers.coll_aside import group_keys
@@ -59,10 +58,7 @@ def prefilter(block: bytes, first_line: int, controls: Controls) -> Prefiltered 
     ``controls``: what the block holds (:func:`~logscope.ingest.blocks.control_bytes`)."""
     if not compiled.COMPILED or len(block) < MIN_BLOCK_BYTES:
         return None
-    while block.startswith(codecs.BOM_UTF8):
-        block = block[len(codecs.BOM_UTF8):]
-    if controls.unit_separator:
-        block = block.replace(b"\x1f", b" ")
+    block = for_csv_reader(block, controls.unit_separator)
     total, pairs, groups = compiled.scanner.scan(block, controls.carriage_return, MATCH_CHARS)
     if total <= WRAP_MAX_LINES or not groups:
         return None

@@ -16,6 +16,8 @@ classified. Three limits keep this bounded by design:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from logscope.parsers.lines import PreparedChunk
@@ -51,8 +53,7 @@ def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
     cost = candidates.select(pl.col("kw").list.len().cast(pl.Int64) * pl.col("body").str.len_bytes().cast(pl.Int64))
     total = int(cost.to_series().sum())
     if total <= CLASSIFY_BYTES:
-        return [(PreparedChunk(candidates, prepared.set_aside, prepared.was_split, prepared.last_time,
-                               prepared.set_aside_before), total)]
+        return [(replace(prepared, candidates=candidates), total)]
     # Cut where the running cost crosses a multiple of the budget, never inside one line (a line
     # split at \r is several rows of one line number: its rows stay in one piece).
     piece = candidates.select(
@@ -61,8 +62,9 @@ def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
     parts = candidates.with_columns(piece.alias("_piece"), cost.to_series().alias("_cost")).partition_by(
         "_piece", maintain_order=True)
     return [
-        (PreparedChunk(part.drop("_piece", "_cost"), prepared.set_aside if n == 0 else prepared.set_aside.clear(),
-                       prepared.was_split, prepared.last_time, prepared.set_aside_before if n == 0 else 0),
+        # The lines set aside are counted once, with the first piece.
+        (replace(prepared, candidates=part.drop("_piece", "_cost"), set_aside=prepared.set_aside.clear(),
+                 set_aside_before=0) if n else replace(prepared, candidates=part.drop("_piece", "_cost")),
          int(part["_cost"].sum()))
         for n, part in enumerate(parts)
     ]

@@ -165,16 +165,14 @@ def _frame(reading: _Reading, block: bytes) -> _Framed:
         block = without_nul(block)
     reduced = prefilter(block, reading.result.lines_read, controls)
     if reduced is None:
-        lines = lines_frame(block, reading.result.lines_read)
-        reading.result.lines_read += lines.height
+        lines = lines_frame(block, reading.result.lines_read, unit_separator=controls.unit_separator)
+        read, set_aside, size = lines.height, 0, len(block)
     else:
-        lines = reduced.lines
-        reading.result.lines_read += reduced.lines_read
+        lines, read, set_aside, size = reduced.lines, reduced.lines_read, reduced.set_aside, reduced.kept_bytes
+    reading.result.lines_read += read
     lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
     reading.cut += cut
-    if reduced is None:
-        return _Framed(lines, cut > 0 or controls.carriage_return, False, 0, len(block))
-    return _Framed(lines, cut > 0 or controls.carriage_return, True, reduced.set_aside, reduced.kept_bytes)
+    return _Framed(lines, cut > 0 or controls.carriage_return, reduced is not None, set_aside, size)
 
 
 class _Batch:
