@@ -98,7 +98,7 @@ def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
     # A handful of groups: their heads and pointers are checked here, once each. A valid head
     # gets its key: the NCCL head without a timestamp in front (launcher prefixes dropped too:
     # the host and pid that follow name the process).
-    groups = _keyed(groups).filter(pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode()))
+    groups = _keyed(groups).filter(pl.col("comm").is_in(_valid_pointers(groups["comm"]).implode()))
     if groups.height == 0:
         return None
     count = pl.col("idx").list.len().cast(pl.Int64)
@@ -184,9 +184,9 @@ def _head_keys(heads: pl.Series) -> pl.DataFrame:
 
 
 def _valid_pointers(slices: pl.Series) -> pl.Series:
-    """The distinct slices after "comm " that start with the whole pointer the pattern reads: it
-    ends inside the slice, or the line does. (A slice that cut a character in two is not text, and
-    not valid: its pointer, if any, does not end inside it.)"""
+    """The distinct values of ``slices`` (the bytes after "comm ") that start with the whole pointer
+    the pattern reads: it ends inside the slice, or the line does. (A slice that cut a character in
+    two is not text, and not valid: its pointer, if any, does not end inside it.)"""
     distinct = slices.unique()
     text = pl.Series([_text(value) for value in distinct], dtype=pl.String)  # a handful of values
     pointer = text.str.extract(_COLL_POINTER, 0)
@@ -219,7 +219,7 @@ def group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] 
         schema={"head": pl.Binary, "comm": pl.Binary, "idx": pl.UInt32},
     )
     groups = _split_at_stamp(groups.lazy()).collect()
-    valid = _keyed(groups).filter(pl.col("comm").is_in(_valid_pointers(groups["comm"].unique()).implode()))
+    valid = _keyed(groups).filter(pl.col("comm").is_in(_valid_pointers(groups["comm"]).implode()))
     keys: list[tuple[str, bool] | None] = [None] * len(heads)
     for idx, key, timed in valid.select("idx", "key", "timed").iter_rows():
         keys[idx] = (key, timed)
