@@ -36,6 +36,7 @@ from logscope.errors import InputError
 from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
+from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import parse_event_time
 from logscope.textsafe import CONTROL_CHARACTER, CONTROLS
 
@@ -172,7 +173,7 @@ def _without_controls(events: pl.DataFrame) -> pl.DataFrame:
 # Lines whose host names the node they are about, not the one that wrote them (srun, slurmstepd).
 _ABOUT_OTHER = (Event.SRUN_TASK_EXIT.value, Event.NODE_FAILURE.value, Event.HOST_OOM.value)
 _SUBJECT_HOST = (*_ABOUT_OTHER, Event.CANCELLED.value, Event.ECC_ERROR.value)
-_ADDRESS = r"^\d{1,3}(?:\.\d{1,3}){3}$|^localhost$"
+_ADDRESS = ascii_classes(r"^\d{1,3}(?:\.\d{1,3}){3}$|^localhost$")
 
 
 def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> tuple[pl.DataFrame, dict[str, list[str]]]:
@@ -213,7 +214,7 @@ def _shared_files(events: pl.DataFrame) -> dict[str, list[str]]:
 
 
 # The writer's pid in a glog head (torchrun's agent and workers): "I1103 11:05:16.120000 83798 torch/...".
-_GLOG_PID = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+(\d+) "
+_GLOG_PID = ascii_classes(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+(\d+) ")
 
 
 def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:

@@ -14,8 +14,10 @@ Two engines run the same regexes, chosen per pattern by how many lines it is tri
 
 Python's ``re`` only sees lines of printable ASCII (and tabs): there, the table's syntax means the
 same to both engines (leftmost-first alternation, lazy and greedy repeats, ``\d``, ``\w``, ``\s``,
-``\b``, ``(?i)``). Beyond ASCII their classes part (``\w`` and combining marks, ``\s`` and the
-controls ``\x1c``-``\x1f``), so any other line is left to polars, whatever the count.
+``\b``, ``(?i)``). Beyond ASCII their classes part (``\s`` and the controls ``\x1c``-``\x1f``,
+``\b`` next to a letter of another script), so any other line is left to polars, whatever the
+count. Both engines get each regex with ``\d`` and ``\w`` as ASCII classes
+(:mod:`logscope.parsers.regex_ascii`: Unicode classes cost polars milliseconds to compile).
 
 Both give the same *groups frame*: ``idx``, ``order`` (the pattern's place in the table) and one
 String column per field or identity group a pattern fills (alternative spellings ``name__2``
@@ -35,6 +37,7 @@ import polars as pl
 
 from logscope.model import FIELD_SCHEMA
 from logscope.parsers.patterns import PATTERNS, LinePattern
+from logscope.parsers.regex_ascii import ascii_classes
 
 # Rows of one pattern up to which Python's re runs its regex. Measured on the NCCL COLL and the
 # exception patterns: Python ~10 us a line (match and groups), polars ~4 us a line plus ~0.5 ms a
@@ -97,7 +100,7 @@ _plain = re.compile(r"[\t -~]*").fullmatch
 
 @cache
 def _compiled(regex: str) -> re.Pattern[str]:
-    return re.compile(regex)
+    return re.compile(ascii_classes(regex))
 
 
 @cache
@@ -205,7 +208,7 @@ def _query(order: int, pattern: LinePattern, rows: pl.DataFrame) -> pl.LazyFrame
 def _wrapped(regex: str) -> str:
     # Polars' extract_groups gives nulls for a non-matching row; the outer group tells a match
     # from a match whose optional groups were all empty.
-    return f"(?P<__m>{regex})"
+    return f"(?P<__m>{ascii_classes(regex)})"
 
 
 @cache

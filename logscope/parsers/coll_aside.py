@@ -21,6 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME
 
 # The COLL fast path (see coll_surplus): a COLL line is cut at these literals, by byte offset.
@@ -32,8 +33,8 @@ _COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex 
 _COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]{1," + str(_COLL_SLICE - 1) + "} "
 # What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
 # the NCCL_COLL pattern's head, its optional timestamp apart from the rest (the key).
-_NCCL_STAMP = r"\[\d{4}-\d{2}-\d{2}[^\]]*\] "  # NCCL_DEBUG_TIMESTAMP_FORMAT's default, "[%F %T] "
-_NCCL_HEAD = r"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?"
+_NCCL_STAMP = ascii_classes(r"\[\d{4}-\d{2}-\d{2}[^\]]*\] ")  # NCCL_DEBUG_TIMESTAMP_FORMAT's default, "[%F %T] "
+_NCCL_HEAD = ascii_classes(r"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?")
 _COLL_HEAD_BODY = r"^(?:" + _NCCL_STAMP + r")?(?P<key>" + _NCCL_HEAD + r")$"
 # A COLL line with NCCL's own timestamp, and how many lines of a chunk are searched for one.
 _STAMPED_COLL = _NCCL_STAMP + _NCCL_HEAD + r"NCCL INFO [A-Za-z]+: opCount "

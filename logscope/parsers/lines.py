@@ -45,6 +45,7 @@ from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
 from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET
 from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME, leading_time, parse_event_time
 
 MAX_TEXT = 4096  # characters of a line kept in the timeline; evidence never needs more
@@ -281,7 +282,7 @@ def _leading_time(reference_year: int, column: str) -> pl.Expr:
 WRAP_MAX_LINES = 5000
 WRAP_WIDTHS = (60, 400)
 WRAP_MIN_CUT = 4
-_RECORD_START = r"^(?:\[|\(|[A-Z]|\S+:\d+:\d+ |\d{1,6}: |\d{4}-\d\d-\d\d|[IWEF]\d{4} )"
+_RECORD_START = ascii_classes(r"^(?:\[|\(|[A-Z]|\S+:\d+:\d+ |\d{1,6}: |\d{4}-\d\d-\d\d|[IWEF]\d{4} )")
 
 
 def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:

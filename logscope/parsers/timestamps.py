@@ -24,14 +24,16 @@ import re
 
 import polars as pl
 
+from logscope.parsers.regex_ascii import ascii_classes
+
 _MONTHS = {m: i for i, m in enumerate(
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], start=1)}
 
 # Anchored forms, tried in order; each yields year/month/day/time/fraction groups.
-_ISO = r"^ ?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?"
-_GLOG = r"^\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?"
-_US = r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})"
-_SYSLOG = r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?"
+_ISO = ascii_classes(r"^ ?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?")
+_GLOG = ascii_classes(r"^\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?")
+_US = ascii_classes(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})")
+_SYSLOG = ascii_classes(r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?")
 
 FULL_DATE = r"\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}"
 # Years are 1900-2999: a line dated year 1 or 9999 is taken as untimed, as times that close to
