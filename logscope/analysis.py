@@ -24,7 +24,7 @@ import polars as pl
 
 from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
-from logscope.detectors.base import culprit_of, evidence_of, order_key, seen_at, when, who
+from logscope.detectors.base import culprit_of, evidence_of, order_key, ordered_dicts, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
@@ -374,7 +374,7 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
         explained = pl.DataFrame([{"file": f, "line": n} for f, n in cited],
                                  schema={"file": pl.String, "line": pl.Int64})
         errors = errors.join(explained, on=["file", "line"], how="anti")
-    unexplained = sorted(errors.to_dicts(), key=order_key)
+    unexplained = ordered_dicts(errors)
     completed = run_completed(view)
     if completed is not None:
         unexplained = [r for r in unexplained if not row_before_clean_end(r, completed)]

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key, when
+from logscope.detectors.base import Detector, JobView, dicts, field_of, last_in_order, order_key, ordered_dicts, when
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import first_failure, happened_before
 from logscope.model import Event, Finding, Role, Severity
@@ -42,7 +42,7 @@ def cancellation_finding(detector: Detector, job: JobView, rows: list[dict[str, 
         return []
     rows = sorted(rows, key=order_key)
     cancel = rows[0]
-    aftermath = [r for r in sorted(job.of(*AFTERMATH).to_dicts(), key=order_key)
+    aftermath = [r for r in ordered_dicts(job.of(*AFTERMATH))
                  if (is_victim(r) or Event(r["event"]) in (Event.STEP_ABORTED, Event.SRUN_ERROR))
                  and _around_or_after(r, cancel)]
     progress = _last_progress(job, cancel)
@@ -105,13 +105,12 @@ def _last_progress(job: JobView, cancel: dict[str, Any]) -> dict[str, Any] | Non
         timed = progress.filter(pl.col("time").is_not_null() & (pl.col("time") <= cancel["time"]))
         if timed.height:
             progress = timed
-    ordered = sorted(progress.to_dicts(), key=order_key)
-    return ordered[-1] if ordered else None
+    return last_in_order(progress)
 
 
 def cancelled_rows(job: JobView, *reasons: str | None) -> list[dict[str, Any]]:
     """CANCELLED rows whose ``DUE TO`` reason starts with one of ``reasons`` (None: no reason)."""
-    rows = job.of(Event.CANCELLED).to_dicts()
+    rows = dicts(job.of(Event.CANCELLED))
     out = []
     for row in rows:
         reason = field_of(row, "reason")

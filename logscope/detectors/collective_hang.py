@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, compact_ranks, field_of, order_key, when, who
+from logscope.detectors.base import Detector, JobView, compact_ranks, field_of, order_key, ordered_dicts, when, who
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -81,7 +81,7 @@ class CollectiveHang(Detector):
         if not quiet:
             quiet, how = self._behind_on_counters(job)
 
-        first_timeout = sorted(timeouts.to_dicts(), key=order_key)[0] if timeouts.height else None
+        first_timeout = ordered_dicts(timeouts)[0] if timeouts.height else None
         if not quiet:
             rows = (timeouts if timeouts.height else desync).to_dicts()
             return [self.finding(
@@ -101,7 +101,7 @@ class CollectiveHang(Detector):
         crashed = self._crashed(job, quiet, first_timeout)
         culprit_row = last_rows[0] if last_rows else None
         culprit = self._culprit(job, quiet[0], culprit_row)
-        evidence = [*last_rows[:3], *sorted(timeouts.to_dicts(), key=order_key)[:3], *desync.to_dicts()[:2]]
+        evidence = [*last_rows[:3], *ordered_dicts(timeouts)[:3], *desync.to_dicts()[:2]]
         if crashed:
             return [self.finding(
                 title=(f"Ranks timed out in a collective waiting for rank(s) {compact_ranks(quiet)}, "
@@ -219,13 +219,13 @@ class CollectiveHang(Detector):
         rows = own.filter(~pl.col("time_inferred"))
         if rows.height == 0:
             rows = own
-        dicts = sorted(rows.to_dicts(), key=order_key)
+        dicts = ordered_dicts(rows)
         return list(reversed(dicts))
 
     @staticmethod
     def _crashed(job: JobView, ranks: list[int], first_timeout: dict[str, Any] | None) -> dict[str, Any] | None:
         rows = job.of(*DETAIL_EVENTS).filter(pl.col("rank").is_in(ranks))
-        for row in sorted(rows.to_dicts(), key=order_key):
+        for row in ordered_dicts(rows):
             if is_victim(row):
                 continue
             if first_timeout is None or order_key(row) <= order_key(first_timeout):

@@ -54,12 +54,13 @@ from typing import Any, ClassVar
 import polars as pl
 
 from logscope.detectors.base import (
-    VICTIM_MESSAGE,
     Detector,
     JobView,
     culprit_of,
     field_of,
     order_key,
+    ordered_dicts,
+    says_victim,
     when,
     who,
     window_of,
@@ -151,8 +152,7 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
         return event == Event.SRUN_TASK_EXIT or pid is None or told((place, int(pid)))
     if event == Event.CPP_EXCEPTION:
         return "DistBackendError" in error_type
-    return bool(VICTIM_MESSAGE.search(message) or VICTIM_MESSAGE.search(error_type)
-                or (event == Event.EXCEPTION and VICTIM_MESSAGE.search(text)))
+    return says_victim(message) or says_victim(error_type) or (event == Event.EXCEPTION and says_victim(text))
 
 
 def category_of(row: dict[str, Any]) -> Category:
@@ -292,7 +292,7 @@ def _process_aliases(job: JobView) -> dict[tuple[str, str], tuple[str, str]]:
 
 def _failure_records(job: JobView) -> list[dict[str, Any]]:
     """Every failure, reaction and launcher-report row, in failure order."""
-    return sorted(job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS).to_dicts(), key=order_key)
+    return ordered_dicts(job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS))
 
 
 def root_failure(job: JobView) -> dict[str, Any] | None:

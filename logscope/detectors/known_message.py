@@ -43,7 +43,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, place_of, seen_at, who
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    culprit_of,
+    field_of,
+    ordered_dicts,
+    place_of,
+    seen_at,
+    who,
+)
 from logscope.detectors.job_facts import capitalised
 from logscope.knowledge import by_id
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
@@ -75,7 +84,7 @@ class KnownMessage(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         by_message: dict[str, list[dict[str, Any]]] = {}
-        for row in sorted(job.of(Event.KNOWN_MESSAGE).to_dicts(), key=order_key):
+        for row in ordered_dicts(job.of(Event.KNOWN_MESSAGE)):
             by_message.setdefault(str(field_of(row, "key")), []).append(row)
         findings = []
         for message_id, rows in by_message.items():

@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key
+from logscope.detectors.base import Detector, JobView, dicts, field_of, ordered_dicts
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -70,8 +70,8 @@ class NnodesMismatch(Detector):
     specificity = 80
 
     def detect(self, job: JobView) -> list[Finding]:
-        configs = sorted(job.of(Event.LAUNCH_CONFIG).filter(
-            pl.col("fields").struct.field("nnodes").is_not_null()).to_dicts(), key=order_key)
+        configs = ordered_dicts(job.of(Event.LAUNCH_CONFIG).filter(
+            pl.col("fields").struct.field("nnodes").is_not_null()))
         if not configs:
             return []
         bounds = {_bounds(field_of(r, "nnodes")) for r in configs}
@@ -161,7 +161,7 @@ class NnodesMismatch(Detector):
 
     @staticmethod
     def _slurm_nodes(job: JobView) -> tuple[list[dict[str, Any]], int | None]:
-        rows = job.of(Event.LAUNCH_COMMAND).to_dicts()
+        rows = dicts(job.of(Event.LAUNCH_COMMAND))
         found: list[tuple[int, dict[str, Any]]] = []
         for r in rows:
             key = field_of(r, "key")

@@ -40,7 +40,7 @@ from typing import ClassVar
 import polars as pl
 
 from logscope.accounting.hostlist import hosts_named
-from logscope.detectors.base import Detector, JobView, evidence_of, order_key, when
+from logscope.detectors.base import Detector, JobView, evidence_of, ordered_dicts, when
 from logscope.model import Category, Culprit, Event, Finding, Severity
 
 
@@ -52,9 +52,9 @@ class NodeFailure(Detector):
     specificity = 60
 
     def detect(self, job: JobView) -> list[Finding]:
-        srun = sorted(job.of(Event.NODE_FAILURE).to_dicts(), key=order_key)
-        cancelled = sorted(job.of(Event.CANCELLED).filter(
-            pl.col("fields").struct.field("reason").str.starts_with("NODE FAIL")).to_dicts(), key=order_key)
+        srun = ordered_dicts(job.of(Event.NODE_FAILURE))
+        cancelled = ordered_dicts(job.of(Event.CANCELLED).filter(
+            pl.col("fields").struct.field("reason").str.starts_with("NODE FAIL")))
         if not srun and not cancelled:
             return []
         failed: list[str] = []

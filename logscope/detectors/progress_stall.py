@@ -45,7 +45,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, order_key, when
+from logscope.detectors.base import Detector, JobView, last_in_order, when
 from logscope.model import Category, Event, Finding, Severity
 
 MIN_STALL = timedelta(minutes=15)
@@ -64,7 +64,8 @@ class ProgressStall(Detector):
         progress = job.of(Event.PROGRESS).filter(pl.col("time").is_not_null())
         if progress.height == 0:
             return []
-        last_progress = sorted(progress.to_dicts(), key=order_key)[-1]
+        last_progress = last_in_order(progress)
+        assert last_progress is not None
         progress_time = last_progress["time"]
         later = job.events.filter(
             pl.col("time").is_not_null() & ~pl.col("time_inferred") & (pl.col("time") > progress_time)
@@ -76,7 +77,8 @@ class ProgressStall(Detector):
                                 & (pl.col("event") != Event.CANCELLED.value))
         if failures.height:
             return []
-        alive = sorted(later.to_dicts(), key=order_key)[-1]
+        alive = last_in_order(later)
+        assert alive is not None
         gap = alive["time"] - progress_time
         threshold = self._threshold(progress)
         if gap < threshold:

@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, order_key, place_of, seen_at
+from logscope.detectors.base import Detector, JobView, dicts, field_of, order_key, ordered_dicts, place_of, seen_at
 from logscope.model import Category, Event, Finding, Role, Severity
 from logscope.parsers.filenames import describe
 from logscope.textsafe import shortened
@@ -82,7 +82,7 @@ def last_states(job: JobView) -> dict[str, dict[str, Any]]:
 
     def compute() -> dict[str, dict[str, Any]]:
         last: dict[str, dict[str, Any]] = {}
-        for row in sorted(job.of(*_AGENT_STATES).to_dicts(), key=order_key):
+        for row in ordered_dicts(job.of(*_AGENT_STATES)):
             last[_place(row)] = row
         return last
 
@@ -97,10 +97,10 @@ def restarts(job: JobView) -> list[dict[str, Any]]:
     ``restart_count`` > 0 stands in. Worked out once per view (LS301, LS302 and the verdict ask)."""
 
     def compute() -> list[dict[str, Any]]:
-        lines = job.of(Event.WORKER_RESTART).to_dicts()
+        lines = dicts(job.of(Event.WORKER_RESTART))
         have = {_place(r) for r in lines}
         counted: dict[str, dict[str, Any]] = {}
-        for row in sorted(job.of(Event.RENDEZVOUS).to_dicts(), key=order_key):
+        for row in ordered_dicts(job.of(Event.RENDEZVOUS)):
             count = str(field_of(row, "key") or "")
             if field_of(row, "message") == "rendezvous result" and count.isdigit() and int(count) > 0 \
                     and _place(row) not in have:
@@ -116,8 +116,8 @@ def relaunches(job: JobView) -> list[dict[str, Any]]:
     workers had failed there: a retry loop in the batch script (``for attempt in 1 2 3; do srun
     ... && break; done``) writing into the same per-node files. Each new run starts again from
     ``restart_count=0``. A different entrypoint (train, then evaluate) is another program."""
-    failures = job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE).to_dicts()
-    starts = sorted((r for r in job.of(Event.LAUNCH_CONFIG).to_dicts() if field_of(r, "message") == "launch config"),
+    failures = dicts(job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE))
+    starts = sorted((r for r in dicts(job.of(Event.LAUNCH_CONFIG)) if field_of(r, "message") == "launch config"),
                     key=order_key)
     out = []
     for i, start in enumerate(starts):

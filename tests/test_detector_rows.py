@@ -1,0 +1,71 @@
+"""The detectors' row helpers (logscope.detectors.base): the polars order is order_key's, and the
+narrowed dicts read every field alike."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logscope.detectors.base import (
+    NARROW_FIELDS_FROM,
+    dicts,
+    field_of,
+    in_order,
+    last_in_order,
+    order_key,
+    ordered_dicts,
+)
+from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA
+
+BASE = datetime(2026, 12, 3, 21, 0, 0)
+times = st.one_of(st.none(), st.integers(0, 5).map(lambda s: BASE + timedelta(seconds=s)))
+rows = st.fixed_dictionaries({
+    "file": st.sampled_from([None, "", "a.out", "b.out"]),
+    "line": st.one_of(st.none(), st.integers(0, 4)),
+    "time": times,
+    "time_inferred": st.one_of(st.none(), st.booleans()),
+    "time_latest": times,
+    "rank": st.one_of(st.none(), st.integers(0, 3)),  # tells rows with equal keys apart
+    "step": st.one_of(st.none(), st.integers(0, 9)),
+})
+
+
+def _frame(data: list[dict[str, Any]]) -> pl.DataFrame:
+    full = [{**{c: None for c in TIMELINE_SCHEMA}, **{k: v for k, v in r.items() if k != "step"},
+             "fields": {**{f: None for f in FIELD_SCHEMA}, "step": r["step"]}} for r in data]
+    return pl.DataFrame(full, schema=TIMELINE_SCHEMA)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(rows, max_size=2 * NARROW_FIELDS_FROM + 5))
+def test_polars_order_is_order_key_order(data: list[dict[str, Any]]) -> None:
+    frame = _frame(data)
+    expected = sorted(frame.to_dicts(), key=order_key)
+    assert [(r["file"], r["line"], r["rank"]) for r in in_order(frame).to_dicts()] == [
+        (r["file"], r["line"], r["rank"]) for r in expected]
+    got = ordered_dicts(frame)
+    assert [(r["file"], r["line"], r["rank"], field_of(r, "step")) for r in got] == [
+        (r["file"], r["line"], r["rank"], field_of(r, "step")) for r in expected]
+    last = last_in_order(frame)
+    if expected:
+        assert last is not None
+        assert (last["file"], last["line"], last["rank"]) == (expected[-1]["file"], expected[-1]["line"],
+                                                              expected[-1]["rank"])
+    else:
+        assert last is None
+
+
+def test_a_big_frame_gives_only_the_fields_it_has_and_every_field_reads_alike() -> None:
+    data = [{"file": "a.out", "line": n, "time": BASE, "time_inferred": False, "time_latest": BASE,
+             "rank": 0, "step": n if n % 2 else None} for n in range(NARROW_FIELDS_FROM)]
+    frame = _frame(data)
+    narrowed = dicts(frame)
+    assert set(narrowed[1]["fields"]) == {"step"}
+    full = frame.to_dicts()
+    for name in FIELD_SCHEMA:
+        assert [field_of(r, name) for r in narrowed] == [field_of(r, name) for r in full]
+    assert dicts(frame.head(NARROW_FIELDS_FROM - 1)) == full[:NARROW_FIELDS_FROM - 1]  # small: as it is
