@@ -1,5 +1,5 @@
 """``python -m logscope``."""
 
-from logscope.cli import main
+from logscope.cli import run
 
-raise SystemExit(main())
+run()

@@ -3,6 +3,7 @@ give what the slow way gives."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,25 @@ def test_the_catalogue_reads_the_same_without_tomli() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == repr(CATALOGUE)
+
+
+def test_the_command_leaves_without_teardown_yet_writes_everything(tmp_path: Path) -> None:
+    # `python -m logscope` (like the `logscope` script) runs cli.run: main, a flush, os._exit.
+    # Output larger than any buffer must arrive whole, with the verdict's exit code.
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out.json"
+    with out.open("w") as sink:
+        done = subprocess.run([sys.executable, "-m", "logscope", "analyze", str(repo / "sample_logs" / "crash-cascade"),
+                               "--format", "json", "--verbose"], stdout=sink, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(out.read_text())["verdict"]["root_cause"]["rank"] == 11
+
+
+def test_the_command_says_when_its_output_cannot_be_written() -> None:
+    if not Path("/dev/full").exists():  # pragma: no cover - Linux has it
+        return
+    sample = Path(__file__).resolve().parents[1] / "sample_logs" / "crash-cascade"
+    with Path("/dev/full").open("w") as full:
+        done = subprocess.run([sys.executable, "-m", "logscope", "analyze", str(sample)],
+                              stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2 and "cannot write the output" in done.stderr
