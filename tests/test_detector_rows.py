@@ -7,9 +7,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from logscope.detectors import base
 from logscope.detectors.base import (
     NARROW_FIELDS_FROM,
     dicts,
@@ -41,9 +43,16 @@ def _frame(data: list[dict[str, Any]]) -> pl.DataFrame:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(rows, max_size=2 * NARROW_FIELDS_FROM + 5))
-def test_polars_order_is_order_key_order(data: list[dict[str, Any]]) -> None:
-    frame = _frame(data)
+@given(st.lists(rows, max_size=40), st.sampled_from([(4, 3), (NARROW_FIELDS_FROM, base.LAST_IN_POLARS_FROM)]))
+def test_polars_order_is_order_key_order(data: list[dict[str, Any]], thresholds: tuple[int, int]) -> None:
+    # With the thresholds lowered, small frames take the polars paths too.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "NARROW_FIELDS_FROM", thresholds[0])
+        patch.setattr(base, "LAST_IN_POLARS_FROM", thresholds[1])
+        _check_order(_frame(data))
+
+
+def _check_order(frame: pl.DataFrame) -> None:
     expected = sorted(frame.to_dicts(), key=order_key)
     assert [(r["file"], r["line"], r["rank"]) for r in in_order(frame).to_dicts()] == [
         (r["file"], r["line"], r["rank"]) for r in expected]

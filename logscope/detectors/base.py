@@ -150,9 +150,14 @@ class Detector:
 
 
 # Frames of at least this many rows give dicts whose ``fields`` hold only the fields some row of
-# the frame has: NCCL's 43-field struct was three quarters of what turning 2000 rows into dicts
-# cost (27 ms against 7 ms without it), and a detector reads one or two of them.
-NARROW_FIELDS_FROM = 32
+# the frame has, and are sorted by polars: the 43-field struct was three quarters of what turning
+# 2000 progress rows into dicts cost (27 ms against 7 ms without it), and a detector reads one or
+# two fields. The two queries this takes cost ~1.5 ms whatever the rows, as much as converting
+# ~500 rows whole (~9 us a row, measured): smaller frames are converted and sorted as they are.
+NARROW_FIELDS_FROM = 512
+# last_in_order sorts in polars from this many rows: one query (~0.35 ms) against converting
+# every row (~9 us a row) to pick one.
+LAST_IN_POLARS_FROM = 48
 
 
 def dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
@@ -191,7 +196,7 @@ def ordered_dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
 def last_in_order(rows: pl.DataFrame) -> dict[str, Any] | None:
     """The last row in :func:`order_key`'s order (the last of equals), or None; of a big frame,
     one row is turned into a dict, not all of them."""
-    if rows.height < NARROW_FIELDS_FROM:
+    if rows.height < LAST_IN_POLARS_FROM:
         return max(reversed(rows.to_dicts()), key=order_key, default=None)
     return in_order(rows).tail(1).to_dicts()[0]
 
