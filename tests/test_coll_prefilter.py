@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reading_support import assert_same_reads, coll_heavy_log, jobsim
 
@@ -249,3 +249,37 @@ def test_prefiltered_files_prepared_together_read_as_each_alone(
     together = list(reading.read_in_order(files))
     assert max(pooled) == len(files) >= 4  # all were prepared in one call
     assert_same_reads(alone, together)
+
+
+# Heads (the text before " NCCL INFO ") and comm slices as the scanner hands them over: launcher
+# prefixes, NCCL's timestamp (canonical or not), NCCL heads of every shape, and text that is none.
+HEAD_PARTS = ["", "[default0]:", "3: ", " 12: ", "[rank3]:", "[host1:3]:", "[trainer0|0]:", "(RayWorkerWrapper pid=9) ",
+              "2026-09-18 19:29:24 [rank3]:", "2025-08-12 09:37:03.46 node7 >> ", "[0000-00-00] ",
+              "[2026-05-05 06:16:47] ", "x ", "[", "]", "é", "\t", "I0506 01:02:03.000 12 f.cc:1] "]
+NCCL_HEADS = ["gpu0:100:101 [0]", "gpu0:100:101", "node-7.cluster:0100:3 [7] enqueue.cc:12", "gpu0:100:101 [x]",
+              "gpu0:abc:1 [0]", "a b:1:2 [0]", "2026-05-05T06:16:47 [1]", "[0000-00-00] gpu1:2:3 [1]",
+              "2026-05-05 06:16:47 gpu1:2:3 [1]", ""]
+COMM_SLICES = [b"0x55aa01 [nranks=8]", b"0x55aa02", b"(nil) [nranks=2]", b"0x55aa0123456789abcdef", b"zz",
+               b"0x5\xc3\xa9", b"0x1f", b"(nil)", b"0xZ", b"0x55aa0123456789abcde"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(HEAD_PARTS), max_size=3), st.sampled_from(NCCL_HEADS),
+                          st.sampled_from(COMM_SLICES)), min_size=1, max_size=12))
+@example([(["[0000-00-00] "], "2026-05-05T06:16:47 [1]", b"0x55aa01"),  # a time after the stamp: not valid
+          (["2026-09-18 19:29:24 [rank3]:"], "gpu0:100:101 [0]", b"0x55aa02"),  # a time in the prefix: timed
+          (["[0000-00-00] "], "gpu0:100:101 [0]", b"0x55aa0123456789abcdef")])  # no room after the pointer
+def test_the_few_groups_engine_answers_as_polars(groups: list[tuple[list[str], str, bytes]]) -> None:
+    from logscope.parsers import coll_aside
+
+    heads = [("".join(front) + head).encode() for front, head, _ in groups]
+    comms = [comm for _, _, comm in groups]
+    assert coll_aside.group_keys(heads, comms) == coll_aside.polars_group_keys(heads, comms)
+
+
+def test_the_few_groups_engine_is_the_one_in_use_for_plain_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope.parsers import coll_aside
+
+    monkeypatch.setattr(coll_aside, "polars_group_keys", lambda *_: pytest.fail("polars asked"))
+    assert coll_aside.group_keys([b"[default0]:gpu0:100:101 [0]"], [b"0x55aa01 [nranks=8]"]) == [
+        ("gpu0:100:101 [0] ", False)]

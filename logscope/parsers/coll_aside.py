@@ -10,7 +10,8 @@ here, counted as recognised and never classified. Two ways, one rule:
   path when the compiled scanner is not built);
 * :func:`group_keys`, for the compiled scanner (:mod:`logscope.ingest.coll_prefilter`), which
   finds and groups the COLL lines of a block of bytes itself and asks here which of its groups are
-  valid and which process each is.
+  valid and which process each is. A few groups of plain ASCII (a file's processes) are checked
+  by Python's ``re`` with the same regexes, the others by the polars path (polars_group_keys).
 
 Both group lines by (the text before " NCCL INFO ", the 20 bytes after "comm ") and check each
 group's head and pointer once, with the same functions below.
@@ -18,9 +19,12 @@ group's head and pointer once, with the same functions below.
 
 from __future__ import annotations
 
+import re
+from functools import cache
+
 import polars as pl
 
-from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.prefixes import PREFIX_COLUMNS, PREFIX_STACK, prefix_fields, prefix_rows, split_prefix
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME
 
@@ -212,7 +216,86 @@ def group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] 
     The checks are those of :func:`coll_surplus`, by the same functions. A head that is not UTF-8,
     or a comm that is not ASCII, is not valid here either: the text polars decodes from such bytes
     may differ from them. Its lines go through the polars path, which is never wrong, only slower.
+
+    A file brings a handful of new groups (its processes), and a polars query costs a fixed
+    ~1 ms: up to :data:`FEW_GROUPS` groups of printable ASCII are checked by Python's ``re``
+    with the same regexes (:func:`_few_group_keys`; ~9 ms a file less), the others by polars.
     """
+    texts = [_text(head) for head in heads]
+    if len(heads) <= FEW_GROUPS and all(
+            text is not None and _plain(text) and comm.isascii() and _plain(comm.decode())
+            for text, comm in zip(texts, comms, strict=True)):
+        return _few_group_keys(heads, comms)
+    return polars_group_keys(heads, comms)
+
+
+FEW_GROUPS = 512
+# Text both engines read alike: printable ASCII and tabs (see logscope.parsers.classify).
+_plain = re.compile(r"[\t -~]*").fullmatch
+
+
+class _Regexes:
+    """The regexes of the checks, compiled for Python's re on first use (a process that never
+    meets a COLL line does not pay for them)."""
+
+    def __init__(self) -> None:
+        self.prefix_stack = re.compile(PREFIX_STACK).match
+        self.stamp = re.compile(_NCCL_STAMP).search
+        self.head_body = re.compile(_COLL_HEAD_BODY).search
+        self.nccl_head = re.compile("^" + _NCCL_HEAD + "$").search
+        self.leading_time = re.compile(ANY_LEADING_TIME).search
+        self.pointer = re.compile(_COLL_POINTER).match
+
+
+@cache
+def _regexes() -> _Regexes:
+    return _Regexes()
+
+
+_APP_TIME = list(PREFIX_COLUMNS).index("p_app_time")
+
+
+def _few_group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] | None]:
+    """:func:`group_keys` for a few groups of printable ASCII, in Python: the polars path's steps
+    (_split_at_stamp, _keyed, _head_keys, _valid_pointers), one group at a time.
+    tests/test_coll_prefilter.py holds the two to the same answers."""
+    rx = _regexes()
+
+    def split_prefix_of(raw: str) -> tuple[str | None, str]:
+        found = rx.prefix_stack(raw)
+        prefix = found.group(0) if found else None
+        return prefix, raw[len(prefix):] if prefix else raw
+
+    plain: dict[int, tuple[str | None, str]] = {}  # group -> (prefix, body) of its head + " NCCL INFO "
+    keys: list[tuple[str, bool] | None] = [None] * len(heads)
+    for n, (head_bytes, comm) in enumerate(zip(heads, comms, strict=True)):
+        head = head_bytes.decode()
+        pointer = rx.pointer(comm.decode())
+        if pointer is None or not (pointer.end() < len(comm) or len(comm) < _COLL_SLICE):
+            continue
+        stamp = rx.stamp(head)
+        if stamp is None:
+            plain[n] = split_prefix_of(head + _COLL_INFO)
+            continue
+        before, rest = head[:stamp.start()], head[stamp.start():]
+        after = rest[rest.find("] ") + 2:]
+        if (split_prefix_of(before)[1] == "" and rx.nccl_head(after + " ") is not None
+                and rx.leading_time(after) is None):
+            keys[n] = (after, True)
+    rows = prefix_rows([prefix for prefix, _ in plain.values() if prefix]) if plain else {}
+    if rows is None:  # another thread cleared prefixes' memo meanwhile: ask polars
+        return polars_group_keys(heads, comms)
+    for n, (prefix, body) in plain.items():
+        parts = rx.head_body(body.removesuffix("NCCL INFO "))
+        if parts is None or parts.group("key") is None:
+            continue
+        app_time = rows[prefix][_APP_TIME] if prefix else None
+        keys[n] = (parts.group("key"), app_time is not None or rx.leading_time(body) is not None)
+    return keys
+
+
+def polars_group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] | None]:
+    """:func:`group_keys` by the polars path, whatever the groups (the reference)."""
     kept = [n for n, (head, comm) in enumerate(zip(heads, comms, strict=True))
             if comm.isascii() and _text(head) is not None]
     groups = pl.DataFrame(

@@ -94,15 +94,25 @@ def prefix_fields(prefixes: pl.Series) -> pl.DataFrame:
         return _peel(distinct)
     # Usually the same few values chunk after chunk and file after file: peel each value once.
     values = distinct.to_list()
-    missing = [v for v in values if v not in _KNOWN]
+    rows = prefix_rows(values)
+    if rows is None:  # forgotten meanwhile (another thread cleared the memo)
+        return _peel(distinct)
+    return pl.DataFrame(list(rows.values()), schema=PREFIX_COLUMNS, orient="row")
+
+
+def prefix_rows(values: list[str]) -> dict[str, tuple[object, ...]] | None:
+    """:func:`prefix_fields`' row (the ``p_*`` columns in PREFIX_COLUMNS' order, then ``prefix``)
+    of each distinct value, remembered across calls: a polars query only for values not seen
+    before. None when another thread cleared the memo meanwhile."""
+    missing = [v for v in dict.fromkeys(values) if v not in _KNOWN]
     if missing:
         if len(_KNOWN) > 4096:
             _KNOWN.clear()
         _KNOWN.update((row[-1], row) for row in _peel(pl.Series(missing, dtype=pl.String)).iter_rows())
-    rows = [_KNOWN.get(v) for v in values]
-    if None in rows:  # forgotten meanwhile (another thread cleared the memo)
-        return _peel(distinct)
-    return pl.DataFrame(rows, schema=PREFIX_COLUMNS, orient="row")
+    rows = {v: _KNOWN.get(v) for v in values}
+    if any(row is None for row in rows.values()):
+        return None
+    return rows  # type: ignore[return-value]
 
 
 _KNOWN: dict[str, tuple[object, ...]] = {}  # prefix -> its row of prefix_fields
@@ -163,4 +173,5 @@ def _role_host() -> pl.Expr:
     return pl.when(role.str.contains(r"[\d.-]") & pl.col("role_colon").is_not_null()).then(role).otherwise(None)
 
 
-__all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "split_prefix", "strip_prefixes"]
+__all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "prefix_rows", "split_prefix",
+           "strip_prefixes"]
