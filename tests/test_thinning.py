@@ -1,0 +1,92 @@
+"""Thinning keeps what its docstring says, checked against a plain-Python reading of the rules
+(logscope.ingest.thinning), with limits small enough that every rule bites."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logscope.ingest import thinning
+from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
+
+LIMITS = {"COLL_HEAD": 1, "COLL_TAIL": 2, "PROGRESS_TAIL": 2, "REPEAT_KEEP": 2, "RECORD_KEEP": 3, "KIND_KEEP": 4}
+EVENTS = [Event.NCCL_COLL, Event.PROGRESS, Event.NCCL_CHANNEL, Event.CHILD_FAILURE, Event.EXCEPTION, Event.NCCL_WARN]
+row = st.fixed_dictionaries({
+    "event": st.sampled_from([e.value for e in EVENTS]),
+    "host": st.sampled_from(["a", "b", None]),
+    "pid": st.sampled_from([1, 2, None]),
+    "rank": st.sampled_from([0, None]),
+    "comm": st.sampled_from(["0x1", "0x2", None]),
+    "transport": st.sampled_from(["P2P", "NET"]),
+    "comm_rank": st.sampled_from([0, 1]),
+})
+
+
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    fields = {f: None for f in FIELD_SCHEMA}
+    return pl.DataFrame([{**{c: None for c in TIMELINE_SCHEMA}, "file": "f", "line": n + 1, "event": r["event"],
+                          "host": r["host"], "pid": r["pid"], "rank": r["rank"],
+                          "fields": {**fields, "comm": r["comm"], "transport": r["transport"],
+                                     "comm_rank": r["comm_rank"], "value": "1"}}
+                         for n, r in enumerate(rows)], schema=TIMELINE_SCHEMA)
+
+
+def _ends(rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], Hashable],
+          limits: Callable[[dict[str, Any]], tuple[int, int]]) -> list[dict[str, Any]]:
+    groups: dict[Hashable, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[key(r)].append(r)
+    kept = []
+    for members in groups.values():
+        for position, r in enumerate(members):
+            first, last = limits(r)
+            if position < first or position >= len(members) - last:
+                kept.append(r)
+    return kept
+
+
+def _reference(rows: list[dict[str, Any]]) -> list[int]:
+    """The line numbers thinning keeps, by its docstring's rules, in plain Python."""
+    numbered = [{**r, "line": n + 1} for n, r in enumerate(rows)]
+    process = lambda r: (r["host"], r["pid"], r["rank"], None, None)  # noqa: E731 - local_rank, task: null
+    by_kind = lambda kind: [r for r in numbered if r["event"] == kind]  # noqa: E731
+    coll = _ends(by_kind(Event.NCCL_COLL.value), lambda r: (r["host"], r["pid"], r["comm"]),
+                 lambda r: (LIMITS["COLL_HEAD"], LIMITS["COLL_TAIL"]))
+    progress = _ends(by_kind(Event.PROGRESS.value), process, lambda r: (LIMITS["COLL_HEAD"], LIMITS["PROGRESS_TAIL"]))
+    seen: set[Hashable] = set()
+    channel = []
+    for r in by_kind(Event.NCCL_CHANNEL.value):
+        key = (r["host"], r["pid"], r["transport"], r["comm_rank"], "1")
+        if key not in seen:
+            seen.add(key)
+            channel.append(r)
+    special = {Event.NCCL_COLL.value, Event.PROGRESS.value, Event.NCCL_CHANNEL.value}
+
+    def repeat_limits(r: dict[str, Any]) -> tuple[int, int]:
+        limit = LIMITS["RECORD_KEEP"] if r["event"] == Event.CHILD_FAILURE.value else LIMITS["REPEAT_KEEP"]
+        return limit, limit
+
+    rest = _ends([r for r in numbered if r["event"] not in special], lambda r: (*process(r), r["event"]),
+                 repeat_limits)
+    kept = sorted([*rest, *coll, *progress, *channel], key=lambda r: r["line"])
+    half = LIMITS["KIND_KEEP"] // 2
+    if len(kept) > LIMITS["KIND_KEEP"]:
+        kept = _ends(kept, lambda r: r["event"], lambda r: (half, half))
+    return sorted(r["line"] for r in kept)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(row, max_size=80))
+def test_thinning_keeps_what_its_rules_say(rows: list[dict[str, Any]]) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LIMITS.items():
+            patch.setattr(thinning, name, value)
+        kept = thinning.thin(_frame(rows))
+    assert kept["line"].to_list() == _reference(rows)
+    assert kept.schema == _frame(rows).schema
