@@ -1,5 +1,5 @@
 """``python -m logscope``."""
 
-from logscope.cli import run
+from logscope.command import run
 
 run()

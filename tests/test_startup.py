@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from logscope.parsers.classify import _groups, _wrapped
 from logscope.parsers.patterns import PATTERNS
@@ -67,3 +68,23 @@ def test_the_commands_annotations_are_objects_not_strings() -> None:
     for command in cli.app.registered_commands:
         assert command.callback is not None
         assert not any(isinstance(a, str) for a in command.callback.__annotations__.values()), command.name
+
+
+def test_a_reading_command_starts_its_readers_before_the_cli_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope import command
+    from logscope.ingest import workers
+
+    asked: list[list[Path]] = []
+    monkeypatch.setattr(workers, "start_early", lambda inputs: asked.append(list(inputs)))
+    command.start_readers(["--debug", "analyze", "job-1/", "--format", "json", "x.out"])
+    command.start_readers(["report", "job-2/"])
+    command.start_readers(["lint", "job.sbatch"])
+    command.start_readers(["--version"])
+    command.start_readers([])
+    assert asked == [[Path("job-1/"), Path("json"), Path("x.out")], [Path("job-2/")]]
+
+
+def test_the_entry_point_imports_no_cli_before_starting_readers() -> None:
+    code = ("import sys\nfrom logscope import command\n"
+            "assert 'typer' not in sys.modules and 'polars' not in sys.modules, sorted(sys.modules)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
