@@ -67,3 +67,22 @@ def test_catalogue_messages_are_found_wherever_they_stand() -> None:
         for line in (f"[rank3]: RuntimeError: {body}", f"  4%|▎  | 10/270 [07:16<2:55:33, 40.51s/it]{body}"):
             event, key = recorded(Message(**{**message.__dict__, "example": line}))
             assert (event, key) == (message.event.value, message.id), (message.id, line, event, key)
+
+
+def test_a_catalogue_id_given_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope.knowledge import catalogue
+
+    text = catalogue.resources.files("logscope.knowledge").joinpath("messages.toml").read_text(encoding="utf-8")
+    starts = [m.start() for m in re.finditer(r"^\[\[message\]\]$", text, re.MULTILINE)]
+    first = text[starts[0]:starts[1]]  # the first entry, whole
+
+    class Twice:
+        def joinpath(self, _name: str) -> Twice:
+            return self
+
+        def read_text(self, encoding: str) -> str:
+            return text + "\n" + first
+
+    monkeypatch.setattr(catalogue.resources, "files", lambda _package: Twice())
+    with pytest.raises(ValueError, match="duplicate catalogue ids"):
+        catalogue._load.__wrapped__()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -76,8 +77,7 @@ def _entry(raw: dict[str, Any]) -> Message:
 def _load() -> tuple[Message, ...]:
     text = resources.files("logscope.knowledge").joinpath("messages.toml").read_text(encoding="utf-8")
     entries = tuple(_entry(raw) for raw in tomllib.loads(text).get("message", []))
-    ids = [m.id for m in entries]
-    duplicates = {i for i in ids if ids.count(i) > 1}
+    duplicates = {i for i, n in Counter(m.id for m in entries).items() if n > 1}
     if duplicates:
         raise ValueError(f"duplicate catalogue ids: {sorted(duplicates)}")
     return entries
