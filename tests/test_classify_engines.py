@@ -18,9 +18,10 @@ from logscope.ingest import FileRead, discover, read_file
 from logscope.knowledge.catalogue import CATALOGUE
 from logscope.parsers import classify
 from logscope.parsers import lines as engine
-from logscope.parsers.classify import _compiled, _extract, _plain
+from logscope.parsers.classify import _compiled, _extract
 from logscope.parsers.patterns import PATTERNS
 from logscope.parsers.prefixes import split_prefix
+from logscope.parsers.regex_ascii import plain_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -47,7 +48,7 @@ def corpus_lines() -> list[str]:
 
 
 def test_python_and_polars_give_every_pattern_the_same_groups_on_plain_lines() -> None:
-    lines = pl.DataFrame({"body": [line for line in corpus_lines() if _plain(line)]})
+    lines = pl.DataFrame({"body": [line for line in corpus_lines() if plain_text(line)]})
     tried = 0
     for pattern in PATTERNS:
         rows = lines.filter(pl.col("body").str.contains_any(list(pattern.triggers)))

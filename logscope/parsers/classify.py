@@ -37,7 +37,7 @@ import polars as pl
 
 from logscope.model import FIELD_SCHEMA
 from logscope.parsers.patterns import PATTERNS, LinePattern
-from logscope.parsers.regex_ascii import ascii_classes
+from logscope.parsers.regex_ascii import ascii_classes, plain_text
 
 # Rows of one pattern up to which Python's re runs its regex. Measured on the NCCL COLL and the
 # exception patterns: Python ~10 us a line (match and groups), polars ~4 us a line plus ~0.5 ms a
@@ -92,10 +92,6 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema={"idx": pl.UInt32})
     groups = pl.concat(found, how="diagonal").sort("idx", "order").filter(pl.col("idx").is_first_distinct())
     return _event_columns(groups)
-
-
-# A line both engines read alike: printable ASCII and tabs (see the module docstring).
-_plain = re.compile(r"[\t -~]*").fullmatch
 
 
 @cache
@@ -161,7 +157,7 @@ class _FewLines:
         for idx, body in zip(rows["idx"].to_list(), rows["body"].to_list(), strict=True):
             is_plain = plain.get(idx)
             if is_plain is None:
-                is_plain = plain[idx] = _plain(body) is not None
+                is_plain = plain[idx] = plain_text(body) is not None
             others.append(not is_plain)
             found = search(body) if is_plain else None
             if found is not None:

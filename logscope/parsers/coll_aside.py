@@ -25,7 +25,7 @@ from functools import cache
 import polars as pl
 
 from logscope.parsers.prefixes import PREFIX_COLUMNS, PREFIX_STACK, prefix_fields, prefix_rows, split_prefix
-from logscope.parsers.regex_ascii import ascii_classes
+from logscope.parsers.regex_ascii import ascii_classes, plain_text
 from logscope.parsers.timestamps import ANY_LEADING_TIME
 
 # The COLL fast path (see coll_surplus): a COLL line is cut at these literals, by byte offset.
@@ -223,15 +223,13 @@ def group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] 
     """
     texts = [_text(head) for head in heads]
     if len(heads) <= FEW_GROUPS and all(
-            text is not None and _plain(text) and comm.isascii() and _plain(comm.decode())
+            text is not None and plain_text(text) and comm.isascii() and plain_text(comm.decode())
             for text, comm in zip(texts, comms, strict=True)):
         return _few_group_keys(heads, comms)
     return polars_group_keys(heads, comms)
 
 
 FEW_GROUPS = 512
-# Text both engines read alike: printable ASCII and tabs (see logscope.parsers.classify).
-_plain = re.compile(r"[\t -~]*").fullmatch
 
 
 class _Regexes:

@@ -22,7 +22,13 @@ handed to an engine.
 
 from __future__ import annotations
 
+import re
 from functools import cache
+
+# Text both engines read alike, a regex rewritten by ascii_classes being given: printable ASCII and
+# tabs. Beyond it their classes part (``\s`` and the controls ``\x1c``-``\x1f``, ``\b`` next to a
+# letter of another script), so such text is left to polars (logscope.parsers.classify).
+plain_text = re.compile(r"[\t -~]*").fullmatch
 
 _OUTSIDE = {"d": "[0-9]", "w": "[0-9A-Za-z_]"}
 _INSIDE = {"d": "0-9", "w": "0-9A-Za-z_"}
@@ -60,4 +66,4 @@ def ascii_classes(regex: str) -> str:
     return "".join(out)
 
 
-__all__ = ["ascii_classes"]
+__all__ = ["ascii_classes", "plain_text"]
