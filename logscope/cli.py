@@ -97,9 +97,6 @@ def analyze(
 
     Example: logscope analyze job-12345/ --format json; logscope analyze 12345 --save ticket-12345/
     """
-    from logscope.ingest.workers import start_early
-
-    start_early(paths)  # a big job's readers import while this process does
     from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
 
@@ -197,9 +194,6 @@ def report(
 
     Example: logscope report job-12345/ -o postmortem.html
     """
-    from logscope.ingest.workers import start_early
-
-    start_early(paths)  # a big job's readers import while this process does
     from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
     from logscope.report.postmortem import chart_folder, report_format, write_report
@@ -612,4 +606,6 @@ def _internal_error(error: BaseException) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    run()
+    from logscope.command import run as run_command  # a big job's readers first, as the command does
+
+    run_command()
