@@ -43,6 +43,7 @@ Advice
 
 from __future__ import annotations
 
+import bisect
 import re
 from datetime import datetime
 from pathlib import Path, PurePath
@@ -116,15 +117,26 @@ def relaunches(job: JobView) -> list[dict[str, Any]]:
     workers had failed there: a retry loop in the batch script (``for attempt in 1 2 3; do srun
     ... && break; done``) writing into the same per-node files. Each new run starts again from
     ``restart_count=0``. A different entrypoint (train, then evaluate) is another program."""
-    failures = dicts(job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE))
+    # Each start is compared with the one before it on its node, and the node's failures are
+    # searched by their order: a job that restarted thousands of times stays linear.
+    failures_at: dict[str, list[tuple[datetime, str, int]]] = {}
+    for failure in dicts(job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE)):
+        failures_at.setdefault(_place(failure), []).append(order_key(failure))
+    for keys in failures_at.values():
+        keys.sort()
     starts = sorted((r for r in dicts(job.of(Event.LAUNCH_CONFIG)) if field_of(r, "message") == "launch config"),
                     key=order_key)
+    previous: dict[str, dict[str, Any]] = {}
     out = []
-    for i, start in enumerate(starts):
-        before = [s for s in starts[:i] if _place(s) == _place(start)]
-        if not before or field_of(before[-1], "value") != field_of(start, "value"):
+    for start in starts:
+        place = _place(start)
+        before = previous.get(place)
+        previous[place] = start
+        if before is None or field_of(before, "value") != field_of(start, "value"):
             continue
-        if any(_place(f) == _place(start) and order_key(before[-1]) < order_key(f) < order_key(start) for f in failures):
+        keys = failures_at.get(place, [])
+        after_before = bisect.bisect_right(keys, order_key(before))  # the first failure after it
+        if after_before < len(keys) and keys[after_before] < order_key(start):
             out.append(start)
     return out
 
