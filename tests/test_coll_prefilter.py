@@ -1,7 +1,7 @@
 """The compiled COLL scanner gives what the polars path gives.
 
 ``logscope.ingest.coll_prefilter`` drops, from a big block's bytes, the NCCL COLL lines the thinning
-would drop (``_collscan.c`` finds and groups them, ``coll_aside.group_keys`` checks the groups).
+would drop (``_collscan.c`` finds and groups them, ``coll_groups.group_keys`` checks the groups).
 The polars path (``coll_aside.coll_surplus``) is the reference: a file read with the scanner and
 without it has the same line counts, warnings and events, whatever its lines hold.
 """
@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from reading_support import assert_same_reads, coll_heavy_log, jobsim
 
 from logscope.ingest import FileRead, blocks, coll_prefilter, compiled, discover, read_file, reading
-from logscope.ingest.blocks import lines_frame
-from logscope.parsers.lines import WRAP_MAX_LINES
+from logscope.ingest.line_frames import lines_frame
+from logscope.ingest.scanning import scan_file
+from logscope.limits import WRAP_MAX_LINES
 
 needs_scanner = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner is not built")
 
@@ -35,20 +36,25 @@ def test_the_scanner_is_built_where_a_compiler_is() -> None:
 
 
 def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRead, FileRead, int]:
-    """The file read with the scanner and without it, and how many lines the scanner set aside."""
+    """The file read with the scanner and without it, and how many lines the scanner set aside.
+    When a read worker's byte pass takes the file whole, what it kept, parsed here, must read as
+    the scanner's read too."""
     source = discover([path])[0][0]
     aside = 0
-    prefilter = coll_prefilter.prefilter
+    reduce_block = coll_prefilter.reduce_block
 
-    def counted(block: bytes, first_line: int, controls: blocks.Controls) -> coll_prefilter.Prefiltered | None:
+    def counted(block: bytes, first_line: int, controls: blocks.Controls) -> coll_prefilter.Reduced | None:
         nonlocal aside
-        got = prefilter(block, first_line, controls)
+        got = reduce_block(block, first_line, controls)
         aside += 0 if got is None else got.set_aside
         return got
 
     with monkeypatch.context() as patch:
-        patch.setattr(reading, "prefilter", counted)
+        patch.setattr(reading, "reduce_block", counted)
         fast = read_file(source)
+    scanned = scan_file(source)
+    if scanned is not None:
+        assert_same_reads([fast], list(reading.read_in_order([scanned])))
     with monkeypatch.context() as patch:
         patch.setattr(compiled, "COMPILED", False)
         plain = read_file(source)
@@ -270,16 +276,16 @@ COMM_SLICES = [b"0x55aa01 [nranks=8]", b"0x55aa02", b"(nil) [nranks=2]", b"0x55a
           (["2026-09-18 19:29:24 [rank3]:"], "gpu0:100:101 [0]", b"0x55aa02"),  # a time in the prefix: timed
           (["[0000-00-00] "], "gpu0:100:101 [0]", b"0x55aa0123456789abcdef")])  # no room after the pointer
 def test_the_few_groups_engine_answers_as_polars(groups: list[tuple[list[str], str, bytes]]) -> None:
-    from logscope.parsers import coll_aside
+    from logscope.parsers import coll_aside, coll_groups
 
     heads = [("".join(front) + head).encode() for front, head, _ in groups]
     comms = [comm for _, _, comm in groups]
-    assert coll_aside.group_keys(heads, comms) == coll_aside.polars_group_keys(heads, comms)
+    assert coll_groups.group_keys(heads, comms) == coll_aside.polars_group_keys(heads, comms)
 
 
 def test_the_few_groups_engine_is_the_one_in_use_for_plain_groups(monkeypatch: pytest.MonkeyPatch) -> None:
-    from logscope.parsers import coll_aside
+    from logscope.parsers import coll_aside, coll_groups
 
     monkeypatch.setattr(coll_aside, "polars_group_keys", lambda *_: pytest.fail("polars asked"))
-    assert coll_aside.group_keys([b"[default0]:gpu0:100:101 [0]"], [b"0x55aa01 [nranks=8]"]) == [
+    assert coll_groups.group_keys([b"[default0]:gpu0:100:101 [0]"], [b"0x55aa01 [nranks=8]"]) == [
         ("gpu0:100:101 [0] ", False)]

@@ -51,7 +51,7 @@ def read_plainly(source: SourceFile, monkeypatch: pytest.MonkeyPatch) -> FileRea
     scanner (no block is prefiltered) nor by polars."""
     plain_prepare = engine.prepare_chunk
     with monkeypatch.context() as patch:
-        patch.setattr(reading, "prefilter", lambda block, first_line, controls: None)
+        patch.setattr(reading, "reduce_block", lambda block, first_line, controls: None)
         patch.setattr(reading, "prepare_chunk",
                       lambda lines, year, carry, coll_keep=None, **options: plain_prepare(lines, year, carry))
         return read_file(source)

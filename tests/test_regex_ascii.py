@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logscope.parsers import coll_aside, lines, prefixes, timestamps
+from logscope.parsers import coll_groups, lines, prefix_stack, prefixes, timestamps
 from logscope.parsers.patterns import PATTERNS
 from logscope.parsers.regex_ascii import ascii_classes
 
@@ -31,8 +31,8 @@ def test_digits_and_word_characters_become_ascii_classes(regex: str, expected: s
 
 
 def test_the_regexes_handed_to_polars_have_no_unicode_classes() -> None:
-    for regex in (prefixes.PREFIX_STACK, prefixes.ONE_PREFIX, timestamps.ANY_LEADING_TIME, coll_aside._COLL_HEAD_BODY,
-                  coll_aside._STAMPED_COLL, lines._RECORD_START):
+    for regex in (prefixes.PREFIX_STACK, prefixes.ONE_PREFIX, timestamps.ANY_LEADING_TIME, coll_groups.COLL_HEAD_BODY,
+                  coll_groups.STAMPED_COLL, lines._RECORD_START):
         assert not re.search(r"(?<!\\)(?:\\\\)*\\[dw]", regex), regex
 
 
@@ -46,7 +46,7 @@ def test_every_pattern_reads_the_same_on_ascii_lines_and_compiles_in_both_engine
 
 @given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40))
 def test_on_ascii_text_the_rewritten_regex_matches_alike(text: str) -> None:
-    for regex in (r"(\d+)[:\s](\w*)", r"[\w.-]+:\d{1,3}", r"[^\d\w]+", prefixes._ALTERNATIVES):
+    for regex in (r"(\d+)[:\s](\w*)", r"[\w.-]+:\d{1,3}", r"[^\d\w]+", prefix_stack._ALTERNATIVES):
         original = re.search(regex, text)
         rewritten = re.search(ascii_classes(regex), text)
         assert (original and original.group(0)) == (rewritten and rewritten.group(0))

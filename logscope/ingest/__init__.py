@@ -13,9 +13,11 @@ Reading policy, the same for every file:
 * nothing is ever written: files are opened read-only and their times are not changed.
 
 One concern per module: :mod:`.discovery` (finding files, names that are not logs),
-:mod:`.compression` (gzip/zstd streams), :mod:`.blocks` (blocks cut at newlines, NUL holes, line
-frames), :mod:`.reading` (the per-file pipeline, batching, times), :mod:`.thinning` (events kept in
-bounded memory) and :mod:`.workers` (worker processes). The names below are re-exported for
+:mod:`.compression` (gzip/zstd streams), :mod:`.blocks` (blocks cut at newlines, NUL holes),
+:mod:`.line_frames` (a block as a frame of lines), :mod:`.coll_prefilter` and :mod:`.scanning` (the
+byte pass that drops surplus NCCL COLL lines before polars sees them), :mod:`.reading` (the
+per-file pipeline, batching, times), :mod:`.thinning` (events kept in bounded memory) and
+:mod:`.workers` (worker processes). The names below are re-exported for
 callers; the settings are read where they are defined (patch ``logscope.ingest.blocks.CHUNK_BYTES``,
 not this package's copy).
 """
@@ -34,8 +36,9 @@ _WHERE = {
     "is_not_a_log": "discovery",
     "BATCH_BYTES": "reading", "BATCH_ROWS": "reading", "FileRead": "reading", "ProgressCallback": "reading",
     "read_file": "reading", "read_in_order": "reading",
-    "COLL_HEAD": "thinning", "COLL_TAIL": "thinning", "KIND_KEEP": "thinning", "PROGRESS_TAIL": "thinning",
+    "KIND_KEEP": "thinning", "PROGRESS_TAIL": "thinning",
     "RECORD_KEEP": "thinning", "REPEAT_KEEP": "thinning",
+    "COLL_HEAD": "limits", "COLL_TAIL": "limits",
     "MAX_WORKERS": "workers", "PARALLEL_MIN_BYTES": "workers", "read_files": "workers",
 }
 
@@ -43,7 +46,8 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    module = "logscope.limits" if _WHERE[name] == "limits" else f"{__name__}.{_WHERE[name]}"
+    return getattr(importlib.import_module(module), name)
 
 
 if TYPE_CHECKING:
@@ -51,8 +55,9 @@ if TYPE_CHECKING:
     from logscope.ingest.compression import READ_ERRORS, TruncatedArchive
     from logscope.ingest.discovery import NOT_LOG_SUFFIXES, Skipped, SourceFile, discover, is_not_a_log
     from logscope.ingest.reading import BATCH_BYTES, BATCH_ROWS, FileRead, ProgressCallback, read_file, read_in_order
-    from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
+    from logscope.ingest.thinning import KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
     from logscope.ingest.workers import MAX_WORKERS, PARALLEL_MIN_BYTES, read_files
+    from logscope.limits import COLL_HEAD, COLL_TAIL
 
 __all__ = [
     "BATCH_BYTES", "BATCH_ROWS", "CHUNK_BYTES", "COLL_HEAD", "COLL_TAIL", "KIND_KEEP", "MAX_LINE_BYTES", "MAX_WORKERS",

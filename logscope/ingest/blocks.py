@@ -1,4 +1,4 @@
-"""Cut a file's bytes into blocks that end at a newline, and a block into a frame of numbered lines.
+"""Cut a file's bytes into blocks that end at a newline (a block into a frame of lines: :mod:`.line_frames`).
 
 * blocks hold about :data:`CHUNK_BYTES`, so memory does not grow with the file; a "line" longer
   than :data:`MAX_LINE_BYTES` is cut there and counted as several;
@@ -18,8 +18,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
-
-import polars as pl
 
 from logscope.ingest import compiled
 from logscope.ingest.compression import READ_ERRORS, InflateStream
@@ -224,59 +222,15 @@ def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
 
 
 def for_csv_reader(block: bytes, unit_separator: bool | None = None) -> bytes:
-    """``block`` as :func:`lines_frame` reads it: leading byte-order marks dropped (the reader drops
-    one, and finds "no data" if that was all), 0x1f (its separator) a space. ``unit_separator``:
+    """``block`` as :func:`~logscope.ingest.line_frames.lines_frame` reads it: leading byte-order
+    marks dropped (the reader drops one, and finds "no data" if that was all), 0x1f (its
+    separator) a space. ``unit_separator``:
     whether the block holds 0x1f, when the caller knows (:func:`control_bytes`)."""
     while block.startswith(codecs.BOM_UTF8):
         block = block[len(codecs.BOM_UTF8):] or b"\n"
     if unit_separator if unit_separator is not None else b"\x1f" in block:
         block = block.replace(b"\x1f", b" ")
     return block
-
-
-def lines_frame(block: bytes, first_line: int, numbered: bool = False,
-                unit_separator: bool | None = None) -> pl.DataFrame:
-    """Physical lines of ``block`` numbered from ``first_line + 1``, decoded lossily.
-
-    ``numbered``: each line of ``block`` is ``<its number>\\x1f<the line>`` and 0x1f occurs nowhere
-    else: the lines of a block some of whose lines were dropped (:mod:`~logscope.ingest.coll_prefilter`).
-    ``unit_separator``: see :func:`for_csv_reader`.
-    """
-    # The CSV reader is the fastest line splitter polars has; give it a separator byte that
-    # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
-    if not numbered:
-        block = for_csv_reader(block, unit_separator)
-    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
-    # first line in front of such a block keeps it text, and its row is dropped below.
-    shielded = _compressed_start(block)
-    columns = ["line", "raw"] if numbered else ["raw"]
-    frame = pl.read_csv(
-        b"\n" + block if shielded else block,
-        has_header=False,
-        separator="\x1f",
-        quote_char=None,
-        new_columns=columns,
-        schema_overrides={"line": pl.Int64, "raw": pl.String} if numbered else {"raw": pl.String},
-        encoding="utf8-lossy",
-        infer_schema=False,
-        truncate_ragged_lines=True,
-    )
-    if shielded:
-        frame = frame.slice(1)
-    if numbered:
-        return frame
-    return frame.select(
-        (pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + first_line).alias("line"),
-        pl.col("raw"),
-    )
-
-
-def _compressed_start(block: bytes) -> bool:
-    """Whether ``block`` starts with a zlib header or the zstd magic number (gzip's cannot be
-    left: its 0x1f is replaced before)."""
-    if block.startswith(b"\x28\xb5\x2f\xfd"):
-        return True
-    return len(block) >= 2 and block[0] & 0x0F == 8 and ((block[0] << 8) | block[1]) % 31 == 0
 
 
 def looks_binary(head: bytes) -> bool:

@@ -5,12 +5,15 @@ first :data:`~logscope.ingest.thinning.COLL_HEAD` and last :data:`~logscope.inge
 of each (process, communicator). Splitting them into a polars frame only to set them aside
 (:func:`logscope.parsers.coll_aside.coll_surplus`) is most of what reading such a log costs. The
 compiled scanner (``_collscan.c``, built with the package when a C compiler is there) finds and
-groups them on the block's bytes; :func:`~logscope.parsers.coll_aside.group_keys` checks each group
+groups them on the block's bytes; :func:`~logscope.parsers.coll_groups.group_keys` checks each group
 once, as the polars path does; the scanner then drops the surplus lines and writes the others with
-their line numbers, for polars to read.
+their line numbers, for polars to read (:func:`~logscope.ingest.line_frames.lines_frame`).
+
+This module imports no polars: it is the heart of a read worker's byte pass
+(:mod:`logscope.ingest.scanning`).
 
 Without the compiled scanner, or for a block where it would not pay (small, few lines, no COLL
-line to drop), :func:`prefilter` returns None and the block takes the polars path whole. Both give
+line to drop), :func:`reduce_block` returns None and the block takes the polars path whole. Both give
 the same events: ``tests/test_coll_prefilter.py`` holds them to it.
 """
 
@@ -19,14 +22,10 @@ from __future__ import annotations
 import array
 from dataclasses import dataclass
 
-import polars as pl
-
 from logscope.ingest import compiled
-from logscope.ingest.blocks import Controls, for_csv_reader, lines_frame
-from logscope.ingest.matching import MATCH_CHARS
-from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL
-from logscope.parsers.coll_aside import group_keys
-from logscope.parsers.lines import WRAP_MAX_LINES
+from logscope.ingest.blocks import Controls, for_csv_reader
+from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, WRAP_MAX_LINES
+from logscope.parsers.coll_groups import group_keys
 
 # Below this a block is read whole by polars: the scanner's fixed cost (a group table, the checks
 # of new groups) would not pay.
@@ -39,20 +38,20 @@ KNOWN_MAX = 100_000
 
 
 @dataclass
-class Prefiltered:
+class Reduced:
     """What is left of a block once its surplus COLL lines are dropped."""
 
-    lines: pl.DataFrame  # ``line`` (numbered as in the file), ``raw``: the lines kept
+    kept: bytes  # the lines kept, each as ``<its number in the file>\x1f<the line>\n``
+    kept_count: int  # how many
     lines_read: int  # every line of the block, kept or not
     set_aside: int  # COLL lines dropped: recognised, never classified
-    kept_bytes: int  # the size of the lines kept
 
 
-def prefilter(block: bytes, first_line: int, controls: Controls) -> Prefiltered | None:
+def reduce_block(block: bytes, first_line: int, controls: Controls) -> Reduced | None:
     """``block`` (lines numbered from ``first_line + 1``) without the COLL lines the thinning would
     drop; None when the block is better read whole (see the module's docstring).
 
-    The block is taken as :func:`~logscope.ingest.blocks.lines_frame` reads it: leading byte-order
+    The block is taken as :func:`~logscope.ingest.line_frames.lines_frame` reads it: leading byte-order
     marks dropped, 0x1f a space. A block of at most WRAP_MAX_LINES lines is never prefiltered: the
     parser may join hard-wrapped lines in such a block, and a dropped line would change what joins.
     ``controls``: what the block holds (:func:`~logscope.ingest.blocks.control_bytes`)."""
@@ -67,10 +66,7 @@ def prefilter(block: bytes, first_line: int, controls: Controls) -> Prefiltered 
                                                    first_line)
     if not set_aside:
         return None
-    lines = lines_frame(kept, first_line, numbered=True)
-    if lines.height != kept_count:  # the CSV reader split lines otherwise than at '\n' (never seen)
-        return None
-    return Prefiltered(lines, total, set_aside, len(kept))
+    return Reduced(kept, kept_count, total, set_aside)
 
 
 def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:

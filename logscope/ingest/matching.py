@@ -20,9 +20,9 @@ from dataclasses import replace
 
 import polars as pl
 
+from logscope.limits import MATCH_CHARS
 from logscope.parsers.lines import PreparedChunk
 
-MATCH_CHARS = 4096
 CLASSIFY_BYTES = 256 * 1024 * 1024
 
 

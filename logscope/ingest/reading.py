@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cache
-from pathlib import Path
 
 import polars as pl
 
@@ -27,17 +25,19 @@ from logscope.ingest.blocks import (
     MAX_LINE_BYTES,
     blocks,
     control_bytes,
-    lines_frame,
     looks_binary,
     peek,
     skip_leading_hole,
     without_nul,
 )
-from logscope.ingest.coll_prefilter import prefilter
+from logscope.ingest.coll_prefilter import Reduced, reduce_block
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import Skipped, SourceFile
-from logscope.ingest.matching import CLASSIFY_BYTES, MATCH_CHARS, bounded_pieces, cut_for_matching
-from logscope.ingest.thinning import COLL_HEAD, COLL_TAIL, thin
+from logscope.ingest.line_frames import lines_frame
+from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching
+from logscope.ingest.scanning import ScannedFile, reference_year
+from logscope.ingest.thinning import thin
+from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import (
     EVENT_COLUMNS,
@@ -47,9 +47,6 @@ from logscope.parsers.lines import (
     prepare_chunk,
     prepare_files,
 )
-from logscope.parsers.timestamps import FULL_DATE_BYTES
-
-_FULL_DATE = re.compile(FULL_DATE_BYTES)
 
 
 @dataclass
@@ -72,9 +69,10 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
     return next(read_in_order([source], hook))
 
 
-def read_in_order(sources: Sequence[SourceFile],
+def read_in_order(sources: Iterable[SourceFile | ScannedFile],
                   on_bytes: Callable[[SourceFile, int], None] | None = None) -> Iterator[FileRead | Skipped]:
-    """:func:`read_file` for each of ``sources``, yielded in order.
+    """:func:`read_file` for each of ``sources``, yielded in order; a file a read worker's byte pass
+    took (:class:`~logscope.ingest.scanning.ScannedFile`) is parsed from what the pass kept.
 
     Each block is taken as far as it goes alone (``prepare_chunk``: every per-line step), then the
     candidate lines of several blocks, of one file or of several, are classified in one batch
@@ -86,6 +84,11 @@ def read_in_order(sources: Sequence[SourceFile],
     """
     batch = _Batch()
     for source in sources:
+        if isinstance(source, ScannedFile):
+            if batch.read_scanned(_Reading(source.source, None, source.year), source):
+                yield from batch.ready()
+                continue
+            source = source.source
         opened = _start_reading(source)
         if isinstance(opened, _Reading):
             batch.read(opened, on_bytes)
@@ -106,8 +109,8 @@ BATCH_BYTES = 4 * CHUNK_BYTES
 class _Reading:
     """A file being read: its stream, its result so far and its thinned event parts."""
 
-    def __init__(self, source: SourceFile, stream: io.BufferedIOBase | InflateStream, year: int) -> None:
-        self.stream = stream
+    def __init__(self, source: SourceFile, stream: io.BufferedIOBase | InflateStream | None, year: int) -> None:
+        self.stream = stream  # None for a file the byte pass read (logscope.ingest.scanning)
         self.year = year
         self.result = FileRead(source, _no_events())
         self.parts: list[pl.DataFrame] = []
@@ -163,16 +166,30 @@ def _frame(reading: _Reading, block: bytes) -> _Framed:
     controls = control_bytes(block)
     if controls.nul:
         block = without_nul(block)
-    reduced = prefilter(block, reading.result.lines_read, controls)
-    if reduced is None:
+    reduced = reduce_block(block, reading.result.lines_read, controls)
+    kept = None if reduced is None else _kept_lines(reduced, reading.result.lines_read)
+    if reduced is None or kept is None:
         lines = lines_frame(block, reading.result.lines_read, unit_separator=controls.unit_separator)
-        read, set_aside, size = lines.height, 0, len(block)
-    else:
-        lines, read, set_aside, size = reduced.lines, reduced.lines_read, reduced.set_aside, reduced.kept_bytes
+        return _framed(reading, lines, lines.height, 0, len(block), len(block), controls.carriage_return, False)
+    return _framed(reading, kept, reduced.lines_read, reduced.set_aside, len(reduced.kept), len(block),
+                   controls.carriage_return, True)
+
+
+def _kept_lines(reduced: Reduced, first_line: int) -> pl.DataFrame | None:
+    """The lines a block kept after the byte pass (numbered after ``first_line``); None when the CSV
+    reader split them otherwise than at '\n' (never seen: the block is then read whole)."""
+    lines = lines_frame(reduced.kept, first_line, numbered=True)
+    return lines if lines.height == reduced.kept_count else None
+
+
+def _framed(reading: _Reading, lines: pl.DataFrame, read: int, set_aside: int, size: int, block_size: int,
+            carriage_return: bool, prefiltered: bool) -> _Framed:
+    """``lines`` of a block of ``block_size`` bytes (``read`` lines, ``set_aside`` of them dropped by
+    the byte pass, ``size`` bytes left) counted in its file and cut for matching."""
     reading.result.lines_read += read
-    lines, cut = cut_for_matching(lines) if len(block) > MATCH_CHARS else (lines, 0)
+    lines, cut = cut_for_matching(lines) if block_size > MATCH_CHARS else (lines, 0)
     reading.cut += cut
-    return _Framed(lines, cut > 0 or controls.carriage_return, reduced is not None, set_aside, size)
+    return _Framed(lines, cut > 0 or carriage_return, prefiltered, set_aside, size)
 
 
 class _Batch:
@@ -194,42 +211,88 @@ class _Batch:
 
     def read(self, reading: _Reading, on_bytes: Callable[[SourceFile, int], None] | None) -> None:
         """Read every block of a file, finishing the batch whenever it is full."""
+        assert reading.stream is not None
         self._results.append(reading)
         result = reading.result
-        carry_time: datetime | None = None
-        held: _Framed | None = None  # prefiltered blocks not prepared yet
-        whole = True  # held is all the file (nothing prepared before): it may join the pool
         with reading.stream:
-            try:
+
+            def framed_blocks() -> Iterator[_Framed]:
+                assert reading.stream is not None
                 for block in blocks(reading.stream, result.source.path, result.warnings):
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
-                    framed = _frame(reading, block)
-                    if framed.prefiltered:
-                        # What is left of prefiltered blocks is prepared a few blocks at a time: a
-                        # prepare costs ~20 ms whatever its lines, and those are few.
-                        held = framed if held is None else held.joined(framed)
-                        if held.lines.height < HELD_ROWS:
-                            continue
-                        framed, held = held, None
-                    elif held is not None:
-                        carry_time, held = self._prepare(reading, held, carry_time), None
-                    carry_time, whole = self._prepare(reading, framed, carry_time), False
-            except READ_ERRORS as error:
-                result.warnings.append(
-                    f"stopped reading after line {result.lines_read}: {describe_error(error)}; "
-                    "the lines before it were analysed"
-                )
-            if held is not None and whole:
-                self._pool(reading, held)
-            elif held is not None:
-                self._prepare(reading, held, carry_time)
-        if isinstance(reading.stream, InflateStream):
-            result.warnings.extend(reading.stream.notes)
+                    yield _frame(reading, block)
+
+            self._take(reading, framed_blocks())
+        self._end(reading, reading.stream.notes if isinstance(reading.stream, InflateStream) else [])
+
+    def read_scanned(self, reading: _Reading, scanned: ScannedFile) -> bool:
+        """Take a file that went through the byte pass (:mod:`logscope.ingest.scanning`) as
+        :meth:`read` takes its blocks; False, with nothing taken, when a block's kept lines do not
+        read back as the pass counted them (never seen: the caller reads the file the usual way)."""
+        first_line = 0
+        framed: list[tuple[pl.DataFrame, int, int, int]] = []  # lines, how many read, set aside, kept bytes
+        for block in scanned.blocks:
+            if block.reduced is None:  # kept whole (its last): read as _frame reads a block
+                assert block.whole is not None
+                lines = lines_frame(block.whole, first_line, unit_separator=block.unit_separator)
+                framed.append((lines, lines.height, 0, len(block.whole)))
+                first_line += lines.height
+                continue
+            kept = _kept_lines(block.reduced, first_line)
+            if kept is None:
+                return False
+            framed.append((kept, block.reduced.lines_read, block.reduced.set_aside, len(block.reduced.kept)))
+            first_line += block.reduced.lines_read
+        self._results.append(reading)
+        reading.result.warnings.extend(scanned.warnings)
+        self._take(reading, (
+            _framed(reading, lines, read, set_aside, size, block.size, block.carriage_return, block.reduced is not None)
+            for block, (lines, read, set_aside, size) in zip(scanned.blocks, framed, strict=True)))
+        if scanned.error is not None:
+            self._stopped(reading, scanned.error)
+        self._end(reading, scanned.notes)
+        return True
+
+    def _take(self, reading: _Reading, framed_blocks: Iterator[_Framed]) -> None:
+        """Prepare a file's framed blocks into the batch, in order; a read error that stops them is
+        said, and what came before it kept."""
+        carry_time: datetime | None = None
+        held: _Framed | None = None  # prefiltered blocks not prepared yet
+        whole = True  # held is all the file (nothing prepared before): it may join the pool
+        try:
+            for framed in framed_blocks:
+                if framed.prefiltered:
+                    # What is left of prefiltered blocks is prepared a few blocks at a time: a
+                    # prepare costs ~20 ms whatever its lines, and those are few.
+                    held = framed if held is None else held.joined(framed)
+                    if held.lines.height < HELD_ROWS:
+                        continue
+                    framed, held = held, None
+                elif held is not None:
+                    carry_time, held = self._prepare(reading, held, carry_time), None
+                carry_time, whole = self._prepare(reading, framed, carry_time), False
+        except READ_ERRORS as error:
+            self._stopped(reading, describe_error(error))
+        if held is not None and whole:
+            self._pool(reading, held)
+        elif held is not None:
+            self._prepare(reading, held, carry_time)
+
+    @staticmethod
+    def _stopped(reading: _Reading, why: str) -> None:
+        reading.result.warnings.append(f"stopped reading after line {reading.result.lines_read}: {why}; "
+                                       "the lines before it were analysed")
+
+    @staticmethod
+    def _end(reading: _Reading, notes: list[str]) -> None:
+        """What is said of a file once all its blocks are taken: the decompressor's notes, the lines
+        cut for matching."""
+        reading.result.warnings.extend(notes)
         if reading.cut:
-            result.warnings.append(f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on "
-                                   "their first (and, after a carriage return, last) "
-                                   f"{MATCH_CHARS:,} characters")
+            reading.result.warnings.append(
+                f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on their first (and, "
+                f"after a carriage return, last) {MATCH_CHARS:,} characters")
 
     def _prepare(self, reading: _Reading, framed: _Framed, carry_time: datetime | None) -> datetime | None:
         """Take ``framed`` as far as it goes alone, into the batch (finished when full); return the
@@ -329,23 +392,11 @@ def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:
     if looks_binary(head):
         stream.close()
         return Skipped(source.display, "binary data, not a text log")
-    reading = _Reading(source, stream, _reference_year(head, source.path))
+    reading = _Reading(source, stream, reference_year(head, source.path))
     if hole:
         reading.result.warnings.append(f"{hole:,} NUL bytes at its start skipped (a hole, as logrotate's "
                                        "copytruncate leaves); the lines after it were read")
     return reading
-
-
-def _reference_year(head: bytes, path: Path) -> int:
-    """The year for timestamps that carry none (glog, syslog): the file's first full date, else
-    its modification time."""
-    if m := _FULL_DATE.search(head):
-        return int(m.group(1))
-    try:
-        year = datetime.fromtimestamp(path.stat().st_mtime).year
-    except (OSError, ValueError, OverflowError):
-        return 1970
-    return year if 1900 <= year <= 2999 else 1970  # as timestamps.py: no year close to datetime's limits
 
 
 def _finish_times(events: pl.DataFrame) -> pl.DataFrame:

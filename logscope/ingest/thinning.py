@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from logscope.limits import COLL_HEAD, COLL_TAIL
 from logscope.model import Event
 
-# NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first and
-# the last ones matter to the detectors (where a rank started and where it stopped).
-COLL_HEAD = 2
-COLL_TAIL = 64
+# NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first
+# COLL_HEAD and the last COLL_TAIL matter to the detectors (where a rank started and stopped).
 PROGRESS_TAIL = 4096
 # Other repeated lines: first and last kept per (process, kind of line); multi-line records more.
 REPEAT_KEEP = 64

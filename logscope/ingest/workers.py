@@ -1,13 +1,16 @@
 """Read a big job's files in worker processes, one per core, a file at a time.
 
 Workers are plain ``python -c`` subprocesses fed pickled sources on stdin and returning one
-pickled result per file on stdout; a file a worker did not return (it could not start, or died)
+pickled outcome per file on stdout; a file a worker did not return (it could not start, or died)
 is read in this process.
 
-A worker spends its first ~0.3 s importing polars and the parsers. :func:`start_early` lets a
-command start them as soon as it knows its inputs are big, before it imports anything heavy
-itself, so that both imports overlap; :func:`read_files` then hands them their files. This module
-imports nothing heavy itself, so that it can be imported that early.
+A worker first takes each of its files through the byte pass (:mod:`logscope.ingest.scanning`),
+which loads no polars: a COLL-heavy file comes back as the few lines the pass kept, parsed here
+with those of the job's other files. A file the pass cannot take is read by the worker the usual
+way (it loads polars then, ~0.3 s), or, while such files are small, here. :func:`start_early`
+lets a command start the workers as soon as it knows its inputs are big, before it imports
+anything heavy itself; :func:`read_files` then hands them their files. This module imports nothing
+heavy itself, so that it can be imported that early.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,10 +31,18 @@ from logscope.ingest.discovery import Skipped, SourceFile
 
 if TYPE_CHECKING:
     from logscope.ingest.reading import FileRead
+    from logscope.ingest.scanning import ScannedFile
+
+    # What a worker returns for a file: its result, read there the usual way; what the byte pass
+    # kept of it, to be parsed here; or None, for a file this process is to read itself.
+    Outcome = FileRead | Skipped | ScannedFile | None
 
 # Jobs at least this big are read by several processes (read_files). Below it the gain is small
 # (starting a worker takes ~0.3 s) and each worker costs ~130 MB (an interpreter with polars).
-PARALLEL_MIN_BYTES = 128 * 1024 * 1024
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+# A worker leaves the files its byte pass cannot take to this process while they add up to no
+# more than this; beyond it, it reads them itself (and loads polars for them).
+LEFT_HERE_MAX_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 8
 _WORKER_ENV = "LOGSCOPE_READ_WORKER"
 _WORKER_CODE = "from logscope.ingest.workers import worker_main; worker_main()"
@@ -42,30 +54,52 @@ def read_files(sources: Sequence[SourceFile],
 
     A big job is read by one worker process per core, a file at a time. Polars runs each string
     kernel of a chunk on one core, and Python threads calling it contend rather than scale, so
-    files are the unit of parallelism. (This process waits rather than reads: it cannot have the
-    workers' memory settings, see _worker_env, and reads ~15% slower.) Workers are plain
-    ``python -c`` subprocesses, not multiprocessing, which re-imports the caller's ``__main__``: a
-    library user's unguarded script would run again. A file a worker did not return (it could not
-    start, or died) is read here. ``on_bytes`` gets each block read here, and a file's size when a
-    worker returns it.
+    files are the unit of parallelism. This process parses what the workers' byte pass kept of
+    COLL-heavy files (all of them in one batch, while the workers read on) and reads the small
+    files they leave to it; the rest the workers read themselves (see worker_main). Workers are
+    plain ``python -c`` subprocesses, not multiprocessing, which re-imports the caller's
+    ``__main__``: a library user's unguarded script would run again. A file a worker did not
+    return (it could not start, or died) is read here. ``on_bytes`` gets each block read here, and
+    a file's size when a worker returns it.
     """
-    results: list[FileRead | Skipped | None] = [None] * len(sources)
+    from logscope.ingest.reading import read_in_order
+
     cores = min(_usable_cores(), len(sources), MAX_WORKERS)
     # A process that is itself a worker (ours, or one of scan's, which already fill the cores)
     # reads in-process.
-    if cores >= 2 and not _nested() and sum(s.size for s in sources) >= PARALLEL_MIN_BYTES:
-        for i, got in _Workers(sources, _balance(sources, cores)).results():
-            results[i] = got
-            if on_bytes is not None:
-                on_bytes(sources[i], sources[i].size)
-    else:
+    if cores < 2 or _nested() or sum(s.size for s in sources) < PARALLEL_MIN_BYTES:
         _stop_early_workers()
-    from logscope.ingest.reading import read_in_order
-
-    left = [i for i, outcome in enumerate(results) if outcome is None]
-    for i, outcome in zip(left, read_in_order([sources[i] for i in left], on_bytes), strict=True):
-        results[i] = outcome
+        return list(read_in_order(sources, on_bytes))
+    results: list[FileRead | Skipped | None] = [None] * len(sources)
+    handed: deque[int] = deque()  # files given to read_in_order here, in order
+    for outcome in read_in_order(_to_read_here(sources, _Workers(sources, _balance(sources, cores)), results, handed,
+                                               on_bytes), on_bytes):
+        results[handed.popleft()] = outcome
     return [outcome for outcome in results if outcome is not None]
+
+
+def _to_read_here(sources: Sequence[SourceFile], workers: _Workers, results: list[FileRead | Skipped | None],
+                  handed: deque[int], on_bytes: Callable[[SourceFile, int], None] | None,
+                  ) -> Iterator[SourceFile | ScannedFile]:
+    """As the workers return their files: the results they read into ``results``, and the files to
+    be parsed or read here yielded (their indexes appended to ``handed``), as they come, so that
+    this process parses while the workers read; then the files no worker returned."""
+    from logscope.ingest.scanning import ScannedFile
+
+    given: set[int] = set()
+    for i, got in workers.results():
+        if got is not None and not isinstance(got, ScannedFile):
+            results[i] = got
+        else:
+            handed.append(i)
+            given.add(i)
+            yield sources[i] if got is None else got
+        if got is not None and on_bytes is not None:
+            on_bytes(sources[i], sources[i].size)
+    for i, source in enumerate(sources):
+        if results[i] is None and i not in given:
+            handed.append(i)
+            yield source
 
 
 def _usable_cores() -> int:
@@ -94,14 +128,14 @@ class _Workers:
 
     def __init__(self, sources: Sequence[SourceFile], groups: list[list[int]]) -> None:
         self._sources = sources
-        self._returned: queue.SimpleQueue[tuple[int, FileRead | Skipped] | None] = queue.SimpleQueue()
+        self._returned: queue.SimpleQueue[tuple[int, Outcome] | None] = queue.SimpleQueue()
         self._running = len(groups)
         started = _take_early_workers(len(groups))
         for group, proc in zip(groups, started + [None] * (len(groups) - len(started)), strict=True):
             threading.Thread(target=self._run, args=(group, proc), daemon=True).start()
 
-    def results(self) -> Iterator[tuple[int, FileRead | Skipped]]:
-        """Each result as a worker returns it, until all the workers are done."""
+    def results(self) -> Iterator[tuple[int, Outcome]]:
+        """Each file's outcome as a worker returns it, until all the workers are done."""
         while self._running:
             item = self._returned.get()
             if item is None:
@@ -117,8 +151,9 @@ class _Workers:
                 assert running.stdin is not None and running.stdout is not None
                 running.stdin.write(pickle.dumps([self._sources[i] for i in group]))
                 running.stdin.close()
-                for i in group:  # one result per file, in order, as soon as it is read
-                    self._returned.put((i, pickle.load(running.stdout)))
+                for _ in group:  # one outcome per file, with its place in the group, as soon as it is read
+                    place, outcome = pickle.load(running.stdout)
+                    self._returned.put((group[place], outcome))
         except Exception:
             pass
         finally:
@@ -211,17 +246,39 @@ def _nested() -> bool:
 
 
 def worker_main() -> None:
-    """A worker process of :func:`read_files`: pickled sources on stdin, one pickled result per
-    file on stdout. The reader is imported first, before the sources arrive (see start_early);
-    an empty stdin (a worker not needed) ends it."""
-    from logscope.ingest.reading import read_in_order
+    """A worker process of :func:`read_files`: pickled sources on stdin, and for each file one
+    pickled (its place among them, its :data:`Outcome`) on stdout. The byte pass is imported first,
+    before the sources arrive (see start_early); an empty stdin (a worker not needed) ends it.
+
+    Every file goes through the byte pass first; those it cannot take are left to the main process
+    while they add up to at most LEFT_HERE_MAX_BYTES, and read here the usual way beyond that, all
+    together at the end (polars is loaded then, and only then)."""
+    from logscope.ingest.scanning import scan_file
 
     try:
-        sources = pickle.load(sys.stdin.buffer)
+        sources: list[SourceFile] = pickle.load(sys.stdin.buffer)
     except EOFError:
         return
     out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but results may go into the results stream
-    for result in read_in_order(sources):
-        pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+    sys.stdout = sys.stderr  # nothing but outcomes may go into the outcomes stream
+
+    def send(place: int, outcome: Outcome) -> None:
+        pickle.dump((place, outcome), out, protocol=pickle.HIGHEST_PROTOCOL)
         out.flush()
+
+    usual: list[int] = []
+    left_here = 0
+    for place, source in enumerate(sources):
+        scanned = scan_file(source)
+        if scanned is not None:
+            send(place, scanned)
+        elif left_here + source.size <= LEFT_HERE_MAX_BYTES:
+            left_here += source.size
+            send(place, None)
+        else:
+            usual.append(place)
+    if usual:
+        from logscope.ingest.reading import read_in_order
+
+        for place, result in zip(usual, read_in_order([sources[n] for n in usual]), strict=True):
+            send(place, result)

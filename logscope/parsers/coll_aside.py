@@ -8,42 +8,38 @@ here, counted as recognised and never classified. Two ways, one rule:
 
 * :func:`coll_surplus`, polars expressions over a chunk's frame of lines (the reference, and the
   path when the compiled scanner is not built);
-* :func:`group_keys`, for the compiled scanner (:mod:`logscope.ingest.coll_prefilter`), which
-  finds and groups the COLL lines of a block of bytes itself and asks here which of its groups are
-  valid and which process each is. A few groups of plain ASCII (a file's processes) are checked
-  by Python's ``re`` with the same regexes, the others by the polars path (polars_group_keys).
+* :func:`logscope.parsers.coll_groups.group_keys`, for the compiled scanner
+  (:mod:`logscope.ingest.coll_prefilter`), which finds and groups the COLL lines of a block of
+  bytes itself and asks which of its groups are valid and which process each is. A few groups of
+  plain ASCII (a file's processes) are checked there by Python's ``re`` with the same regexes
+  (defined there), the others here (:func:`polars_group_keys`).
 
 Both group lines by (the text before " NCCL INFO ", the 20 bytes after "comm ") and check each
-group's head and pointer once, with the same functions below.
+group's head and pointer once.
 """
 
 from __future__ import annotations
 
-import re
-from functools import cache
-
 import polars as pl
 
-from logscope.parsers.prefixes import PREFIX_COLUMNS, PREFIX_STACK, prefix_fields, prefix_rows, split_prefix
-from logscope.parsers.regex_ascii import ascii_classes, plain_text
-from logscope.parsers.timestamps import ANY_LEADING_TIME
+from logscope.parsers.coll_groups import (
+    COLL_COMM,
+    COLL_HEAD_BODY,
+    COLL_INFO,
+    COLL_OP_COUNT,
+    COLL_POINTER,
+    COLL_SLICE,
+    COLL_TRIGGER,
+    NCCL_HEAD,
+    NCCL_STAMP,
+    STAMPED_COLL,
+    text_of,
+)
+from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.time_forms import ANY_LEADING_TIME
 
-# The COLL fast path (see coll_surplus): a COLL line is cut at these literals, by byte offset.
-_COLL_INFO = " NCCL INFO "
-_COLL_TRIGGER = ": opCount "
-_COLL_COMM = "comm "
-_COLL_SLICE = 20  # bytes read after "opCount " and after "comm ": a 64-bit hex value and more
-# The operation, then the op count and a space within _COLL_SLICE bytes of "opCount ".
-_COLL_OP_COUNT = r"^[A-Za-z]+: opCount [0-9a-fA-F]{1," + str(_COLL_SLICE - 1) + "} "
-# What may stand before " NCCL INFO " once the launcher prefixes are off, given a trailing space:
-# the NCCL_COLL pattern's head, its optional timestamp apart from the rest (the key).
-_NCCL_STAMP = ascii_classes(r"\[\d{4}-\d{2}-\d{2}[^\]]*\] ")  # NCCL_DEBUG_TIMESTAMP_FORMAT's default, "[%F %T] "
-_NCCL_HEAD = ascii_classes(r"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:[\w./-]+:\d+ )?")
-_COLL_HEAD_BODY = r"^(?:" + _NCCL_STAMP + r")?(?P<key>" + _NCCL_HEAD + r")$"
-# A COLL line with NCCL's own timestamp, and how many lines of a chunk are searched for one.
-_STAMPED_COLL = _NCCL_STAMP + _NCCL_HEAD + r"NCCL INFO [A-Za-z]+: opCount "
+# How many lines of a chunk are searched for a COLL line with NCCL's own timestamp.
 _STAMP_SAMPLE = 4096
-_COLL_POINTER = r"^(?:0x[0-9a-fA-F]+|\(nil\))"
 
 
 def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
@@ -74,25 +70,25 @@ def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
         .select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
             raw,
-            raw.str.find(_COLL_INFO, literal=True).alias("_info"),
-            raw.str.find(_COLL_TRIGGER, literal=True).alias("_op"),
+            raw.str.find(COLL_INFO, literal=True).alias("_info"),
+            raw.str.find(COLL_TRIGGER, literal=True).alias("_op"),
         )
         .filter(at_info < at_op)
-        .with_columns(raw.str.find(_COLL_COMM, literal=True).alias("_comm"))
+        .with_columns(raw.str.find(COLL_COMM, literal=True).alias("_comm"))
         .filter(at_comm > at_op)
         .select(
             "idx",
             data.bin.slice(0, at_info).alias("head"),
-            data.bin.slice(at_comm + len(_COLL_COMM), _COLL_SLICE).alias("comm"),
+            data.bin.slice(at_comm + len(COLL_COMM), COLL_SLICE).alias("comm"),
             # From the operation on, checked by an anchored regex (a regex search of the whole
             # line costs more). The slice starts and ends where characters do (after " NCCL INFO ",
             # at the line's end), so it is text: a slice that could cut a character in two cannot be
             # cast (polars 2 raises where it gave null before).
-            data.bin.slice(at_info + len(_COLL_INFO)).cast(pl.String).alias("_op_count"),
+            data.bin.slice(at_info + len(COLL_INFO)).cast(pl.String).alias("_op_count"),
         )
-        .filter(pl.col("_op_count").str.contains(_COLL_OP_COUNT))
+        .filter(pl.col("_op_count").str.contains(COLL_OP_COUNT))
     )
-    if lines.head(_STAMP_SAMPLE).select(raw.str.contains(_STAMPED_COLL).any()).item():
+    if lines.head(_STAMP_SAMPLE).select(raw.str.contains(STAMPED_COLL).any()).item():
         # NCCL's own timestamp (NCCL_DEBUG_TIMESTAMP_LEVELS) changes line by line: the head is
         # split at it, so that the groups stay a handful. (A chunk whose first lines show none is
         # not split: what it holds is still checked per distinct head, only at a higher cost.)
@@ -158,7 +154,7 @@ def _keyed(groups: pl.DataFrame) -> pl.DataFrame:
     befores = split_prefix(stamped["head"].unique().cast(pl.String, strict=False).to_frame("raw")).filter(
         pl.col("raw").is_not_null() & (pl.col("body") == ""))
     afters = stamped["after"].unique().to_frame("after").filter(
-        (pl.col("after") + " ").str.contains("^" + _NCCL_HEAD + "$")
+        (pl.col("after") + " ").str.contains("^" + NCCL_HEAD + "$")
         & ~pl.col("after").str.contains(ANY_LEADING_TIME)
     )
     stamped = stamped.filter(
@@ -174,9 +170,9 @@ def _head_keys(heads: pl.Series) -> pl.DataFrame:
     head without prefixes or timestamp) and whether the line has a leading time (``timed``, as
     :func:`_leading_times` would find it). Other texts are left out."""
     frame = split_prefix(heads.cast(pl.String, strict=False).to_frame("text").with_columns(
-        (pl.col("text") + _COLL_INFO).alias("raw")))
+        (pl.col("text") + COLL_INFO).alias("raw")))
     frame = frame.join(prefix_fields(frame["prefix"]), on="prefix", how="left")
-    parts = pl.col("body").str.strip_suffix("NCCL INFO ").str.extract_groups(_COLL_HEAD_BODY)
+    parts = pl.col("body").str.strip_suffix("NCCL INFO ").str.extract_groups(COLL_HEAD_BODY)
     return (
         frame.with_columns(parts.struct.field("key").alias("key"))
         .filter(pl.col("key").is_not_null())
@@ -193,109 +189,17 @@ def _valid_pointers(slices: pl.Series) -> pl.Series:
     the pattern reads: it ends inside the slice, or the line does. (A slice that cut a character in
     two is not text, and not valid: its pointer, if any, does not end inside it.)"""
     distinct = slices.unique()
-    text = pl.Series([_text(value) for value in distinct], dtype=pl.String)  # a handful of values
-    pointer = text.str.extract(_COLL_POINTER, 0)
+    text = pl.Series([text_of(value) for value in distinct], dtype=pl.String)  # a handful of values
+    pointer = text.str.extract(COLL_POINTER, 0)
     whole = pointer.str.len_bytes() < text.str.len_bytes()
-    return distinct.filter((pointer.is_not_null() & (whole | (distinct.bin.size() < _COLL_SLICE))).fill_null(False))
-
-
-def _text(value: bytes | None) -> str | None:
-    """``value`` as text; None when it is not UTF-8."""
-    try:
-        return None if value is None else value.decode()
-    except UnicodeDecodeError:
-        return None
-
-
-def group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] | None]:
-    """For groups of COLL lines the compiled scanner made (group ``i``: lines whose text before
-    " NCCL INFO " is ``heads[i]`` and whose 20 bytes after "comm " are ``comms[i]``): each group's
-    key (the NCCL head without launcher prefixes or timestamp: one process) and whether its lines
-    carry a leading time; None for a group that is not valid.
-
-    The checks are those of :func:`coll_surplus`, by the same functions. A head that is not UTF-8,
-    or a comm that is not ASCII, is not valid here either: the text polars decodes from such bytes
-    may differ from them. Its lines go through the polars path, which is never wrong, only slower.
-
-    A file brings a handful of new groups (its processes), and a polars query costs a fixed
-    ~1 ms: up to :data:`FEW_GROUPS` groups of printable ASCII are checked by Python's ``re``
-    with the same regexes (:func:`_few_group_keys`; ~9 ms a file less), the others by polars.
-    """
-    texts = [_text(head) for head in heads]
-    if len(heads) <= FEW_GROUPS and all(
-            text is not None and plain_text(text) and comm.isascii() and plain_text(comm.decode())
-            for text, comm in zip(texts, comms, strict=True)):
-        return _few_group_keys(heads, comms)
-    return polars_group_keys(heads, comms)
-
-
-FEW_GROUPS = 512
-
-
-class _Regexes:
-    """The regexes of the checks, compiled for Python's re on first use (a process that never
-    meets a COLL line does not pay for them)."""
-
-    def __init__(self) -> None:
-        self.prefix_stack = re.compile(PREFIX_STACK).match
-        self.stamp = re.compile(_NCCL_STAMP).search
-        self.head_body = re.compile(_COLL_HEAD_BODY).search
-        self.nccl_head = re.compile("^" + _NCCL_HEAD + "$").search
-        self.leading_time = re.compile(ANY_LEADING_TIME).search
-        self.pointer = re.compile(_COLL_POINTER).match
-
-
-@cache
-def _regexes() -> _Regexes:
-    return _Regexes()
-
-
-_APP_TIME = list(PREFIX_COLUMNS).index("p_app_time")
-
-
-def _few_group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] | None]:
-    """:func:`group_keys` for a few groups of printable ASCII, in Python: the polars path's steps
-    (_split_at_stamp, _keyed, _head_keys, _valid_pointers), one group at a time.
-    tests/test_coll_prefilter.py holds the two to the same answers."""
-    rx = _regexes()
-
-    def split_prefix_of(raw: str) -> tuple[str | None, str]:
-        found = rx.prefix_stack(raw)
-        prefix = found.group(0) if found else None
-        return prefix, raw[len(prefix):] if prefix else raw
-
-    plain: dict[int, tuple[str | None, str]] = {}  # group -> (prefix, body) of its head + " NCCL INFO "
-    keys: list[tuple[str, bool] | None] = [None] * len(heads)
-    for n, (head_bytes, comm) in enumerate(zip(heads, comms, strict=True)):
-        head = head_bytes.decode()
-        pointer = rx.pointer(comm.decode())
-        if pointer is None or not (pointer.end() < len(comm) or len(comm) < _COLL_SLICE):
-            continue
-        stamp = rx.stamp(head)
-        if stamp is None:
-            plain[n] = split_prefix_of(head + _COLL_INFO)
-            continue
-        before, rest = head[:stamp.start()], head[stamp.start():]
-        after = rest[rest.find("] ") + 2:]
-        if (split_prefix_of(before)[1] == "" and rx.nccl_head(after + " ") is not None
-                and rx.leading_time(after) is None):
-            keys[n] = (after, True)
-    rows = prefix_rows([prefix for prefix, _ in plain.values() if prefix]) if plain else {}
-    if rows is None:  # another thread cleared prefixes' memo meanwhile: ask polars
-        return polars_group_keys(heads, comms)
-    for n, (prefix, body) in plain.items():
-        parts = rx.head_body(body.removesuffix("NCCL INFO "))
-        if parts is None or parts.group("key") is None:
-            continue
-        app_time = rows[prefix][_APP_TIME] if prefix else None
-        keys[n] = (parts.group("key"), app_time is not None or rx.leading_time(body) is not None)
-    return keys
+    return distinct.filter((pointer.is_not_null() & (whole | (distinct.bin.size() < COLL_SLICE))).fill_null(False))
 
 
 def polars_group_keys(heads: list[bytes], comms: list[bytes]) -> list[tuple[str, bool] | None]:
-    """:func:`group_keys` by the polars path, whatever the groups (the reference)."""
+    """:func:`logscope.parsers.coll_groups.group_keys` by the polars path, whatever the groups
+    (the reference)."""
     kept = [n for n, (head, comm) in enumerate(zip(heads, comms, strict=True))
-            if comm.isascii() and _text(head) is not None]
+            if comm.isascii() and text_of(head) is not None]
     groups = pl.DataFrame(
         {"head": [heads[n] for n in kept], "comm": [comms[n] for n in kept], "idx": kept},
         schema={"head": pl.Binary, "comm": pl.Binary, "idx": pl.UInt32},
@@ -315,7 +219,7 @@ def _split_at_stamp(groups: pl.LazyFrame) -> pl.LazyFrame:
     groups a handful."""
     text, at = pl.col("head"), pl.col("_at")
     return groups.with_columns(
-        text.cast(pl.String, strict=False).str.find(_NCCL_STAMP).alias("_at")
+        text.cast(pl.String, strict=False).str.find(NCCL_STAMP).alias("_at")
     ).with_columns(
         pl.when(at.is_null()).then(text).otherwise(text.bin.slice(0, at)),
         text.bin.slice(at + text.bin.slice(at).cast(pl.String, strict=False).str.find("] ", literal=True) + 2)

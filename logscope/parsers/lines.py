@@ -40,6 +40,7 @@ from functools import cache
 
 import polars as pl
 
+from logscope.limits import WRAP_MAX_LINES
 from logscope.model import FIELD_SCHEMA, Event
 from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
@@ -279,7 +280,7 @@ def _leading_time(reference_year: int, column: str) -> pl.Expr:
 # cut is joined: at least WRAP_MIN_CUT distinct lines of exactly that width, at least two of them
 # continued. Pastes are small; a chunk of a job's own log is never looked at (its longest lines
 # can share a length: NCCL's COLL lines). Elsewhere a line means the same alone or among others.
-WRAP_MAX_LINES = 5000
+# WRAP_MAX_LINES (logscope.limits): the byte pass of a read worker must know it too.
 WRAP_WIDTHS = (60, 400)
 WRAP_MIN_CUT = 4
 _RECORD_START = ascii_classes(r"^(?:\[|\(|[A-Z]|\S+:\d+:\d+ |\d{1,6}: |\d{4}-\d\d-\d\d|[IWEF]\d{4} )")

@@ -1,0 +1,92 @@
+"""Launcher prefixes: which ones launchers stack in front of a line, and the regexes that read them.
+
+Launchers stack prefixes in front of what a process printed (formats.md, "Parser traps" 1):
+
+====================================  ========================================  =================
+prefix                                who adds it                               recorded as
+====================================  ========================================  =================
+``12: `` (padded: `` 3: ``)            ``srun --label``                          ``task``
+``[0] ``                              mpirun-style task label                   ``task``
+``(RayWorkerWrapper pid=4009) ``      Ray actor output                          ``pid``
+``[default3]:``                       torchrun ``--tee 3`` (role ``default``)   ``local_rank``
+``[host1:3]:`` / ``[host13]:``        torchrun ``--role host1:`` / templates    ``local_rank``,
+                                                                                ``prefix_host``
+``[rank3]:``                          PyTorch's own rank prefix                 ``rank``
+``node-7: `` / ``10.0.0.7: ``          pdsh                                      ``prefix_host``
+``[1,3]<stderr>:``                    Open MPI ``--tag-output``                 ``rank``
+``(Actor pid=4009, ip=10.0.1.75) ``   Ray actor output                          ``pid``, ``prefix_host``
+``[host:pid:0:tid] ``                 UCX's own head                            ``prefix_host``, ``pid``
+``[trainer0|0]:``                     a launcher's role rank and local rank     ``local_rank``
+``2025-08-12 09:37:03.46 node >> ``   a log shipper's time and host             ``app_time``, ``prefix_host``
+``2026-09-18 19:29:24 [rank3]:``      an app timestamp before a rank tag        ``app_time``
+====================================  ========================================  =================
+
+The prefixes are peeled one at a time, outermost first, by one anchored regex of alternatives
+(:data:`ONE_PREFIX`), at most :data:`MAX_PREFIXES` times; :data:`PREFIX_STACK` matches the whole
+stack at once. The regexes are plain text, no polars: :mod:`logscope.parsers.prefixes` runs them in
+polars on a chunk's lines, and a read worker's byte pass (which never imports polars) asks
+:func:`stack_has_time` of the heads of NCCL COLL lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+
+from logscope.parsers.regex_ascii import ascii_classes
+
+MAX_PREFIXES = 5
+
+# One prefix, anchored. Alternatives are tried left to right at position 0 (leftmost-first), so
+# the specific torchrun forms come before the generic role form. ``whole`` is the matched prefix.
+_HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9.-]*"
+_ALTERNATIVES = (
+    r"[ \t]*(?P<task>\d{1,6}): "  # srun --label
+    r"|\[(?P<task_b>\d{1,6})\] "  # mpirun-style label "[0] "
+    r"|\[\d{1,6},(?P<mpi_rank>\d{1,6})\]<std(?:out|err)>: ?"  # Open MPI --tag-output "[1,3]<stderr>:"
+    r"|\((?:[A-Za-z_][\w]*) pid=(?P<ray_pid>\d+)(?:, ip=(?P<ray_ip>[^)]*))?\) ?"  # Ray
+    r"|\[default(?P<tee_local>\d+)\]:"  # torchrun --tee, default role
+    r"|\[rank(?P<rank>\d+)\]: ?"  # PyTorch rank prefix (torch>=2.2 adds a space before tracebacks)
+    # UCX's own head "[host:pid:0:tid]" (its "Caught signal" reports)
+    r"|\[(?P<ucx_host>[A-Za-z][\w.-]*):(?P<ucx_pid>\d+) *:\d+:\d+\] +"
+    # --role host: / templates; "[trainer0|0]:" is role rank 0, local rank 0
+    r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?P<role_colon>:)(?P<role_local_c>\d+)\]:?"
+    r"|(?P<role_local>\d+)(?:\|(?P<role_local_b>\d+))?\]:)"
+    r"|(?P<app_time>\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?) \[rank(?P<rank_b>\d+)\]:"
+    # a log shipper's "<time> <host> >> " in front of what the host wrote
+    r"|(?P<ship_time>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?P<ship_host>[A-Za-z][\w.-]*) >> "
+    r"|(?P<pdsh>" + _HOSTNAME + r"|\d{1,3}(?:\.\d{1,3}){3}): "  # pdsh (a host name or an address)
+)
+ONE_PREFIX = ascii_classes(r"^(?P<whole>" + _ALTERNATIVES + r")")
+# The whole stack in one match. Leftmost-first matching of a repeated group takes, at each
+# repetition, the alternative (and the length) the one-at-a-time peeling takes, since every later
+# repetition is optional: the span is exactly the prefixes that peeling removes. No capture
+# groups, so the regex engine finds the span with its DFA alone. Both read \d and \w as ASCII
+# (logscope.parsers.regex_ascii): with Unicode classes this one took 17-36 ms to compile.
+PREFIX_STACK = ascii_classes(
+    r"^(?:" + re.sub(r"\(\?P<\w+>", "(?:", _ALTERNATIVES) + r"){1," + str(MAX_PREFIXES) + r"}")
+
+
+def stack_has_time(stack: str) -> bool:
+    """Whether a stack of prefixes (a :data:`PREFIX_STACK` match) holds a time (``app_time`` or
+    ``ship_time``): peeled as :func:`logscope.parsers.prefixes.prefix_fields` peels it, whose
+    ``p_app_time`` is then not null. In Python's ``re``, for text of printable ASCII
+    (:func:`logscope.parsers.regex_ascii.plain_text`), which both engines read alike."""
+    one = _one_prefix()
+    for _ in range(MAX_PREFIXES):
+        found = one(stack)
+        if found is None or not found.group("whole"):
+            return False
+        if found.group("app_time") is not None or found.group("ship_time") is not None:
+            return True
+        stack = stack[len(found.group("whole")):]
+    return False
+
+
+@cache
+def _one_prefix() -> Callable[[str], re.Match[str] | None]:
+    return re.compile(ONE_PREFIX).match
+
+
+__all__ = ["MAX_PREFIXES", "ONE_PREFIX", "PREFIX_STACK", "stack_has_time"]

@@ -1,0 +1,50 @@
+"""Timestamps at the start of a line, in every format seen in the job logs we read: their regexes.
+
+=========================================  ===================================================
+format                                     example (source)
+=========================================  ===================================================
+ISO / python logging ``asctime``           ``2024-05-08 08:47:31,261`` or ``[2024-05-08 08:47:31,261]``
+NCCL WARN / NCCL_DEBUG_TIMESTAMP           ``[2026-05-05 06:16:47] node-01:189884:...``
+glog (c10d, torch>=2.4 elastic)            ``E0801 13:23:20.000000 32974 torch/...``, ``[E1206 18:44:12.71 ...]``
+HF/accelerate ``%m/%d/%Y %H:%M:%S``        ``12/02/2026 15:12:00 - INFO - ...``
+syslog / ``dmesg -T``                      ``Dec  2 15:12:00 host kernel: ...``, ``[Wed Dec  2 15:12:00 2026]``
+=========================================  ===================================================
+
+Timestamps written *inside* a message (``CANCELLED AT 2024-04-20T09:09:37``, torchrun's
+``time : 2023-05-19_16:39:58``) are captured by the event patterns as ``event_time`` and parsed
+with :func:`logscope.parsers.timestamps.parse_event_time`.
+
+The regexes are plain text (no polars here): :mod:`logscope.parsers.timestamps` turns them into
+polars expressions, and a read worker's byte pass (which never imports polars) tests heads with them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from logscope.parsers.regex_ascii import ascii_classes
+
+MONTHS = {m: i for i, m in enumerate(
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], start=1)}
+
+# Anchored forms, tried in order; each yields year/month/day/time/fraction groups.
+ISO_FORM = ascii_classes(r"^ ?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?")
+GLOG_FORM = ascii_classes(r"^\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?")
+US_FORM = ascii_classes(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})")
+SYSLOG_FORM = ascii_classes(r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?")
+
+FULL_DATE = r"\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}"
+# Years are 1900-2999: a line dated year 1 or 9999 is taken as untimed, as times that close to
+# datetime's limits would overflow the moment anything adds a second to them.
+
+# Any of the leading forms, without captures: a DFA-only test of which lines can hold a leading
+# time, so the four extractions (logscope.parsers.timestamps.leading_time) run on those lines only.
+# A line it rejects gets null from them too (same anchored regexes).
+ANY_LEADING_TIME = "|".join(re.sub(r"\(\?P<\w+>", "(?:", form) for form in (ISO_FORM, GLOG_FORM, US_FORM, SYSLOG_FORM))
+
+
+# A quick look at the start of a file for any full date, to give glog/syslog lines their year.
+FULL_DATE_BYTES = rb"(?<!\d)(19[7-9]\d|20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ T_]\d\d:\d\d:\d\d"
+
+__all__ = ["ANY_LEADING_TIME", "FULL_DATE", "FULL_DATE_BYTES", "GLOG_FORM", "ISO_FORM", "MONTHS", "SYSLOG_FORM",
+           "US_FORM"]

@@ -1,0 +1,181 @@
+"""The byte pass of a read worker (logscope.ingest.scanning) and the workers that run it.
+
+A COLL-heavy file taken by the byte pass is parsed in the main process from the lines the pass
+kept; it must give what reading the file there gives (``read_file``), block boundaries, NUL
+holes, carriage returns, long lines, compression and read errors included. The pass loads no
+polars, and a file it cannot take is read the usual way, by the worker or in the main process.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from reading_support import assert_same_reads, coll_heavy_log
+
+from logscope.ingest import FileRead, Skipped, blocks, coll_prefilter, compiled, discover, read_file, reading, workers
+from logscope.ingest.scanning import MAX_KEPT_BYTES, ScannedFile, scan_file
+from logscope.ingest.workers import worker_main
+
+pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner is not built")
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+def source_of(path: Path):  # type: ignore[no-untyped-def]
+    return discover([path])[0][0]
+
+
+def read_after_the_pass(path: Path) -> tuple[ScannedFile, FileRead | Skipped]:
+    scanned = scan_file(source_of(path))
+    assert scanned is not None, "the byte pass did not take the file"
+    return scanned, next(reading.read_in_order([scanned]))
+
+
+@pytest.mark.parametrize("change", ["none", "nul hole", "carriage returns", "long lines", "byte-order mark", "gzip",
+                                    "no last newline"])
+def test_a_file_the_pass_took_reads_as_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)  # several blocks, and a small last one
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
+    path = coll_heavy_log(tmp_path / "coll-gpu0.out", 40000)
+    text = path.read_bytes()
+    middle = text.index(b"\n", len(text) // 2) + 1
+    if change == "nul hole":  # a crash's hole in the middle of a block, and a NUL run at a block's start
+        text = text[:middle] + b"\0" * 10000 + text[middle:]
+    elif change == "carriage returns":
+        text = text[:middle] + b"step 1\rstep 2\rValueError: boom\n" + text[middle:]
+    elif change == "long lines":
+        text = text[:middle] + b"ValueError: " + b"x" * 9000 + b"\n" + text[middle:]
+    elif change == "byte-order mark":
+        text = b"\xef\xbb\xbf" + text
+    elif change == "no last newline":
+        text = text.rstrip(b"\n")
+    if change == "gzip":
+        path.unlink()
+        path = tmp_path / "coll-gpu0.out.gz"
+        path.write_bytes(gzip.compress(text))
+    else:
+        path.write_bytes(text)
+    scanned, parsed = read_after_the_pass(path)
+    assert len(scanned.blocks) >= 2
+    assert_same_reads([read_file(source_of(path))], [parsed])
+
+
+def test_a_read_error_keeps_what_came_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
+    plain = coll_heavy_log(tmp_path / "plain.out", 40000).read_bytes()
+    path = tmp_path / "coll-gpu0.out.gz"
+    path.write_bytes(gzip.compress(plain)[:-4000])  # a truncated archive
+    scanned, parsed = read_after_the_pass(path)
+    assert scanned.error is not None
+    here = read_file(source_of(path))
+    assert_same_reads([here], [parsed])
+    assert isinstance(here, FileRead) and any("stopped reading after line" in w for w in here.warnings)
+
+
+def test_the_files_the_pass_cannot_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Blocks of 1 MiB, reduced from 512 KiB, kept whole up to 768 KiB: as in use, scaled down.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
+    monkeypatch.setattr("logscope.ingest.scanning.WHOLE_MAX_BYTES", 768 * 1024)
+    coll = coll_heavy_log(tmp_path / "coll.out", 40000).read_bytes()
+    training = b"".join(b"2026-11-03 14:00:00,532 - INFO - iteration %8d/  100000 | lm loss: 2.5E+00 |\n" % n
+                        for n in range(40000))
+    (tmp_path / "small.out").write_bytes(coll[:100_000])  # below the scanner's block size
+    (tmp_path / "training.out").write_bytes(training)  # no COLL line to drop
+    (tmp_path / "then-training.out").write_bytes(coll + training)  # one block of it has none
+    (tmp_path / "binary.out").write_bytes(bytes(range(256)) * 10000)
+    (tmp_path / "hole-first.out").write_bytes(b"\0" * 20000 + coll)
+    (tmp_path / "then-a-little.out").write_bytes(coll + training[:100_000])  # kept whole: a small end
+    for name in ("small.out", "training.out", "then-training.out", "binary.out", "hole-first.out"):
+        assert scan_file(source_of(tmp_path / name)) is None, name
+    for name in ("coll.out", "then-a-little.out"):
+        assert scan_file(source_of(tmp_path / name)) is not None, name
+    monkeypatch.setattr("logscope.ingest.scanning.MAX_KEPT_BYTES", 1000)  # what it keeps is bounded
+    assert scan_file(source_of(tmp_path / "coll.out")) is None
+    assert MAX_KEPT_BYTES >= 1024 * 1024
+
+
+def plain_coll_log(path: Path, count: int = 30000) -> Path:
+    """NCCL COLL lines of four processes behind torchrun's prefixes, and a training line now and then."""
+    rows = []
+    for n in range(count):
+        rank = n % 4
+        rows.append(f"[default{rank}]:gpu1:{100 + rank}:{200 + rank} [{rank}] NCCL INFO AllReduce: opCount {n // 4:x} "
+                    f"sendbuff 0x7f00 recvbuff 0x7f00 count 9 datatype 7 op 0 root 0 comm 0x55aa0{rank % 2} [nranks=4]"
+                    if n % 100 else f"[default0]:iteration {n:8d}/  100000 | lm loss: 2.5E+00 |")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_the_byte_pass_loads_no_polars(tmp_path: Path) -> None:
+    path = plain_coll_log(tmp_path / "coll-gpu0.out")
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from logscope.ingest.discovery import discover
+        from logscope.ingest.scanning import scan_file
+        from logscope.ingest.workers import worker_main
+        scanned = scan_file(discover([Path({str(path)!r})])[0][0])
+        assert scanned is not None and scanned.blocks, "not taken"
+        assert "polars" not in sys.modules, "polars loaded"
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def run_worker(sources: list[object], monkeypatch: pytest.MonkeyPatch) -> dict[int, object]:
+    """worker_main in this process: the outcome it sends for each file, by place."""
+    sent = io.BytesIO()
+    given, taken = io.TextIOWrapper(io.BytesIO(pickle.dumps(sources))), io.TextIOWrapper(sent)
+    monkeypatch.setattr(sys, "stdin", given)
+    monkeypatch.setattr(sys, "stdout", taken)
+    worker_main()
+    sent.seek(0)
+    outcomes: dict[int, object] = {}
+    while sent.tell() < len(sent.getvalue()):
+        place, outcome = pickle.load(sent)
+        outcomes[place] = outcome
+    return outcomes
+
+
+def test_a_worker_takes_coll_heavy_files_leaves_small_ones_and_reads_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    coll = plain_coll_log(tmp_path / "coll-gpu0.out")
+    files = [source_of(coll), *discover([SAMPLES / "crash-cascade"])[0]]
+    outcomes = run_worker(files, monkeypatch)
+    assert isinstance(outcomes[0], ScannedFile)
+    assert all(outcomes[n] is None for n in range(1, len(files)))  # small: left to the main process
+    monkeypatch.setattr(workers, "LEFT_HERE_MAX_BYTES", 0)
+    outcomes = run_worker(files, monkeypatch)
+    assert isinstance(outcomes[0], ScannedFile)
+    read_there = [outcomes[n] for n in range(1, len(files))]
+    assert all(isinstance(outcome, FileRead | Skipped) for outcome in read_there)  # read by the worker
+    assert_same_reads([read_file(f) for f in files[1:]], read_there)  # type: ignore[arg-type]
+
+
+def test_a_job_read_by_workers_reads_as_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(3):
+        coll_heavy_log(tmp_path / f"coll-gpu{n}.out", 24000 + n)
+    plain_coll_log(tmp_path / "coll-gpu3.out")
+    (tmp_path / "crash.out").write_bytes((SAMPLES / "crash-cascade" / "train-4242004-gpu-node01.out").read_bytes())
+    files, _ = discover([tmp_path])
+    here = [read_file(f) for f in files]
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(coll_prefilter, "_KNOWN", {})  # nothing remembered from reading here
+    parsed: list[str] = []
+    read_scanned = reading._Batch.read_scanned
+
+    def spied(batch: reading._Batch, opened: reading._Reading, scanned: ScannedFile) -> bool:
+        parsed.append(scanned.source.display)
+        return read_scanned(batch, opened, scanned)
+
+    monkeypatch.setattr(reading._Batch, "read_scanned", spied)
+    assert_same_reads(here, workers.read_files(files))
+    assert len(parsed) == 4  # the COLL-heavy files came back from the byte pass
