@@ -90,3 +90,20 @@ def test_lines_beyond_ascii_are_read_as_polars_reads_them(monkeypatch: pytest.Mo
     assert_frame_equal(mixed.events, in_polars.events)
     # the information separators are no spaces to polars: the message keeps them
     assert "x\x1c" in mixed.events["fields"].struct.field("message").to_list()
+
+
+@pytest.mark.parametrize("few", [0, 256])
+def test_patterns_run_alone_without_the_lines_claimed_before_them_give_the_same_events(
+        monkeypatch: pytest.MonkeyPatch, few: int) -> None:
+    # MANY_LINES 0: every pattern run by polars runs alone, on the lines no earlier pattern
+    # claimed; 10**9: all side by side on every line holding their triggers (the reference).
+    corpus = corpus_lines()
+    lines = pl.DataFrame({"line": range(1, len(corpus) + 1), "raw": corpus},
+                         schema={"line": pl.Int64, "raw": pl.String})
+    monkeypatch.setattr(classify, "FEW_LINES", few)
+    monkeypatch.setattr(classify, "MANY_LINES", 10**9)
+    side_by_side = engine.parse_chunk(lines, 2026, None)
+    monkeypatch.setattr(classify, "MANY_LINES", 0)
+    alone = engine.parse_chunk(lines, 2026, None)
+    assert alone.lines_recognised == side_by_side.lines_recognised > 1000
+    assert_frame_equal(alone.events, side_by_side.events)

@@ -10,7 +10,9 @@ Two engines run the same regexes, chosen per pattern by how many lines it is tri
   compiled (per thread), so a job that meets 60 patterns compiles each of them again on every
   run: in a scan worker, every job. ``re`` compiles a pattern once per process (:func:`_compiled`)
   and matches a handful of lines in microseconds;
-* more lines (a COLL-heavy log's NCCL lines): a polars query per pattern, all collected at once.
+* more lines (a COLL-heavy log's NCCL lines): a polars query per pattern, all collected at once;
+  a pattern tried on more than :data:`MANY_LINES` (a log of progress lines) runs alone, on the lines
+  no earlier pattern claimed.
 
 Python's ``re`` only sees lines of printable ASCII (and tabs): there, the table's syntax means the
 same to both engines (leftmost-first alternation, lazy and greedy repeats, ``\d``, ``\w``, ``\s``,
@@ -43,6 +45,10 @@ from logscope.parsers.regex_ascii import ascii_classes, plain_text
 # exception patterns: Python ~10 us a line (match and groups), polars ~4 us a line plus ~0.5 ms a
 # query and ~0.5-1 ms to compile the regex again once evicted; they cost the same near 100-250 lines.
 FEW_LINES = 256
+# A pattern tried on more lines than this is run on its own, without the lines earlier patterns
+# claimed (see classify). Below it, a query per pattern and a filter would cost more than the
+# regex runs they save.
+MANY_LINES = 4096
 
 # The identity groups that become the event's own columns (``id_<name>``), with their types.
 IDENTITY_SCHEMA: dict[str, pl.DataType] = {
@@ -64,7 +70,8 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
     # One row per (line, trigger it holds), split by trigger in one call: each pattern gets its
     # rows without a filter of its own. A line is tried by every pattern whose trigger it holds,
     # not only until one matches: a few more regex runs on few rows, against a join per pattern
-    # to drop the rows already claimed. The earliest matching pattern wins below.
+    # to drop the rows already claimed (done for patterns of MANY_LINES only). The earliest
+    # matching pattern wins below.
     by_trigger = (
         candidates.select("idx", "body", "kw").explode("kw").unique(["idx", "kw"], maintain_order=True)
         .partition_by("kw", as_dict=True, include_key=False)
@@ -78,15 +85,27 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
 
     few = _FewLines()
     queries = []
+    claimed: list[pl.Series] = []  # the lines earlier patterns claimed, as far as already known
     for order, pattern in enumerate(PATTERNS):
         rows = rows_for(pattern)
         if rows is None:  # no line holds its trigger: its regex is never compiled
+            continue
+        if rows.height > MANY_LINES:
+            # Lines an earlier pattern claimed cannot be this one's: on a log of hundreds of
+            # thousands of progress lines, two progress patterns ("iteration", then "iter") would
+            # each run on all of them. Such a pattern runs now, so that later ones know its lines.
+            if claimed or few.found:
+                taken = pl.concat([*claimed, few.claimed()])
+                rows = rows.filter(~pl.col("idx").is_in(taken.implode()))
+            matched = _query(order, pattern, rows).collect()
+            claimed.append(matched["idx"])
+            queries.append(matched.lazy())
             continue
         if rows.height <= FEW_LINES:
             rows = few.match(order, pattern, rows)
         if rows is not None:
             queries.append(_query(order, pattern, rows))
-    # The polars patterns in one call: polars runs the queries side by side.
+    # The other polars patterns in one call: polars runs the queries side by side.
     found = [frame for frame in [few.frame(), *pl.collect_all(queries)] if frame.height]
     if not found:
         return pl.DataFrame(schema={"idx": pl.UInt32})
@@ -165,6 +184,10 @@ class _FewLines:
         if matches:
             self.found.append((order, tuple(column for column, _ in _columns(pattern)), matches))
         return rows.filter(pl.Series(others, dtype=pl.Boolean)) if any(others) else None
+
+    def claimed(self) -> pl.Series:
+        """The lines matched so far."""
+        return pl.Series("idx", [match[0] for _, _, matches in self.found for match in matches], dtype=pl.UInt32)
 
     def frame(self) -> pl.DataFrame:
         """The groups frame of every match (columns no matching pattern fills are left out)."""
