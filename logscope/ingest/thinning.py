@@ -5,8 +5,13 @@ COLL lines keep the first and last collectives of each communicator, progress li
 steps of each process, channel lines one per (process, peer, transport), and any other line a
 process repeats its first and last of each kind. Across processes, each kind of event keeps at
 most :data:`KIND_KEEP` rows per file (its first and last halves), so a log of millions of
-processes each printing one warning cannot grow memory either. Applying :func:`thin` again to
-thinned parts joined together gives what thinning the whole would.
+processes each printing one warning cannot grow memory either.
+
+Applying :func:`thin` again to thinned parts joined together gives what thinning the whole would
+for the per-process rules, not for the across-processes one: a file read in more than 8 blocks
+(logscope.ingest.reading thins its parts as they come) with more than KIND_KEEP events of one kind
+can keep other rows in the middle than thinning it once would (the first and last rows of every
+process stay either way). Known, and said in the README's Performance section.
 """
 
 from __future__ import annotations
