@@ -1,7 +1,7 @@
 """A big block's NCCL COLL lines thinned in one compiled pass, before polars sees the block.
 
 Most of a COLL-heavy log (``NCCL_DEBUG_SUBSYS=COLL``) is lines the thinning drops: all but the
-first :data:`~logscope.ingest.thinning.COLL_HEAD` and last :data:`~logscope.ingest.thinning.COLL_TAIL`
+first :data:`~logscope.limits.COLL_HEAD` and last :data:`~logscope.limits.COLL_TAIL`
 of each (process, communicator). Splitting them into a polars frame only to set them aside
 (:func:`logscope.parsers.coll_aside.coll_surplus`) is most of what reading such a log costs. The
 compiled scanner (``_collscan.c``, built with the package when a C compiler is there) finds and

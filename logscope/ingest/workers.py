@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     # kept of it, to be parsed here; or None, for a file this process is to read itself.
     Outcome = FileRead | Skipped | ScannedFile | None
 
-# Jobs at least this big are read by several processes (read_files). Below it the gain is small
-# (starting a worker takes ~0.3 s) and each worker costs ~130 MB (an interpreter with polars).
+# Jobs at least this big are read by several processes (read_files). A worker starts in ~0.1 s
+# and costs ~30 MB while its files need no polars (~0.3 s more and ~130 MB when they do); below
+# this, the gain is small.
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 # A worker leaves the files its byte pass cannot take to this process while they add up to no
 # more than this; beyond it, it reads them itself (and loads polars for them).

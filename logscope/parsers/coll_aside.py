@@ -2,7 +2,7 @@
 
 A COLL-heavy log (``NCCL_DEBUG_SUBSYS=COLL``) is mostly lines such as
 ``host:pid:tid [dev] NCCL INFO AllReduce: opCount 1a ... comm 0x55d0c3a0 ...``; the timeline keeps
-the first :data:`~logscope.ingest.thinning.COLL_HEAD` and last :data:`~logscope.ingest.thinning.COLL_TAIL`
+the first :data:`~logscope.limits.COLL_HEAD` and last :data:`~logscope.limits.COLL_TAIL`
 of each (host, pid, comm) of a file. The lines of a chunk that cannot be among those are set aside
 here, counted as recognised and never classified. Two ways, one rule:
 

@@ -2,7 +2,7 @@ r"""``\d`` and ``\w`` read as ASCII in the regexes logscope hands its engines.
 
 Rust's regex crate (polars' engine) reads ``\d`` and ``\w`` as Unicode classes, hundreds of ranges
 each, and compiles them into automata of thousands of states. Measured on polars 2.1: the stack of
-launcher prefixes (:data:`logscope.parsers.prefixes.PREFIX_STACK`, five repetitions of a dozen
+launcher prefixes (:data:`logscope.parsers.prefix_stack.PREFIX_STACK`, five repetitions of a dozen
 alternatives) took 17-36 ms to compile, against 1.3 ms with ``[0-9]`` and ``[0-9A-Za-z_]``; the
 whole table of patterns about three times less. Every process pays each compile once: a command,
 each read worker, each scan worker.
