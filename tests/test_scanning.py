@@ -125,7 +125,9 @@ def test_the_byte_pass_loads_no_polars(tmp_path: Path) -> None:
         assert scanned is not None and scanned.blocks, "not taken"
         assert "polars" not in sys.modules, "polars loaded"
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    # Run from the file's folder: from the repository's, `python -c` would import its source tree,
+    # which has no compiled scanner where the package was installed rather than linked.
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
 
 
@@ -177,5 +179,10 @@ def test_a_job_read_by_workers_reads_as_here(tmp_path: Path, monkeypatch: pytest
         return read_scanned(batch, opened, scanned)
 
     monkeypatch.setattr(reading._Batch, "read_scanned", spied)
+    # A copy of logscope that cannot be imported in the working folder: the workers must import the
+    # package this process runs, not whatever the folder holds.
+    (tmp_path / "elsewhere" / "logscope").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "logscope" / "__init__.py").write_text("raise ImportError('another copy')\n")
+    monkeypatch.chdir(tmp_path / "elsewhere")
     assert_same_reads(here, workers.read_files(files))
     assert len(parsed) == 4  # the COLL-heavy files came back from the byte pass

@@ -46,7 +46,12 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 LEFT_HERE_MAX_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 8
 _WORKER_ENV = "LOGSCOPE_READ_WORKER"
-_WORKER_CODE = "from logscope.ingest.workers import worker_main; worker_main()"
+# ``python -c`` puts the working folder first on sys.path: a folder holding another copy of
+# logscope (a source checkout beside an installed package, as the README's quick start leaves
+# one) would be imported instead of the package this process runs, which PYTHONPATH names
+# (_worker_env). The worker takes it off first.
+_WORKER_CODE = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
+                "from logscope.ingest.workers import worker_main; worker_main()")
 
 
 def read_files(sources: Sequence[SourceFile],
