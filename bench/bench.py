@@ -5,8 +5,10 @@ For each size it generates (once, cached under ``--workdir``) a job folder with 
 16 nodes x 8 ranks, NCCL INFO with COLL lines (``NCCL_DEBUG_SUBSYS=INIT,ENV,COLL``), torchrun and
 training-step lines, and a crash on one rank that takes the job down. ``--shape progress`` measures
 the other shape big logs take instead: 16 nodes x 8 ranks each logging a Megatron-style progress line
-every iteration, and nothing else (:func:`progress_folder`). It runs each tool in a fresh
-subprocess, ``--repeat`` times, interleaved, reading every file just before each run (page cache warm):
+every iteration, and nothing else (:func:`progress_folder`); ``--shape crash-loop`` a job whose
+crash repeats in the same files, as a retry loop in the batch script leaves them
+(:func:`crash_loop_folder`). It runs each tool in a fresh subprocess, ``--repeat`` times,
+interleaved, reading every file just before each run (page cache warm):
 
 * ``cat FILES > /dev/null``                 the cost of reading the bytes;
 * ``grep -c 'NCCL INFO' FILES``              a memchr-driven substring count in C;
@@ -143,6 +145,39 @@ def progress_folder(workdir: Path, label: str, size: int) -> Path:
     return folder
 
 
+def crash_loop_folder(workdir: Path, label: str, size: int) -> Path:
+    """A job folder of about ``size`` bytes in which the same crash repeats: a jobsim crash job
+    without COLL lines (torchrun's launch, NCCL's set-up, training steps, a crash and the ranks
+    killed after it), each node's file written again and again, as ``for attempt in ...; do srun
+    ...; done`` appending to the same ``--output`` files leaves it. Thousands of failure records:
+    what the detectors' per-row rules cost. Cached under ``workdir``."""
+    sys.path.insert(0, str(REPO))
+    from tools.jobsim import JobSpec, write_job
+
+    spec = JobSpec(scenario=SCENARIO, nodes=NODES, coll=False)
+    stamp = {"spec": repr(spec), "size": size,
+             "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()}
+    folder = workdir / f"crash-loop-{NODES}n-{label}"
+    stamp_file = workdir / f"{folder.name}.json"
+    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+        return folder
+    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
+    one = workdir / f"{folder.name}.one"
+    partial = workdir / f"{folder.name}.partial"
+    for stale in (one, partial, folder):
+        shutil.rmtree(stale, ignore_errors=True)
+    write_job(spec, one)
+    attempt = {path.name: path.read_bytes() for path in sorted(one.iterdir()) if path.is_file()}
+    repeats = max(1, size // max(1, sum(len(text) for text in attempt.values())))
+    partial.mkdir(parents=True)
+    for name, text in attempt.items():
+        (partial / name).write_bytes(text * repeats)
+    shutil.rmtree(one)
+    partial.rename(folder)
+    stamp_file.write_text(json.dumps(stamp))
+    return folder
+
+
 def warm(files: list[Path]) -> tuple[int, int]:
     """Read every file once (page cache) and count its bytes and lines."""
     size = lines = 0
@@ -249,8 +284,12 @@ def check(tool: str, code: int, out: bytes, lines: int) -> str:
 
 def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...],
                nccl_timestamps: bool = False, shape: str = "coll") -> list[Run]:
-    folder = (progress_folder(workdir, label, parse_size(label)) if shape == "progress"
-              else job_folder(workdir, label, parse_size(label), nccl_timestamps))
+    if shape == "progress":
+        folder = progress_folder(workdir, label, parse_size(label))
+    elif shape == "crash-loop":
+        folder = crash_loop_folder(workdir, label, parse_size(label))
+    else:
+        folder = job_folder(workdir, label, parse_size(label), nccl_timestamps)
     files = sorted(p for p in folder.iterdir() if p.is_file())
     size, lines = warm(files)
     names = [str(p) for p in files]
@@ -359,8 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--nccl-timestamps", action="store_true",
                     help="jobs logged with NCCL_DEBUG_TIMESTAMP_LEVELS=ALL: a time in front of every NCCL line")
-    ap.add_argument("--shape", choices=("coll", "progress"), default="coll",
-                    help="coll: jobsim jobs, mostly NCCL COLL lines; progress: only training-progress lines")
+    ap.add_argument("--shape", choices=("coll", "progress", "crash-loop"), default="coll",
+                    help="coll: jobsim jobs, mostly NCCL COLL lines; progress: only training-progress lines; "
+                         "crash-loop: one crash job's files repeated")
     ap.add_argument("--small", action=argparse.BooleanOptionalAction, default=True,
                     help="also measure the fixed cost per job: a sample job against importing polars, the scan rate")
     ap.add_argument("--small-only", action="store_true", help="only the fixed cost per job (no big folders)")
