@@ -20,7 +20,17 @@ from typing import Any
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, field_of, last_in_order, order_key, ordered_dicts, when
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    dicts,
+    event_of,
+    field_of,
+    last_in_order,
+    order_key,
+    ordered_dicts,
+    when,
+)
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import first_failure, happened_before
 from logscope.model import Event, Finding, Role, Severity
@@ -43,7 +53,7 @@ def cancellation_finding(detector: Detector, job: JobView, rows: list[dict[str, 
     rows = sorted(rows, key=order_key)
     cancel = rows[0]
     aftermath = [r for r in ordered_dicts(job.of(*AFTERMATH))
-                 if (is_victim(r) or Event(r["event"]) in (Event.STEP_ABORTED, Event.SRUN_ERROR))
+                 if (is_victim(r) or event_of(r) in (Event.STEP_ABORTED, Event.SRUN_ERROR))
                  and _around_or_after(r, cancel)]
     progress = _last_progress(job, cancel)
     at = field_of(cancel, "event_time") or (when(cancel["time"]) if cancel.get("time") else None)

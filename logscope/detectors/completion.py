@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from logscope.detectors.accounting_facts import recorded_clean_end
-from logscope.detectors.base import JobView, dicts, field_of, order_key, window_of
+from logscope.detectors.base import JobView, dicts, event_of, field_of, order_key, window_of
 from logscope.detectors.worker_restart import last_states
 from logscope.model import Event, Finding
 
@@ -38,7 +38,7 @@ def clean_end(job: JobView) -> dict[str, Any] | None:
         completed = run_completed(job)
         rows = [completed] if completed is not None else []
         states = last_states(job)
-        if states and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values()):
+        if states and all(event_of(r) == Event.AGENT_FINISHED for r in states.values()):
             rows.extend(states.values())
         recorded = recorded_clean_end(job)
         if recorded is not None:

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, field_of, order_key, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, dicts, event_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import process_key
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -94,7 +94,7 @@ class CudaOom(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         rows = [r for r in dicts(job.of(Event.CUDA_OOM, Event.NCCL_CUDA_FAILURE))
-                if Event(r["event"]) == Event.CUDA_OOM or _OOM.search(str(field_of(r, "message") or ""))]
+                if event_of(r) == Event.CUDA_OOM or _OOM.search(str(field_of(r, "message") or ""))]
         if not rows:
             return []
         rows.sort(key=order_key)
@@ -119,7 +119,7 @@ class CudaOom(Detector):
                               else (int(locals_[0]) if locals_.len() else None))
         facts = oom_facts(str(first.get("text") or ""))
         gpu = field_of(first, "cuda_dev")
-        is_rank = culprit.rank is not None or Event(first["event"]) == Event.NCCL_CUDA_FAILURE
+        is_rank = culprit.rank is not None or event_of(first) == Event.NCCL_CUDA_FAILURE
         if culprit.local_rank is None and gpu is not None and is_rank and self._own_device(job, first, int(gpu)):
             # torchrun and srun launches set each rank's device by its local rank: the GPU a rank
             # (a process with a rank, or NCCL's own allocation) ran out of memory on is its local
@@ -128,7 +128,7 @@ class CudaOom(Detector):
             # server's workers) have a device, no local rank.
             culprit = replace(culprit, local_rank=int(gpu))
         detail = self._detail(facts, gpu)
-        if Event(first["event"]) == Event.NCCL_CUDA_FAILURE:
+        if event_of(first) == Event.NCCL_CUDA_FAILURE:
             detail = "; ".join(p for p in ["NCCL could not allocate GPU memory for its own buffers", detail] if p)
         recovered = self._progress_after(job, first)
         others = len(procs) - 1

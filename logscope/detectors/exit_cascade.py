@@ -57,6 +57,7 @@ from logscope.detectors.base import (
     Detector,
     JobView,
     culprit_of,
+    event_of,
     field_of,
     order_key,
     ordered_dicts,
@@ -121,7 +122,7 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
     (the OOM killer, a kill from outside) is a failure of its own. Without it, every signal exit
     counts as a consequence.
     """
-    event = Event(row["event"])
+    event = event_of(row)
     if event in VICTIM_EVENTS:
         return True
     text = str(row.get("text") or "")
@@ -156,7 +157,7 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
 
 
 def category_of(row: dict[str, Any]) -> Category:
-    event = Event(row["event"])
+    event = event_of(row)
     if event in ROOT_CATEGORY:
         return ROOT_CATEGORY[event]
     message = f"{field_of(row, 'message') or ''} {row.get('text') or ''}"
@@ -325,14 +326,14 @@ class ExitCascade(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         records, signalled, root = _failures(job)
-        if not any(Event(r["event"]) in PROCESS_FAILURES for r in records):
+        if not any(event_of(r) in PROCESS_FAILURES for r in records):
             return []
         if root is None:
             return []
         root_key = process_key(root)
         root_order = order_key(root)
         victims = [r for r in records if process_key(r) != root_key and order_key(r) >= root_order
-                   and (is_victim(r, signalled) or Event(r["event"]) in SUMMARY_EVENTS or Event(r["event"]) in DETAIL_EVENTS)]
+                   and (is_victim(r, signalled) or event_of(r) in SUMMARY_EVENTS or event_of(r) in DETAIL_EVENTS)]
         victim_procs = _distinct_processes(job, victims, root)
         victim_places = {k[0] for k in victim_procs}
         # Everything on the root process that tells the same story (its summary lines).
@@ -397,7 +398,7 @@ class ExitCascade(Detector):
 
         places = list(dict.fromkeys(process_key(r)[0] for r in records))
         for r in records:
-            event = Event(r["event"])
+            event = event_of(r)
             place = process_key(r)[0]
             if event == Event.CLOSING_SIGNAL and field_of(r, "target_pid") is not None:
                 mark((place, int(field_of(r, "target_pid"))), r)
@@ -420,8 +421,8 @@ class ExitCascade(Detector):
         # launcher's reports on its exit (failed (exitcode), ChildFailedError) come after anything
         # the process wrote itself, whatever their second-truncated time says, so they only count
         # for a process that wrote no failure line of its own.
-        own_lines = sorted((r for r in records if Event(r["event"]) not in scheduler),
-                           key=lambda r: (Event(r["event"]) in EXIT_REPORTS, window_of(r)[0] or datetime.max,
+        own_lines = sorted((r for r in records if event_of(r) not in scheduler),
+                           key=lambda r: (event_of(r) in EXIT_REPORTS, window_of(r)[0] or datetime.max,
                                           order_key(r)))
         # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
         seen = _ProcessIndex()
@@ -444,7 +445,7 @@ class ExitCascade(Detector):
             # latest (second-resolution records included).
             latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
             # srun's task lines name a node, not a process: any reaction on that node counts.
-            if Event(row["event"]) == Event.SRUN_TASK_EXIT and process_key(row)[0] in reacting_on:
+            if event_of(row) == Event.SRUN_TASK_EXIT and process_key(row)[0] in reacting_on:
                 reaction = reaction_rows[process_key(row)[0]]
                 if _bounded_by(row, reaction):
                     return False
@@ -452,11 +453,11 @@ class ExitCascade(Detector):
             first_time = reacting.earliest(row)
             return first_time is not None and first_time <= latest
 
-        detailed = [r for r in records if Event(r["event"]) in DETAIL_EVENTS and Event(r["event"]) != Event.CPP_EXCEPTION
+        detailed = [r for r in records if event_of(r) in DETAIL_EVENTS and event_of(r) != Event.CPP_EXCEPTION
                     and not is_victim(r, signalled) and not reacted(r)]
-        summaries = [r for r in records if Event(r["event"]) in SUMMARY_EVENTS and not is_victim(r, signalled)
-                     and (not reacted(r) or Event(r["event"]) in (Event.NODE_FAILURE, Event.HOST_OOM))]
-        cpp = [r for r in records if Event(r["event"]) == Event.CPP_EXCEPTION and not is_victim(r, signalled)]
+        summaries = [r for r in records if event_of(r) in SUMMARY_EVENTS and not is_victim(r, signalled)
+                     and (not reacted(r) or event_of(r) in (Event.NODE_FAILURE, Event.HOST_OOM))]
+        cpp = [r for r in records if event_of(r) == Event.CPP_EXCEPTION and not is_victim(r, signalled)]
         by_node_time = cls._root_by_childfailed([r for r in records if not reacted(r)])
         if detailed:
             if by_node_time is not None:
@@ -469,7 +470,7 @@ class ExitCascade(Detector):
         if summaries:
             # The launcher's report about one process says more than srun's line about a node,
             # which srun prints later, after it noticed.
-            return min(summaries, key=lambda r: (Event(r["event"]) == Event.SRUN_TASK_EXIT, order_key(r)))
+            return min(summaries, key=lambda r: (event_of(r) == Event.SRUN_TASK_EXIT, order_key(r)))
         return None
 
     @staticmethod
@@ -477,14 +478,14 @@ class ExitCascade(Detector):
         """Whether the root is a launcher's exit report (no line of its own) with another process's
         non-reaction exit report of the same exit code at the same moment, and torchrun's own "Root
         Cause" names neither."""
-        if Event(root["event"]) not in EXIT_REPORTS or field_of(root, "key") == "root":
+        if event_of(root) not in EXIT_REPORTS or field_of(root, "key") == "root":
             return False
         at = window_of(root)[0]
         if at is None:
             return False
         code = field_of(root, "exit_code")
         for r in records:
-            if Event(r["event"]) not in EXIT_REPORTS or process_key(r) == process_key(root) or is_victim(r, signalled):
+            if event_of(r) not in EXIT_REPORTS or process_key(r) == process_key(root) or is_victim(r, signalled):
                 continue
             if field_of(r, "exit_code") != code:
                 continue  # another kind of exit (a SIGTERM beside a SIGKILL) is another story
@@ -500,7 +501,7 @@ class ExitCascade(Detector):
         a record says that node's first observed failure came from elsewhere."""
         best: tuple[datetime, int, str] | None = None
         for r in records:
-            if Event(r["event"]) != Event.CHILD_FAILURE or field_of(r, "key") != "root":
+            if event_of(r) != Event.CHILD_FAILURE or field_of(r, "key") != "root":
                 continue
             if r.get("time") is None or r.get("time_inferred"):
                 continue
@@ -526,7 +527,7 @@ class ExitCascade(Detector):
         if rank is None and local is not None:
             place = culprit.node or culprit.host
             for r in records:
-                if (Event(r["event"]) == Event.CHILD_FAILURE and r.get("local_rank") == local
+                if (event_of(r) == Event.CHILD_FAILURE and r.get("local_rank") == local
                         and (r.get("node") or r.get("host")) == place and r.get("rank") is not None):
                     rank = r["rank"]
                     break
@@ -534,7 +535,7 @@ class ExitCascade(Detector):
 
     @staticmethod
     def _describe(row: dict[str, Any]) -> str:
-        event = Event(row["event"])
+        event = event_of(row)
         error_type = field_of(row, "error_type")
         message = field_of(row, "message")
         if event in (Event.EXCEPTION, Event.ERROR_FILE, Event.CUDA_OOM, Event.CUDA_ERROR):

@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, field_of, order_key, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, dicts, event_of, field_of, order_key, when_row, who
 from logscope.detectors.job_facts import capitalised, first_failure, place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -67,7 +67,7 @@ class GpuFault(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         rows = [r for r in dicts(job.of(Event.CUDA_ERROR, Event.NCCL_CUDA_FAILURE, Event.GPU_LOST))
-                if Event(r["event"]) == Event.GPU_LOST
+                if event_of(r) == Event.GPU_LOST
                 or GPU_FAULT.search(str(field_of(r, "message") or r.get("text") or ""))]
         if not rows:
             return []
@@ -75,7 +75,7 @@ class GpuFault(Detector):
         first = rows[0]
         culprit = culprit_of(first)
         places = sorted({p for p in (place_of(r) for r in rows) if p})
-        lost = any(Event(r["event"]) == Event.GPU_LOST for r in rows)
+        lost = any(event_of(r) == Event.GPU_LOST for r in rows)
         software = len(places) >= 2 and not lost
         earlier = first_failure(job, before=first, exclude=(Event.CUDA_ERROR, Event.NCCL_CUDA_FAILURE,
                                                               Event.GPU_LOST, Event.CPP_EXCEPTION))

@@ -46,7 +46,7 @@ import re
 from collections import Counter
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, evidence_of, field_of, ordered_dicts, when_row
+from logscope.detectors.base import Detector, JobView, event_of, evidence_of, field_of, ordered_dicts, when_row
 from logscope.detectors.job_facts import (
     NODE_FAILURE_EVENTS,
     address_map,
@@ -155,7 +155,7 @@ class IbError(Detector):
                     + ". " + (f"{status} means {meaning}. " if meaning else ""))
         if earlier is None:
             after = "NCCL reports these as ncclRemoteError; the timeouts and aborts on other ranks follow from them."
-        elif Event(earlier["event"]) in NODE_FAILURE_EVENTS:
+        elif event_of(earlier) in NODE_FAILURE_EVENTS:
             after = (f"SLURM reported {', '.join(dead)} as a failed node ({str(earlier.get('text'))[:100]}): the "
                      "transfers failed because the node died, so this is a consequence.")
         else:

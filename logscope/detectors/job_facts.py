@@ -23,7 +23,7 @@ import polars as pl
 
 from logscope.accounting.hostlist import hosts_named
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows
-from logscope.detectors.base import JobView, dicts, ordered_dicts, place_of
+from logscope.detectors.base import JobView, dicts, event_of, ordered_dicts, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
 from logscope.model import Event
 from logscope.timeline import node_of_host
@@ -103,7 +103,7 @@ def first_failure(job: JobView, *, before: dict[str, Any] | None = None,
         return None
     rows = ordered_dicts(job.of(*wanted))
     for row in rows:
-        if Event(row["event"]) != Event.CANCELLED and is_victim(row):
+        if event_of(row) != Event.CANCELLED and is_victim(row):
             continue
         if before is not None and not happened_before(row, before):
             continue

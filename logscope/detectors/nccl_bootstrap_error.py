@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, field_of, order_key, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, dicts, event_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import capitalised, first_failure, happened_before, place_of, possible_cause
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -76,8 +76,8 @@ class NcclBootstrapError(Detector):
         earlier = first_failure(job, before=first, exclude=(Event.EXCEPTION,))
         message = str(field_of(first, "message") or first.get("text") or "").strip().rstrip(".")
         places = sorted({p for p in (place_of(r) for r in rows) if p})
-        kind = ("NCCL bootstrap" if Event(first["event"]) in (Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE)
-                else "process-group store" if Event(first["event"]) == Event.STORE_ERROR
+        kind = ("NCCL bootstrap" if event_of(first) in (Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE)
+                else "process-group store" if event_of(first) == Event.STORE_ERROR
                 else "NCCL communicator init")
         title = f"{kind[:1].upper()}{kind[1:]} failed: {message[:140]}"
         explanation = (
@@ -87,7 +87,7 @@ class NcclBootstrapError(Detector):
             + (f" It came after an earlier failure ({str(earlier.get('text'))[:120]}), which is the likely cause: "
                "a rank that died cannot join." if earlier is not None else "")
         )
-        culprit = culprit_of(first) if Event(first["event"]) != Event.STORE_ERROR and place_of(first) else None
+        culprit = culprit_of(first) if event_of(first) != Event.STORE_ERROR and place_of(first) else None
         return [self.finding(
             title=title,
             explanation=capitalised(explanation.strip()),
@@ -100,7 +100,7 @@ class NcclBootstrapError(Detector):
             severity=Severity.WARNING if earlier is not None else Severity.CRITICAL,
             hosts=places if culprit is None else [h for h in [place_of(first)] if h],
             # a store wait that times out may be a reaction to a rank that failed before arriving
-            reactive=Event(first["event"]) == Event.STORE_ERROR and possible_cause(job, first, places) is not None,
+            reactive=event_of(first) == Event.STORE_ERROR and possible_cause(job, first, places) is not None,
         )]
 
     @staticmethod

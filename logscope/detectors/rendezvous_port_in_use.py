@@ -37,7 +37,18 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, evidence_of, field_of, order_key, place_of, seen_at, who
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    dicts,
+    event_of,
+    evidence_of,
+    field_of,
+    order_key,
+    place_of,
+    seen_at,
+    who,
+)
 from logscope.model import Category, Culprit, Event, Finding, Severity
 from logscope.timeline import node_of_host
 
@@ -53,7 +64,7 @@ class RendezvousPortInUse(Detector):
         # A port taken on a node whose torchrun then formed the rendezvous (or finished) did not
         # stop the launch: some other program's port (a helper server in the batch script).
         met = [r for r in dicts(job.of(Event.RENDEZVOUS, Event.AGENT_FINISHED))
-               if Event(r["event"]) == Event.AGENT_FINISHED or field_of(r, "message") == "rendezvous result"]
+               if event_of(r) == Event.AGENT_FINISHED or field_of(r, "message") == "rendezvous result"]
         rows = [r for r in dicts(job.of(Event.PORT_IN_USE))
                 if not any(place_of(m) == place_of(r) and order_key(m) > order_key(r) for m in met)]
         if not rows:

@@ -48,7 +48,17 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, evidence_of, field_of, order_key, when_row, who
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    culprit_of,
+    event_of,
+    evidence_of,
+    field_of,
+    order_key,
+    when_row,
+    who,
+)
 from logscope.detectors.job_facts import (
     FAILURE_EVENTS,
     NODE_FAILURE_EVENTS,
@@ -123,7 +133,7 @@ class SocketError(Detector):
             + ("Nothing failed before it, so the connection itself broke or the peer vanished without a trace: "
                "look at that peer." if root else
                f"SLURM reported {', '.join(dead)} as a failed node: the connection broke because the node died, so "
-               "these errors are consequences." if earlier is not None and Event(earlier["event"]) in NODE_FAILURE_EVENTS
+               "these errors are consequences." if earlier is not None and event_of(earlier) in NODE_FAILURE_EVENTS
                else f"It follows an earlier failure ({str(earlier.get('text'))[:120] if earlier else ''}): the peer "
                "went away because of it, so these errors are consequences.")
         )

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, order_key, who
+from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, who
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Culprit, Event, Finding, Severity
 
@@ -63,12 +63,12 @@ class TracebackCutShort(Detector):
         for file, start in starts.sort("file").iter_rows():
             rows = (job.events.filter((pl.col("file") == file) & (pl.col("line") >= start))
                     .sort("line").to_dicts())
-            at = next(i for i, r in enumerate(rows) if Event(r["event"]) == Event.TRACEBACK
+            at = next(i for i, r in enumerate(rows) if event_of(r) == Event.TRACEBACK
                       and field_of(r, "key") is None)  # another event may share its line (a \r)
             after = rows[at + 1:]
-            if any(Event(r["event"]) in _ENDINGS for r in after):
+            if any(event_of(r) in _ENDINGS for r in after):
                 continue
-            frames = [r for r in after if Event(r["event"]) == Event.TRACEBACK]
+            frames = [r for r in after if event_of(r) == Event.TRACEBACK]
             findings.append(self._finding(rows[at], frames))
         return findings[:1]
 

@@ -51,7 +51,17 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, field_of, order_key, ordered_dicts, place_of, seen_at
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    dicts,
+    event_of,
+    field_of,
+    order_key,
+    ordered_dicts,
+    place_of,
+    seen_at,
+)
 from logscope.model import Category, Event, Finding, Role, Severity
 from logscope.parsers.filenames import describe
 from logscope.textsafe import shortened
@@ -153,12 +163,12 @@ def log_dir_attempts(job: JobView) -> dict[int, list[str]]:
 
 
 def _relaunch(row: dict[str, Any]) -> bool:
-    return Event(row["event"]) == Event.LAUNCH_CONFIG
+    return event_of(row) == Event.LAUNCH_CONFIG
 
 
 def _after_failure(row: dict[str, Any]) -> bool:
     """Every restart but a membership change follows a failure (a relaunch, restart_count > 0)."""
-    return Event(row["event"]) != Event.WORKER_RESTART or field_of(row, "key") != "new nodes"
+    return event_of(row) != Event.WORKER_RESTART or field_of(row, "key") != "new nodes"
 
 
 def job_recovered(job: JobView) -> bool:
@@ -166,7 +176,7 @@ def job_recovered(job: JobView) -> bool:
     if not any(_after_failure(r) for r in restarts(job)):
         return False
     states = last_states(job)
-    return bool(states) and all(Event(r["event"]) == Event.AGENT_FINISHED for r in states.values())
+    return bool(states) and all(event_of(r) == Event.AGENT_FINISHED for r in states.values())
 
 
 def recovered_until(job: JobView) -> datetime | None:
@@ -193,7 +203,7 @@ class WorkerRestart(Detector):
         first = after_failure[0] if after_failure else rows[0]
         states = last_states(job)
         recovered = job_recovered(job)
-        left = next((field_of(r, "value") for r in after_failure if Event(r["event"]) == Event.WORKER_RESTART), None)
+        left = next((field_of(r, "value") for r in after_failure if event_of(r) == Event.WORKER_RESTART), None)
         why = (f"after a failure on {', '.join(sorted({_place(r) for r in after_failure}))}"
                + (f" ({left} attempts left)" if left else "") if after_failure
                else "because a node joined the rendezvous")
@@ -204,7 +214,7 @@ class WorkerRestart(Detector):
             outcome = ("Every agent's last word after the restart is `worker group successfully finished`: the "
                        "job recovered. The failure before the restart is still in the logs (LS301 names it).")
         else:
-            failed_after = [r for n, r in sorted(states.items()) if Event(r["event"]) != Event.AGENT_FINISHED]
+            failed_after = [r for n, r in sorted(states.items()) if event_of(r) != Event.AGENT_FINISHED]
             again = self._reconnect_failure(job, first)
             title += ", and the restarted attempt failed too" if failed_after else ""
             outcome = (
@@ -218,7 +228,7 @@ class WorkerRestart(Detector):
                 "(pytorch/pytorch#167288). " if again is not None else ""
             ) + ("torchrun's ChildFailedError summary covers only the last attempt; the failure that "
                  "started the restarts is earlier (LS301 names the first one).")
-        only_counted = [r for r in rows if Event(r["event"]) == Event.RENDEZVOUS]
+        only_counted = [r for r in rows if event_of(r) == Event.RENDEZVOUS]
         relaunched = [r for r in rows if _relaunch(r)]
         by_agent = [r for r in after_failure if not _relaunch(r)]
         explanation = (
