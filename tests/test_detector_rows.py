@@ -1,9 +1,11 @@
-"""The detectors' row helpers (logscope.detectors.base): the polars order is order_key's, and the
-narrowed dicts read every field alike."""
+"""The detectors' row helpers (logscope.detectors.base): the polars order is order_key's, the
+narrowed dicts read every field alike, and the rows a view shares are those of its frames."""
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -11,9 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logscope.detectors import base
+from logscope.analysis import run_detectors
+from logscope.detectors import REGISTRY, base
 from logscope.detectors.base import (
     NARROW_FIELDS_FROM,
+    JobView,
     dicts,
     field_of,
     in_order,
@@ -21,7 +25,8 @@ from logscope.detectors.base import (
     order_key,
     ordered_dicts,
 )
-from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA
+from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
+from logscope.timeline import load_job
 
 BASE = datetime(2026, 12, 3, 21, 0, 0)
 times = st.one_of(st.none(), st.integers(0, 5).map(lambda s: BASE + timedelta(seconds=s)))
@@ -78,3 +83,51 @@ def test_a_big_frame_gives_only_the_fields_it_has_and_every_field_reads_alike() 
     for name in FIELD_SCHEMA:
         assert [field_of(r, name) for r in narrowed] == [field_of(r, name) for r in full]
     assert dicts(frame.head(NARROW_FIELDS_FROM - 1)) == full[:NARROW_FIELDS_FROM - 1]  # small: as it is
+
+
+KINDS = [Event.EXCEPTION, Event.WORKER_FAILED, Event.CLOSING_SIGNAL, Event.XID]
+event_rows = st.tuples(rows, st.sampled_from([kind.value for kind in KINDS]))
+
+
+def _view(data: list[tuple[dict[str, Any], str]]) -> JobView:
+    frame = _frame([row for row, _ in data]).with_columns(
+        pl.Series("event", [kind for _, kind in data], dtype=pl.String))
+    return JobView(events=frame)
+
+
+def _seen(got: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(r["event"], r["file"], r["line"], r["rank"], field_of(r, "step")) for r in got]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(event_rows, max_size=40), st.lists(st.sampled_from(KINDS), min_size=1, max_size=3),
+       st.sampled_from([4, NARROW_FIELDS_FROM]))
+def test_a_views_shared_rows_are_the_rows_of_its_frames(data: list[tuple[dict[str, Any], str]], kinds: list[Event],
+                                                        narrow_from: int) -> None:
+    # rows / rows_in_order give what dicts / ordered_dicts of the view's frame give, asked in any
+    # order and any number of times; a caller changing the list it got changes no other's.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "NARROW_FIELDS_FROM", narrow_from)
+        view = _view(data)
+        for _ in range(2):
+            in_timeline = view.rows(*kinds)
+            assert _seen(in_timeline) == _seen(dicts(view.of(*kinds)))
+            ordered = view.rows_in_order(*kinds)
+            assert _seen(ordered) == _seen(ordered_dicts(view.of(*kinds)))
+            in_timeline.clear()
+            ordered.reverse()
+
+
+def test_detectors_leave_the_shared_rows_as_they_were() -> None:
+    # The rows are shared between detectors: one that changed a row would change what the
+    # others read. Every detector runs on the sample jobs; every row stays as converted.
+    samples = sorted(p for p in (Path(__file__).parents[1] / "sample_logs").iterdir() if p.is_dir())
+    assert samples
+    for sample in samples:
+        job = load_job([sample])
+        view = JobView(job.timeline, tuple(job.nodes), tuple(f.display for f in job.files),
+                       {f.display: f.info.node for f in job.files})
+        every_kind = [Event(kind) for kind in job.timeline["event"].unique().to_list()]
+        before = copy.deepcopy(view.rows(*every_kind))
+        run_detectors(view, REGISTRY)
+        assert view.rows(*every_kind) == before, sample.name

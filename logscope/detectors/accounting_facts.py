@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from logscope.accounting.hostlist import hosts_named
-from logscope.detectors.base import JobView, dicts, field_of
+from logscope.detectors.base import JobView, field_of
 from logscope.model import Event
 
 
@@ -118,7 +118,7 @@ def recorded_failed_node(job: JobView) -> str | None:
 
 def _srun_failed_nodes(job: JobView) -> set[str]:
     nodes: set[str] = set()
-    for row in dicts(job.of(Event.NODE_FAILURE)):
+    for row in job.rows(Event.NODE_FAILURE):
         nodes.update(hosts_named(str(row.get("node") or row.get("host") or "")))
     return nodes
 

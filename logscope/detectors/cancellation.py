@@ -23,12 +23,10 @@ import polars as pl
 from logscope.detectors.base import (
     Detector,
     JobView,
-    dicts,
     event_of,
     field_of,
     last_in_order,
     order_key,
-    ordered_dicts,
     when,
 )
 from logscope.detectors.exit_cascade import is_victim
@@ -52,7 +50,7 @@ def cancellation_finding(detector: Detector, job: JobView, rows: list[dict[str, 
         return []
     rows = sorted(rows, key=order_key)
     cancel = rows[0]
-    aftermath = [r for r in ordered_dicts(job.of(*AFTERMATH))
+    aftermath = [r for r in job.rows_in_order(*AFTERMATH)
                  if (is_victim(r) or event_of(r) in (Event.STEP_ABORTED, Event.SRUN_ERROR))
                  and _around_or_after(r, cancel)]
     progress = _last_progress(job, cancel)
@@ -120,7 +118,7 @@ def _last_progress(job: JobView, cancel: dict[str, Any]) -> dict[str, Any] | Non
 
 def cancelled_rows(job: JobView, *reasons: str | None) -> list[dict[str, Any]]:
     """CANCELLED rows whose ``DUE TO`` reason starts with one of ``reasons`` (None: no reason)."""
-    rows = dicts(job.of(Event.CANCELLED))
+    rows = job.rows(Event.CANCELLED)
     out = []
     for row in rows:
         reason = field_of(row, "reason")

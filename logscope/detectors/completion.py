@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from logscope.detectors.accounting_facts import recorded_clean_end
-from logscope.detectors.base import JobView, dicts, event_of, field_of, order_key, window_of
+from logscope.detectors.base import JobView, event_of, field_of, order_key, window_of
 from logscope.detectors.worker_restart import last_states
 from logscope.model import Event, Finding
 
@@ -70,7 +70,7 @@ def run_completed(job: JobView) -> dict[str, Any] | None:
 def _completion_lines(job: JobView) -> list[dict[str, Any]]:
     step = pl.col("fields").struct.field("step")
     total = pl.col("fields").struct.field("step_total")
-    return [*dicts(job.of(Event.CLEAN_END)),
+    return [*job.rows(Event.CLEAN_END),
             *job.of(Event.PROGRESS).filter((total > 0) & (step >= total)).to_dicts()]
 
 
@@ -90,7 +90,7 @@ def _other_program_between(job: JobView, finding: Finding, end: dict[str, Any]) 
     running when the finding was written: the end belongs to another program (an evaluation run
     after the training failed)."""
     starts: list[dict[str, Any]] = job.remember("launch_starts", lambda: sorted(
-        (r for r in dicts(job.of(Event.LAUNCH_CONFIG)) if field_of(r, "message") == "launch config"),
+        (r for r in job.rows(Event.LAUNCH_CONFIG) if field_of(r, "message") == "launch config"),
         key=order_key))
     if len(starts) < 2:
         return False

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, event_of, field_of, order_key, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import process_key
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -93,7 +93,7 @@ class CudaOom(Detector):
     specificity = 70  # above LS301 (40): the OOM is what the crash cascade was about
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = [r for r in dicts(job.of(Event.CUDA_OOM, Event.NCCL_CUDA_FAILURE))
+        rows = [r for r in job.rows(Event.CUDA_OOM, Event.NCCL_CUDA_FAILURE)
                 if event_of(r) == Event.CUDA_OOM or _OOM.search(str(field_of(r, "message") or ""))]
         if not rows:
             return []

@@ -41,7 +41,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, field_of, ordered_dicts, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, who
 from logscope.detectors.job_facts import capitalised, place_of
 from logscope.model import Category, Event, Finding, Severity
 
@@ -54,7 +54,7 @@ class DuplicateGpu(Detector):
     specificity = 85
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = ordered_dicts(job.of(Event.NCCL_DUPLICATE_GPU))
+        rows = job.rows_in_order(Event.NCCL_DUPLICATE_GPU)
         if not rows:
             return []
         first = rows[0]

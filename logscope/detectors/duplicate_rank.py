@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, compact_ranks, dicts, field_of
+from logscope.detectors.base import Detector, JobView, compact_ranks, field_of
 from logscope.detectors.collective_mismatch import communicator_ids
 from logscope.model import Category, Event, Finding, Severity
 
@@ -120,7 +120,7 @@ class DuplicateRank(Detector):
     @staticmethod
     def _from_barrier(job: JobView) -> tuple[list[dict[str, Any]], list[int], str]:
         out = []
-        for row in dicts(job.of(Event.STORE_ERROR)):
+        for row in job.rows(Event.STORE_ERROR):
             world, count = field_of(row, "world_size"), field_of(row, "count")
             if world is not None and count is not None and int(count) > int(world):
                 out.append(row)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, field_of, ordered_dicts, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, field_of, when_row, who
 from logscope.detectors.job_facts import capitalised, place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -54,7 +54,7 @@ class EccError(Detector):
     specificity = 80
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = ordered_dicts(job.of(Event.ECC_ERROR))
+        rows = job.rows_in_order(Event.ECC_ERROR)
         if not rows:
             return []
         fatal = [r for r in rows if _UNCORRECTABLE.search(f"{field_of(r, 'message') or ''} {r.get('text') or ''}")]
@@ -62,7 +62,7 @@ class EccError(Detector):
         culprit = culprit_of(first)
         place = place_of(first)
         host_memory = "MEMORY ERROR" in str(field_of(first, "message") or "")
-        xids = [r for r in dicts(job.of(Event.XID))
+        xids = [r for r in job.rows(Event.XID)
                 if int(field_of(r, "xid") or 0) in ECC_XIDS and (place is None or place_of(r) == place)]
         processes = {(place_of(r), r.get("rank"), r.get("local_rank"), r.get("pid")) for r in fatal}
         what = "host memory (RAM)" if host_memory else "GPU memory"

@@ -60,7 +60,6 @@ from logscope.detectors.base import (
     event_of,
     field_of,
     order_key,
-    ordered_dicts,
     says_victim,
     when,
     who,
@@ -293,7 +292,7 @@ def _process_aliases(job: JobView) -> dict[tuple[str, str], tuple[str, str]]:
 
 def _failure_records(job: JobView) -> list[dict[str, Any]]:
     """Every failure, reaction and launcher-report row, in failure order."""
-    return ordered_dicts(job.of(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS))
+    return job.rows_in_order(*DETAIL_EVENTS, *SUMMARY_EVENTS, *VICTIM_EVENTS)
 
 
 def root_failure(job: JobView) -> dict[str, Any] | None:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, event_of, field_of, order_key, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, when_row, who
 from logscope.detectors.job_facts import capitalised, first_failure, place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -66,7 +66,7 @@ class GpuFault(Detector):
     specificity = 65  # above LS604 node-failure (60): the GPU error is the finer-grained account
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = [r for r in dicts(job.of(Event.CUDA_ERROR, Event.NCCL_CUDA_FAILURE, Event.GPU_LOST))
+        rows = [r for r in job.rows(Event.CUDA_ERROR, Event.NCCL_CUDA_FAILURE, Event.GPU_LOST)
                 if event_of(r) == Event.GPU_LOST
                 or GPU_FAULT.search(str(field_of(r, "message") or r.get("text") or ""))]
         if not rows:

@@ -55,7 +55,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, evidence_of, field_of, ordered_dicts, when_row
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when_row
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -119,7 +119,7 @@ class GpuXid(Detector):
     specificity = 75
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = ordered_dicts(job.of(Event.XID))
+        rows = job.rows_in_order(Event.XID)
         if not rows:
             return []
         causes = [r for r in rows if xid_meaning(int(field_of(r, "xid") or 0))[1] in ("hardware", "app")]

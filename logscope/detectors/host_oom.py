@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, evidence_of, field_of, ordered_dicts, when
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
@@ -60,21 +60,21 @@ class HostOom(Detector):
     specificity = 65
 
     def detect(self, job: JobView) -> list[Finding]:
-        ooms = ordered_dicts(job.of(Event.HOST_OOM))
+        ooms = job.rows_in_order(Event.HOST_OOM)
         if not ooms:
             return []
         oom_places = {p for p in (place_of(r) for r in ooms) if p}
         single_place = next(iter(oom_places)) if len(oom_places) == 1 else None
         # pids the kernel names ("Killed process 4321 (python)") tie a kill to a torchrun worker directly.
         killed_pids = {int(p) for p in (field_of(r, "target_pid") for r in ooms) if p is not None}
-        killed = [r for r in ordered_dicts(job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE))
+        killed = [r for r in job.rows_in_order(Event.WORKER_FAILED, Event.CHILD_FAILURE)
                   if field_of(r, "exit_code") is not None and int(field_of(r, "exit_code")) in KILLED
                   and (place_of(r) in oom_places or (r.get("pid") in killed_pids)
                        or (not oom_places and len(job.nodes) <= 1))]
         task_line = next((r for r in ooms if field_of(r, "tasks")), None)
         # A task that ended badly on the OOM node (or anywhere, when the node is unknown); SIGTERMs from a
         # time limit or a cancellation are not that.
-        failed_tasks = [r for r in dicts(job.of(Event.SRUN_TASK_EXIT, Event.WORKER_FAILED, Event.CHILD_FAILURE))
+        failed_tasks = [r for r in job.rows(Event.SRUN_TASK_EXIT, Event.WORKER_FAILED, Event.CHILD_FAILURE)
                         if not is_victim(r) and (not oom_places or place_of(r) in oom_places)]
         something_failed = bool(killed) or task_line is not None or bool(failed_tasks) or any(
             "exceeded memory limit" in str(field_of(r, "message") or "") for r in ooms)

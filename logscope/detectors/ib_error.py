@@ -46,7 +46,7 @@ import re
 from collections import Counter
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, event_of, evidence_of, field_of, ordered_dicts, when_row
+from logscope.detectors.base import Detector, JobView, event_of, evidence_of, field_of, when_row
 from logscope.detectors.job_facts import (
     NODE_FAILURE_EVENTS,
     address_map,
@@ -106,7 +106,7 @@ class IbError(Detector):
     specificity = 70
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = ordered_dicts(job.of(Event.NCCL_NET_ERROR))
+        rows = job.rows_in_order(Event.NCCL_NET_ERROR)
         if not rows:
             return []
         addresses = address_map(job)

@@ -23,7 +23,7 @@ import polars as pl
 
 from logscope.accounting.hostlist import hosts_named
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows
-from logscope.detectors.base import JobView, dicts, event_of, ordered_dicts, place_of
+from logscope.detectors.base import JobView, event_of, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
 from logscope.model import Event
 from logscope.timeline import node_of_host
@@ -101,7 +101,7 @@ def first_failure(job: JobView, *, before: dict[str, Any] | None = None,
     wanted = [e for e in events if e.value not in skip]
     if not wanted:
         return None
-    rows = ordered_dicts(job.of(*wanted))
+    rows = job.rows_in_order(*wanted)
     for row in rows:
         if event_of(row) != Event.CANCELLED and is_victim(row):
             continue
@@ -124,7 +124,7 @@ def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str |
     if root is not None and not happened_before(row, root) and root is not row and not (
             root.get("file") == row.get("file") and root.get("line") == row.get("line")):
         return root
-    for other in ordered_dicts(job.of(*FAILURE_EVENTS)):
+    for other in job.rows_in_order(*FAILURE_EVENTS):
         if is_victim(other) or place_of(other) in mine:
             continue
         if not happened_before(row, other):
@@ -140,7 +140,7 @@ def failed_nodes(job: JobView) -> set[str]:
     so errors *about* such a node that come before the line are still its consequences.
     """
     nodes: set[str] = set()
-    for row in dicts(job.of(Event.NODE_FAILURE)):
+    for row in job.rows(Event.NODE_FAILURE):
         nodes.update(hosts_named(str(row.get("node") or row.get("host") or "")))
     recorded = recorded_failed_node(job)
     if recorded is not None:
@@ -150,7 +150,7 @@ def failed_nodes(job: JobView) -> set[str]:
 
 def node_failure_rows(job: JobView) -> list[dict[str, Any]]:
     """The rows saying SLURM lost a node (srun's lines, then the accounting record's), in order."""
-    return [*ordered_dicts(job.of(Event.NODE_FAILURE)), *recorded_failure_rows(job)]
+    return [*job.rows_in_order(Event.NODE_FAILURE), *recorded_failure_rows(job)]
 
 
 NODE_FAILURE_EVENTS = (Event.NODE_FAILURE, Event.ACCOUNTING)

@@ -48,7 +48,6 @@ from logscope.detectors.base import (
     JobView,
     culprit_of,
     field_of,
-    ordered_dicts,
     place_of,
     seen_at,
     who,
@@ -84,7 +83,7 @@ class KnownMessage(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         by_message: dict[str, list[dict[str, Any]]] = {}
-        for row in ordered_dicts(job.of(Event.KNOWN_MESSAGE)):
+        for row in job.rows_in_order(Event.KNOWN_MESSAGE):
             by_message.setdefault(str(field_of(row, "key")), []).append(row)
         findings = []
         for message_id, rows in by_message.items():

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, culprit_of, dicts, event_of, field_of, order_key, when_row, who
+from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import capitalised, first_failure, happened_before, place_of, possible_cause
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -122,7 +122,7 @@ class NcclBootstrapError(Detector):
     @staticmethod
     def _bootstrap(job: JobView) -> list[dict[str, Any]]:
         # The catalogue knows some of these messages (KNOWN_MESSAGE rows carry no message field).
-        return [r for r in dicts(job.of(Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE))
+        return [r for r in job.rows(Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE)
                 if str(r.get("severity")) != "info"
                 and BOOTSTRAP.search(str(field_of(r, "message") or r.get("text") or ""))]
 
@@ -130,11 +130,11 @@ class NcclBootstrapError(Detector):
     def _invalid_usage(job: JobView) -> list[dict[str, Any]]:
         if job.has(Event.NCCL_DUPLICATE_GPU, Event.NCCL_VERSION_MISMATCH):
             return []  # LS206 / LS802 name the reason
-        rows = [r for r in dicts(job.of(Event.EXCEPTION, Event.CPP_EXCEPTION))
+        rows = [r for r in job.rows(Event.EXCEPTION, Event.CPP_EXCEPTION)
                 if INVALID_USAGE.search(f"{field_of(r, 'message') or ''} {r.get('text') or ''}")]
         if not rows:
             return []
-        inits = dicts(job.of(Event.NCCL_INIT))
+        inits = job.rows(Event.NCCL_INIT)
         out = []
         for r in rows:
             same = [i for i in inits if (i.get("host"), i.get("pid")) == (r.get("host"), r.get("pid"))
@@ -146,7 +146,7 @@ class NcclBootstrapError(Detector):
     @staticmethod
     def _store(job: JobView) -> list[dict[str, Any]]:
         out = []
-        for r in dicts(job.of(Event.STORE_ERROR)):
+        for r in job.rows(Event.STORE_ERROR):
             error_type = str(field_of(r, "error_type") or "")
             text = f"{field_of(r, 'message') or ''} {r.get('text') or ''}"
             if "Rendezvous" in error_type or "client socket" in text or "TCP client failed" in text:

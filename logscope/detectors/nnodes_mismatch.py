@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, field_of, ordered_dicts
+from logscope.detectors.base import Detector, JobView, field_of, ordered_dicts
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -161,7 +161,7 @@ class NnodesMismatch(Detector):
 
     @staticmethod
     def _slurm_nodes(job: JobView) -> tuple[list[dict[str, Any]], int | None]:
-        rows = dicts(job.of(Event.LAUNCH_COMMAND))
+        rows = job.rows(Event.LAUNCH_COMMAND)
         found: list[tuple[int, dict[str, Any]]] = []
         for r in rows:
             key = field_of(r, "key")

@@ -52,7 +52,7 @@ class NodeFailure(Detector):
     specificity = 60
 
     def detect(self, job: JobView) -> list[Finding]:
-        srun = ordered_dicts(job.of(Event.NODE_FAILURE))
+        srun = job.rows_in_order(Event.NODE_FAILURE)
         cancelled = ordered_dicts(job.of(Event.CANCELLED).filter(
             pl.col("fields").struct.field("reason").str.starts_with("NODE FAIL")))
         if not srun and not cancelled:

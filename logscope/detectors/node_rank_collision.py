@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, field_of
+from logscope.detectors.base import Detector, JobView, field_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
 _NODE_RANK = re.compile(r"--node[_-]rank[= ](\S+)")
@@ -128,7 +128,7 @@ class NodeRankCollision(Detector):
     @staticmethod
     def _expanded_in_trace(job: JobView) -> list[dict[str, Any]]:
         out = []
-        for row in dicts(job.of(Event.LAUNCH_COMMAND)):
+        for row in job.rows(Event.LAUNCH_COMMAND):
             message = str(field_of(row, "message") or row.get("text") or "")
             m = _NODE_RANK.search(message)
             if not m or not m.group(1).isdigit():

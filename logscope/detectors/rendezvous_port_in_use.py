@@ -40,7 +40,6 @@ import polars as pl
 from logscope.detectors.base import (
     Detector,
     JobView,
-    dicts,
     event_of,
     evidence_of,
     field_of,
@@ -63,9 +62,9 @@ class RendezvousPortInUse(Detector):
     def detect(self, job: JobView) -> list[Finding]:
         # A port taken on a node whose torchrun then formed the rendezvous (or finished) did not
         # stop the launch: some other program's port (a helper server in the batch script).
-        met = [r for r in dicts(job.of(Event.RENDEZVOUS, Event.AGENT_FINISHED))
+        met = [r for r in job.rows(Event.RENDEZVOUS, Event.AGENT_FINISHED)
                if event_of(r) == Event.AGENT_FINISHED or field_of(r, "message") == "rendezvous result"]
-        rows = [r for r in dicts(job.of(Event.PORT_IN_USE))
+        rows = [r for r in job.rows(Event.PORT_IN_USE)
                 if not any(place_of(m) == place_of(r) and order_key(m) > order_key(r) for m in met)]
         if not rows:
             return []

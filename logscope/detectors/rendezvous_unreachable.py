@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, dicts, evidence_of, field_of, ordered_dicts, when_row
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when_row
 from logscope.detectors.job_facts import first_failure, place_of, possible_cause
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 from logscope.timeline import node_of_host
@@ -67,14 +67,14 @@ class RendezvousUnreachable(Detector):
     specificity = 70
 
     def detect(self, job: JobView) -> list[Finding]:
-        rows = [r for r in ordered_dicts(job.of(Event.STORE_ERROR))
+        rows = [r for r in job.rows_in_order(Event.STORE_ERROR)
                 if CLIENT_FAILURE.search(f"{field_of(r, 'error_type') or ''} {field_of(r, 'message') or ''}")]
         if not rows:
             return []
         first = rows[0]
         endpoint_host, endpoint_port = self._endpoint(job, rows)
         failing = sorted({p for p in (place_of(r) for r in rows) if p})
-        reached = sorted({p for p in (place_of(r) for r in dicts(job.of(Event.RENDEZVOUS))) if p}
+        reached = sorted({p for p in (place_of(r) for r in job.rows(Event.RENDEZVOUS)) if p}
                          - set(failing))
         earlier = first_failure(job, before=first)
         port_in_use = job.of(Event.PORT_IN_USE).height > 0

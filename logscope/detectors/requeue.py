@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from logscope.detectors.base import Detector, JobView, dicts, field_of
+from logscope.detectors.base import Detector, JobView, field_of
 from logscope.detectors.cancellation import cancellation_finding, cancelled_rows, failure_before
 from logscope.model import Category, Event, Finding
 
@@ -52,7 +52,7 @@ class Requeue(Detector):
     specificity = 50
 
     def detect(self, job: JobView) -> list[Finding]:
-        requeues = [r for r in dicts(job.of(Event.REQUEUE))
+        requeues = [r for r in job.rows(Event.REQUEUE)
                     if not _ASSIGNMENT.search(str(r.get("text") or ""))
                     and "requeue failed" not in str(field_of(r, "message") or "")]
         rows: list[dict[str, Any]] = [*cancelled_rows(job, "JOB REQUEUE"), *requeues]

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, ordered_dicts
+from logscope.detectors.base import Detector, JobView, culprit_of
 from logscope.detectors.config_skew import node_config_table, odd_nodes, render_table
 from logscope.detectors.job_facts import capitalised, first_failure
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
@@ -61,7 +61,7 @@ class VersionSkew(Detector):
     specificity = 75
 
     def detect(self, job: JobView) -> list[Finding]:
-        reports = ordered_dicts(job.of(Event.NCCL_VERSION_MISMATCH))
+        reports = job.rows_in_order(Event.NCCL_VERSION_MISMATCH)
         table = node_config_table(job)
         nccl_major, nccl_odd = odd_nodes(table, "nccl_version") if table.height else (None, {})
         driver_major, driver_odd = odd_nodes(table, "cuda_driver") if table.height else (None, {})

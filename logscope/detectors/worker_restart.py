@@ -54,11 +54,9 @@ import polars as pl
 from logscope.detectors.base import (
     Detector,
     JobView,
-    dicts,
     event_of,
     field_of,
     order_key,
-    ordered_dicts,
     place_of,
     seen_at,
 )
@@ -93,7 +91,7 @@ def last_states(job: JobView) -> dict[str, dict[str, Any]]:
 
     def compute() -> dict[str, dict[str, Any]]:
         last: dict[str, dict[str, Any]] = {}
-        for row in ordered_dicts(job.of(*_AGENT_STATES)):
+        for row in job.rows_in_order(*_AGENT_STATES):
             last[_place(row)] = row
         return last
 
@@ -108,10 +106,10 @@ def restarts(job: JobView) -> list[dict[str, Any]]:
     ``restart_count`` > 0 stands in. Worked out once per view (LS301, LS302 and the verdict ask)."""
 
     def compute() -> list[dict[str, Any]]:
-        lines = dicts(job.of(Event.WORKER_RESTART))
+        lines = job.rows(Event.WORKER_RESTART)
         have = {_place(r) for r in lines}
         counted: dict[str, dict[str, Any]] = {}
-        for row in ordered_dicts(job.of(Event.RENDEZVOUS)):
+        for row in job.rows_in_order(Event.RENDEZVOUS):
             count = str(field_of(row, "key") or "")
             if field_of(row, "message") == "rendezvous result" and count.isdigit() and int(count) > 0 \
                     and _place(row) not in have:
@@ -130,11 +128,11 @@ def relaunches(job: JobView) -> list[dict[str, Any]]:
     # Each start is compared with the one before it on its node, and the node's failures are
     # searched by their order: a job that restarted thousands of times stays linear.
     failures_at: dict[str, list[tuple[datetime, str, int]]] = {}
-    for failure in dicts(job.of(Event.WORKER_FAILED, Event.CHILD_FAILURE)):
+    for failure in job.rows(Event.WORKER_FAILED, Event.CHILD_FAILURE):
         failures_at.setdefault(_place(failure), []).append(order_key(failure))
     for keys in failures_at.values():
         keys.sort()
-    starts = sorted((r for r in dicts(job.of(Event.LAUNCH_CONFIG)) if field_of(r, "message") == "launch config"),
+    starts = sorted((r for r in job.rows(Event.LAUNCH_CONFIG) if field_of(r, "message") == "launch config"),
                     key=order_key)
     previous: dict[str, dict[str, Any]] = {}
     out = []
