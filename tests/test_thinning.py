@@ -28,10 +28,13 @@ row = st.fixed_dictionaries({
 })
 
 
-def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+def _frame(rows: list[dict[str, Any]], lines: list[int] | None = None) -> pl.DataFrame:
+    """The rows as events, numbered 1, 2, ... unless ``lines`` numbers them; ``text`` tells each
+    row apart."""
     fields = {f: None for f in FIELD_SCHEMA}
-    return pl.DataFrame([{**{c: None for c in TIMELINE_SCHEMA}, "file": "f", "line": n + 1, "event": r["event"],
-                          "host": r["host"], "pid": r["pid"], "rank": r["rank"],
+    numbers = lines if lines is not None else [n + 1 for n in range(len(rows))]
+    return pl.DataFrame([{**{c: None for c in TIMELINE_SCHEMA}, "file": "f", "line": numbers[n], "event": r["event"],
+                          "host": r["host"], "pid": r["pid"], "rank": r["rank"], "text": str(n),
                           "fields": {**fields, "comm": r["comm"], "transport": r["transport"],
                                      "comm_rank": r["comm_rank"], "value": "1"}}
                          for n, r in enumerate(rows)], schema=TIMELINE_SCHEMA)
@@ -42,18 +45,20 @@ def _ends(rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], Hashable],
     groups: dict[Hashable, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[key(r)].append(r)
-    kept = []
+    kept = set()
     for members in groups.values():
         for position, r in enumerate(members):
             first, last = limits(r)
             if position < first or position >= len(members) - last:
-                kept.append(r)
-    return kept
+                kept.add(id(r))
+    return [r for r in rows if id(r) in kept]  # in the order they came
 
 
-def _reference(rows: list[dict[str, Any]]) -> list[int]:
-    """The line numbers thinning keeps, by its docstring's rules, in plain Python."""
-    numbered = [{**r, "line": n + 1} for n, r in enumerate(rows)]
+def _reference(rows: list[dict[str, Any]], lines: list[int] | None = None) -> list[int]:
+    """The rows thinning keeps (their places in ``rows``), in the order it keeps them, by its
+    docstring's rules, in plain Python: by line, the rows of one line as they came."""
+    numbers = lines if lines is not None else [n + 1 for n in range(len(rows))]
+    numbered = [{**r, "line": numbers[n], "at": n} for n, r in enumerate(rows)]
     process = lambda r: (r["host"], r["pid"], r["rank"], None, None)  # noqa: E731 - local_rank, task: null
     by_kind = lambda kind: [r for r in numbered if r["event"] == kind]  # noqa: E731
     coll = _ends(by_kind(Event.NCCL_COLL.value), lambda r: (r["host"], r["pid"], r["comm"]),
@@ -74,11 +79,11 @@ def _reference(rows: list[dict[str, Any]]) -> list[int]:
 
     rest = _ends([r for r in numbered if r["event"] not in special], lambda r: (*process(r), r["event"]),
                  repeat_limits)
-    kept = sorted([*rest, *coll, *progress, *channel], key=lambda r: r["line"])
+    kept = sorted([*rest, *coll, *progress, *channel], key=lambda r: (r["line"], r["at"]))
     half = LIMITS["KIND_KEEP"] // 2
     if len(kept) > LIMITS["KIND_KEEP"]:
         kept = _ends(kept, lambda r: r["event"], lambda r: (half, half))
-    return sorted(r["line"] for r in kept)
+    return [r["at"] for r in kept]
 
 
 @settings(max_examples=200, deadline=None)
@@ -88,5 +93,35 @@ def test_thinning_keeps_what_its_rules_say(rows: list[dict[str, Any]]) -> None:
         for name, value in LIMITS.items():
             patch.setattr(thinning, name, value)
         kept = thinning.thin(_frame(rows))
-    assert kept["line"].to_list() == _reference(rows)
+    assert [int(n) for n in kept["text"]] == _reference(rows)
     assert kept.schema == _frame(rows).schema
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(row, st.booleans()), max_size=80))
+def test_rows_of_one_line_are_kept_as_they_came(rows: list[tuple[dict[str, Any], bool]]) -> None:
+    # A line cut at carriage returns gives several rows of one line number (``same``: this row is
+    # on the line of the row before).
+    lines: list[int] = []
+    for _, same in rows:
+        lines.append(lines[-1] if same and lines else len(lines) + 1)
+    events = [r for r, _ in rows]
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LIMITS.items():
+            patch.setattr(thinning, name, value)
+        kept = thinning.thin(_frame(events, lines))
+    assert [int(n) for n in kept["text"]] == _reference(events, lines)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(row, max_size=30), max_size=5))
+def test_files_thinned_together_keep_what_each_keeps_alone(files: list[list[dict[str, Any]]]) -> None:
+    frames = [_frame(rows) for rows in files]
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LIMITS.items():
+            patch.setattr(thinning, name, value)
+        together = thinning.thin_each(frames)
+        alone = [thinning.thin(frame) for frame in frames]
+    assert len(together) == len(frames)
+    for got, expected in zip(together, alone, strict=True):
+        assert got.equals(expected)

@@ -36,7 +36,7 @@ from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching
 from logscope.ingest.scanning import ScannedFile, reference_year
-from logscope.ingest.thinning import thin
+from logscope.ingest.thinning import thin, thin_each
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import (
@@ -127,12 +127,15 @@ class _Reading:
             if len(self.parts) >= 8:  # keep memory flat on huge files
                 self.parts = [thin(pl.concat(self.parts))]
 
-    def finished(self) -> FileRead:
-        if self.parts:
-            events = self.parts[0] if len(self.parts) == 1 else pl.concat(self.parts)
-            self.result.events = _finish_times(thin(events))
-            self.parts = []
-        return self.result
+    @staticmethod
+    def finish(readings: list[_Reading]) -> None:
+        """The files' results complete: their events thinned (in one query for all of them) and
+        their untimed events timed."""
+        with_events = [reading for reading in readings if reading.parts]
+        joined = [pl.concat(reading.parts) if len(reading.parts) > 1 else reading.parts[0] for reading in with_events]
+        for reading, events in zip(with_events, thin_each(joined), strict=True):
+            reading.result.events = _finish_times(events)
+            reading.parts = []
 
 
 @cache
@@ -358,10 +361,13 @@ class _Batch:
         self._pending, self._rows, self._bytes, self._cost = [], 0, 0, 0
 
     def ready(self) -> Iterator[FileRead | Skipped]:
-        """The results at the front that are complete, in order."""
+        """The results at the front that are complete, in order (finished together: a job's small
+        files are all complete at its end)."""
+        done: list[_Reading | FileRead | Skipped] = []
         while self._results and not (isinstance(self._results[0], _Reading) and self._results[0].waiting):
-            done = self._results.popleft()
-            yield done.finished() if isinstance(done, _Reading) else done
+            done.append(self._results.popleft())
+        _Reading.finish([result for result in done if isinstance(result, _Reading)])
+        yield from (result.result if isinstance(result, _Reading) else result for result in done)
 
 
 def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:
