@@ -10,9 +10,12 @@ from __future__ import annotations
 # logscope.ingest.thinning: the first and last NCCL COLL lines kept per (file, host, pid, comm).
 COLL_HEAD = 2
 COLL_TAIL = 64
+# logscope.ingest.thinning: the first COLL_HEAD and last PROGRESS_TAIL progress lines kept per
+# process of a file (logscope.parsers.progress_aside sets the others aside before classifying).
+PROGRESS_TAIL = 4096
 # logscope.ingest.matching: a longer line is matched on its first (and last) MATCH_CHARS characters.
 MATCH_CHARS = 4096
 # logscope.parsers.lines: hard-wrapped pastes are joined only in a chunk of at most this many lines.
 WRAP_MAX_LINES = 5000
 
-__all__ = ["COLL_HEAD", "COLL_TAIL", "MATCH_CHARS", "WRAP_MAX_LINES"]
+__all__ = ["COLL_HEAD", "COLL_TAIL", "MATCH_CHARS", "PROGRESS_TAIL", "WRAP_MAX_LINES"]

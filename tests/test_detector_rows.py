@@ -104,8 +104,9 @@ def _seen(got: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
        st.sampled_from([4, NARROW_FIELDS_FROM]))
 def test_a_views_shared_rows_are_the_rows_of_its_frames(data: list[tuple[dict[str, Any], str]], kinds: list[Event],
                                                         narrow_from: int) -> None:
-    # rows / rows_in_order give what dicts / ordered_dicts of the view's frame give, asked in any
-    # order and any number of times; a caller changing the list it got changes no other's.
+    # rows / rows_in_order / rows_where give what dicts / ordered_dicts of the view's frame give (of
+    # the rows a condition picks), asked in any order and any number of times; a caller changing
+    # the list it got changes no other's.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "NARROW_FIELDS_FROM", narrow_from)
         view = _view(data)
@@ -114,6 +115,8 @@ def test_a_views_shared_rows_are_the_rows_of_its_frames(data: list[tuple[dict[st
             assert _seen(in_timeline) == _seen(dicts(view.of(*kinds)))
             ordered = view.rows_in_order(*kinds)
             assert _seen(ordered) == _seen(ordered_dicts(view.of(*kinds)))
+            ranked = pl.col("rank") == 1  # null where a row has no rank: not taken
+            assert _seen(view.rows_where(tuple(kinds), ranked)) == _seen(dicts(view.of(*kinds).filter(ranked)))
             in_timeline.clear()
             ordered.reverse()
 

@@ -18,7 +18,18 @@ import pytest
 from reading_support import assert_same_reads, coll_heavy_log, jobsim
 
 from logscope import ingest
-from logscope.ingest import FileRead, Skipped, SourceFile, blocks, discover, read_file, read_files, reading, workers
+from logscope.ingest import (
+    FileRead,
+    Skipped,
+    SourceFile,
+    blocks,
+    discover,
+    read_file,
+    read_files,
+    reading,
+    thinning,
+    workers,
+)
 from logscope.parsers import lines as engine
 from logscope.parsers.prefixes import MAX_PREFIXES, ONE_PREFIX, split_prefix
 
@@ -146,3 +157,53 @@ def test_coll_lines_with_nccl_timestamps_set_aside_early_leave_the_events_unchan
         fast = read_file(source)
         assert_same_reads([read_plainly(source, monkeypatch)], [fast])
         assert isinstance(fast, FileRead) and fast.lines_read > 5 * fast.events.height  # most COLL lines thinned
+
+
+def _progress_log(path: Path) -> Path:
+    """Training-progress lines of several processes (torchrun's and srun's prefixes, none), in three
+    styles, among lines that hold a progress trigger yet are something else or hold another
+    pattern's trigger too, and lines of no progress at all."""
+    rng = random.Random(11)
+    prefixes = ["[default0]:", "[default1]:", "0: ", "1: [default0]:", ""]
+    out = []
+    for step in range(1, 6001):
+        prefix = rng.choice(prefixes)
+        stamp = f"2026-11-03 14:{step // 60 % 60:02d}:{step % 60:02d},532 - INFO - "
+        out.append(rng.choice([
+            f"{prefix}{stamp}iteration {step:8d}/  1000000 | consumed samples: {step * 64:12d} | elapsed time per "
+            f"iteration (ms): 6707.5 | learning rate: 1.500E-04 | lm loss: 2.51E+00 | grad norm: 0.512 |",
+            f"{prefix}{{'loss': 0.{step % 97:02d}11, 'grad_norm': 0.306, 'learning_rate': 4e-05, 'epoch': 0.4}}",
+            f"{prefix}step {step} loss 1.{step % 89}",
+            f"{prefix}iteration {step:8d}/  1000000 | NCCL WARN this line holds another pattern's trigger",
+            f"{prefix}RuntimeError: failed at iteration {step}/ 10 | lm loss: nan",
+            f"{prefix}{stamp}iteration {step}: the loader is slow",
+            f"{prefix}{stamp}nothing to see {step}",
+        ]))
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_progress_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of ~6,000 lines, more progress lines per prefix than the thinning keeps (lowered).
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 256 * 1024)
+    monkeypatch.setattr(reading, "COLL_ASIDE_MIN_LINES", 500)
+    monkeypatch.setattr(reading, "PROGRESS_TAIL", 40)
+    monkeypatch.setattr(thinning, "PROGRESS_TAIL", 40)
+    source = discover([_progress_log(tmp_path / "progress.out")])[0][0]
+    aside = 0
+    surplus = engine.progress_surplus
+
+    def counted(candidates: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
+        nonlocal aside
+        found = surplus(candidates, head, tail)
+        aside += 0 if found is None else found.len()
+        return found
+
+    monkeypatch.setattr(engine, "progress_surplus", counted)
+    fast = read_file(source)
+    assert aside > 1000  # the shortcut was taken
+    assert_same_reads([read_plainly(source, monkeypatch)], [fast])
+    assert isinstance(fast, FileRead)
+    kinds = fast.events.group_by("event").len()
+    assert kinds.filter(pl.col("event") == "progress")["len"].item() > 0

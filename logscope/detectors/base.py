@@ -72,6 +72,12 @@ class JobView:
         rows: list[dict[str, Any]] = self.remember(f"rows:{present}", merged)
         return list(rows)
 
+    def rows_where(self, events: tuple[Event, ...], condition: pl.Expr) -> list[dict[str, Any]]:
+        """:meth:`rows` of ``events`` for which polars finds ``condition`` true (null: false):
+        polars picks the rows, and the dicts are the shared ones, not converted again."""
+        wanted = self.of(*events).select(condition.fill_null(False)).to_series()
+        return [row for row, keep in zip(self.rows(*events), wanted, strict=True) if keep]
+
     def rows_in_order(self, *events: Event) -> list[dict[str, Any]]:
         """:meth:`rows` in :func:`order_key`'s order, as :func:`ordered_dicts` puts them (a big set
         sorted by polars, ties in timeline order)."""

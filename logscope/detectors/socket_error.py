@@ -92,13 +92,12 @@ class SocketError(Detector):
     specificity = 45
 
     def detect(self, job: JobView) -> list[Finding]:
-        # Polars picks the rows first: a crash can leave thousands of exception lines, and turning
-        # them all into dicts would cost more than the rest of the detector.
+        # Polars picks the rows (a crash can leave thousands of exception lines); their dicts are the
+        # ones the view shares (the exit cascade and LS206 read every exception and NCCL WARN).
         said = pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
                              separator=" ")
-        rows = job.of(Event.NCCL_SOCKET_ERROR, Event.EXCEPTION, Event.NCCL_WARN).filter(
-            (pl.col("event") == Event.NCCL_SOCKET_ERROR.value) | said.str.contains(SOCKET_TEXT_RUST)
-        ).to_dicts()
+        rows = job.rows_where((Event.NCCL_SOCKET_ERROR, Event.EXCEPTION, Event.NCCL_WARN),
+                              (pl.col("event") == Event.NCCL_SOCKET_ERROR.value) | said.str.contains(SOCKET_TEXT_RUST))
         if not rows:
             return []
         rows.sort(key=order_key)

@@ -36,9 +36,8 @@ _WHERE = {
     "is_not_a_log": "discovery",
     "BATCH_BYTES": "reading", "BATCH_ROWS": "reading", "FileRead": "reading", "ProgressCallback": "reading",
     "read_file": "reading", "read_in_order": "reading",
-    "KIND_KEEP": "thinning", "PROGRESS_TAIL": "thinning",
-    "RECORD_KEEP": "thinning", "REPEAT_KEEP": "thinning",
-    "COLL_HEAD": "limits", "COLL_TAIL": "limits",
+    "KIND_KEEP": "thinning", "RECORD_KEEP": "thinning", "REPEAT_KEEP": "thinning",
+    "COLL_HEAD": "limits", "COLL_TAIL": "limits", "PROGRESS_TAIL": "limits",
     "MAX_WORKERS": "workers", "PARALLEL_MIN_BYTES": "workers", "read_files": "workers",
 }
 
@@ -55,9 +54,9 @@ if TYPE_CHECKING:
     from logscope.ingest.compression import READ_ERRORS, TruncatedArchive
     from logscope.ingest.discovery import NOT_LOG_SUFFIXES, Skipped, SourceFile, discover, is_not_a_log
     from logscope.ingest.reading import BATCH_BYTES, BATCH_ROWS, FileRead, ProgressCallback, read_file, read_in_order
-    from logscope.ingest.thinning import KIND_KEEP, PROGRESS_TAIL, RECORD_KEEP, REPEAT_KEEP
+    from logscope.ingest.thinning import KIND_KEEP, RECORD_KEEP, REPEAT_KEEP
     from logscope.ingest.workers import MAX_WORKERS, PARALLEL_MIN_BYTES, read_files
-    from logscope.limits import COLL_HEAD, COLL_TAIL
+    from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL
 
 __all__ = [
     "BATCH_BYTES", "BATCH_ROWS", "CHUNK_BYTES", "COLL_HEAD", "COLL_TAIL", "KIND_KEEP", "MAX_LINE_BYTES", "MAX_WORKERS",

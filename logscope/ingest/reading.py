@@ -37,7 +37,7 @@ from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import thin, thin_each
-from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS
+from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import (
     EVENT_COLUMNS,
@@ -302,12 +302,14 @@ class _Batch:
     def _prepare(self, reading: _Reading, framed: _Framed, carry_time: datetime | None) -> datetime | None:
         """Take ``framed`` as far as it goes alone, into the batch (finished when full); return the
         time it hands to the next block."""
-        # Setting COLL lines aside early pays on big blocks only; in a small one it costs more
-        # than classifying them (thinning drops them just the same).
-        keep = (COLL_HEAD, COLL_TAIL) if framed.lines.height > COLL_ASIDE_MIN_LINES else None
-        prepared = prepare_chunk(framed.lines, reading.year, carry_time, coll_keep=keep,
+        # Setting COLL and progress lines aside early pays on big blocks only; in a small one it
+        # costs more than classifying them (thinning drops them just the same).
+        big = framed.lines.height > COLL_ASIDE_MIN_LINES
+        prepared = prepare_chunk(framed.lines, reading.year, carry_time,
+                                 coll_keep=(COLL_HEAD, COLL_TAIL) if big else None,
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
-                                 set_aside_before=framed.set_aside)
+                                 set_aside_before=framed.set_aside,
+                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None)
         self._enqueue(reading, prepared, framed.size)
         return prepared.last_time
 

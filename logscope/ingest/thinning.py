@@ -20,12 +20,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from logscope.limits import COLL_HEAD, COLL_TAIL
+from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL
 from logscope.model import Event
 
 # NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first
 # COLL_HEAD and the last COLL_TAIL matter to the detectors (where a rank started and stopped).
-PROGRESS_TAIL = 4096
+# Progress lines: the first COLL_HEAD and the last PROGRESS_TAIL per process (logscope.limits).
 # Other repeated lines: first and last kept per (process, kind of line); multi-line records more.
 REPEAT_KEEP = 64
 RECORD_KEEP = 4096

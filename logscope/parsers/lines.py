@@ -46,6 +46,7 @@ from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
 from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET
 from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME, leading_time, parse_event_time
 
@@ -112,7 +113,8 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
 
 def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
                   coll_keep: tuple[int, int] | None = None, *, carriage_returns: bool = True,
-                  join_wraps: bool = True, set_aside_before: int = 0) -> PreparedChunk:
+                  join_wraps: bool = True, set_aside_before: int = 0,
+                  progress_keep: tuple[int, int] | None = None) -> PreparedChunk:
     """Steps 1-5 of the module's recipe for one chunk: what :func:`parse_chunk` does before it
     classifies. Every per-line step of a chunk is here; what is left costs a fixed ~10 ms a call,
     whatever the number of lines, and is paid once for many chunks by :func:`finish_chunks`.
@@ -121,7 +123,8 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     block costs far less than a search of every line). ``join_wraps=False``, ``set_aside_before``:
     ``lines`` are what is left of a block of more than WRAP_MAX_LINES lines once
     ``set_aside_before`` COLL lines were dropped (:mod:`logscope.ingest.coll_prefilter`); such a
-    block is no paste, so its lines are not joined, whatever is left."""
+    block is no paste, so its lines are not joined, whatever is left. ``progress_keep=(head, tail)``:
+    as ``coll_keep``, for training-progress lines per process (:mod:`logscope.parsers.progress_aside`)."""
     if join_wraps:
         lines = _join_hard_wraps(lines)
     segments = _split_carriage_returns(lines) if carriage_returns else lines
@@ -133,6 +136,10 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     else:
         set_aside = segments["line"].clear()
     candidates, last_time = _candidates(segments, reference_year, carry_time)
+    progress = progress_surplus(candidates, *progress_keep) if progress_keep is not None else None
+    if progress is not None:
+        set_aside = pl.concat([set_aside, candidates["line"].gather(progress)])
+        candidates = candidates.filter(pl.repeat(True, candidates.height, eager=True).scatter(progress, False))
     return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before)
 
 

@@ -1,0 +1,76 @@
+"""Training-progress lines set aside before classification: the ones the thinning would drop anyway.
+
+A long run logs a progress line per step and rank (Megatron's ``iteration 1200/ 500000 |
+consumed samples: ... | lm loss: 2.51E+00 | ...``); the timeline keeps the first
+:data:`~logscope.limits.COLL_HEAD` and the last :data:`~logscope.limits.PROGRESS_TAIL` of each
+process of a file (:mod:`logscope.ingest.thinning`). Classifying is most of what such a line
+costs (the groups of Megatron's pattern, with its optional parts, take polars ~4-6 us a line; a
+match test without groups ~0.4 us), so the candidate lines of a chunk that cannot be among those
+kept are set aside here, counted as recognised and never classified.
+
+A line is set aside only when classifying it certainly gives a progress event, of a process its
+prefix tells:
+
+* it holds the trigger of a progress pattern whose regex matches it (the same regex, as polars
+  runs it in :mod:`logscope.parsers.classify`);
+* it holds no trigger of any other pattern before the last progress pattern in the table, so no
+  other pattern can claim it first;
+* those progress patterns have no identity group (host, pid, rank, local rank): the event's
+  process comes from the line's launcher prefix alone.
+
+Lines are grouped by their prefix text, which may split a process in two (two spellings of one
+prefix) but never merges two: a line that is not among the first ``head`` or the last ``tail`` of
+its group in the chunk is not among those of its process in the file either. Below
+:data:`MIN_GROUP` lines in every group, nothing can be set aside, and nothing is tried.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import polars as pl
+
+from logscope.model import Event
+from logscope.parsers.classify import IDENTITY_SCHEMA
+from logscope.parsers.patterns import PATTERNS, LinePattern
+from logscope.parsers.regex_ascii import ascii_classes
+
+
+def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
+    """Row positions of the candidate lines (``prefix``, ``body``, ``kw``: the triggers each holds)
+    that are progress lines the thinning would drop (see the module docstring); None when there is
+    none."""
+    patterns, others = _progress_patterns()
+    if candidates.height <= head + tail or not patterns:
+        return None
+    kw = pl.col("kw")
+    triggers = sorted({t for p in patterns for t in p.triggers})
+    held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "prefix", "body", "kw")
+            .filter(kw.list.eval(pl.element().is_in(triggers)).list.any()).collect())
+    # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
+    if held.height <= head + tail or held.group_by("prefix").len()["len"].max() <= head + tail:  # type: ignore[operator]
+        return None
+    matches = [kw.list.eval(pl.element().is_in(list(p.triggers))).list.any()
+               & pl.col("body").str.contains(ascii_classes(p.regex)) for p in patterns]
+    certain = pl.any_horizontal(matches) & ~kw.list.eval(pl.element().is_in(others)).list.any()
+    position = pl.int_range(pl.len()).over("prefix")
+    count = pl.len().over("prefix").cast(pl.Int64)
+    surplus = (held.lazy().filter(certain)
+               .filter((position >= head) & (position < count - tail))
+               .select("_at").collect().to_series())
+    return surplus if surplus.len() else None
+
+
+@cache
+def _progress_patterns() -> tuple[tuple[LinePattern, ...], list[str]]:
+    """The progress patterns whose events take their process from the prefix alone (no identity
+    group), and the triggers of every other pattern before the last progress pattern."""
+    last = max((n for n, p in enumerate(PATTERNS) if p.event == Event.PROGRESS), default=-1)
+    usable = tuple(p for p in PATTERNS[:last + 1] if p.event == Event.PROGRESS
+                   and not {name.split("__")[0] for name in re.compile(p.regex).groupindex} & set(IDENTITY_SCHEMA))
+    others = sorted({t for p in PATTERNS[:last + 1] if p not in usable for t in p.triggers})
+    return usable, others
+
+
+__all__ = ["progress_surplus"]
