@@ -32,7 +32,7 @@ from logscope.hints import missing_evidence_hints
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.textsafe import shortened
-from logscope.timeline import Job, ProgressHook, load_job
+from logscope.timeline import Job, ProgressHook, load_job, load_jobs
 
 if TYPE_CHECKING:
     from logscope.accounting.record import AccountingRecord
@@ -116,7 +116,25 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
     """Read the logs under ``paths`` and analyse them, with SLURM's record of the job beside them
     when given (``exclude``: the files that record was read from). Raises InputError for unusable
     input."""
-    job = load_job(paths, patterns, on_progress, exclude)
+    return _analysed(load_job(paths, patterns, on_progress, exclude), paths, select, ignore, accounting)
+
+
+def analyze_jobs(inputs_of_jobs: Sequence[Sequence[Path]], *,
+                 patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[Analysis | InputError]:
+    """:func:`analyze` for each job's inputs (the InputError it raises for one, in its place), the
+    files of all of them read together (:func:`logscope.timeline.load_jobs`): ``logscope scan``."""
+    out: list[Analysis | InputError] = []
+    for inputs, job in zip(inputs_of_jobs, load_jobs(inputs_of_jobs, patterns), strict=True):
+        try:
+            out.append(job if isinstance(job, InputError) else _analysed(job, inputs, None, None, None))
+        except InputError as error:
+            out.append(error)
+    return out
+
+
+def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ignore: Iterable[str] | None,
+              accounting: AccountingRecord | None) -> Analysis:
+    """The analysis of a job read from ``paths``; InputError when no line of it was recognised."""
     if accounting is not None:
         # SLURM's record is read only where one was given: its rows' module is imported here.
         from logscope.accounting.rows import add_to_job

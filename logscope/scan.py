@@ -32,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import polars as pl
 
@@ -41,6 +41,9 @@ from logscope.errors import InputError, LogscopeError, OutputError, UsageError, 
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
+
+if TYPE_CHECKING:
+    from logscope.analysis import Analysis
 
 SCAN_SCHEMA: dict[str, pl.DataType] = {
     "job_key": pl.String(),
@@ -162,20 +165,56 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     return jobs
 
 
+# Jobs of at most this many bytes are analysed in batches of up to BATCH_JOBS (or BATCH_BYTES in
+# all), their files read together (logscope.analysis.analyze_jobs): reading a small job alone is
+# mostly fixed costs (~30 ms of its ~75). A bigger job is analysed alone, as `analyze` would.
+SMALL_JOB_BYTES = 4 * 1024 * 1024
+BATCH_JOBS = 16
+BATCH_BYTES = 32 * 1024 * 1024
+
+
+def analyse_batch(jobs: Sequence[JobFiles], patterns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The jobs' rows, their files read together. Runs in a worker process; never raises: should
+    reading them together fail, each job is analysed alone (a bug on one job costs only its row)."""
+    if len(jobs) == 1:
+        return [analyse_one(jobs[0], patterns)]
+    try:
+        from logscope.analysis import analyze_jobs
+
+        results = analyze_jobs([list(job.files) for job in jobs], patterns=patterns)
+    except Exception:
+        return [analyse_one(job, patterns) for job in jobs]
+    return [_row(job, result) for job, result in zip(jobs, results, strict=True)]
+
+
 def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
-    """One job's row. Runs in a worker process; never raises."""
-    row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
-    row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
-               bytes=sum(job.sizes), newest_file=job.newest)
+    """One job's row, analysed alone. Runs in a worker process; never raises."""
     try:
         from logscope.analysis import analyze
 
-        result = analyze(list(job.files), patterns=patterns)
-    except LogscopeError as error:
-        row.update(category="unreadable", error=str(error))
-        return row
+        result: Analysis | Exception = analyze(list(job.files), patterns=patterns)
+    except Exception as error:
+        result = error
+    return _row(job, result)
+
+
+def _row(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
+    """A job's row: its analysis, or why it has none. Never raises."""
+    try:
+        return _row_of(job, result)
     except Exception as error:  # a bug on one job must not stop a scan of thousands
-        row.update(category="unreadable", error=f"internal error: {type(error).__name__}: {error}")
+        return _row_of(job, error)
+
+
+def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
+    row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
+               bytes=sum(job.sizes), newest_file=job.newest)
+    if isinstance(result, LogscopeError):
+        row.update(category="unreadable", error=str(result))
+        return row
+    if isinstance(result, Exception):  # a bug on one job must not stop a scan of thousands
+        row.update(category="unreadable", error=f"internal error: {type(result).__name__}: {result}")
         return row
     verdict = result.verdict
     root = verdict.root_cause
@@ -283,19 +322,19 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
     count = workers if workers and workers > 0 else (os.cpu_count() or 1)
     if count == 1 or len(jobs) == 1:
         out = []
-        for job in jobs:
-            row = analyse_one(job, patterns)
-            out.append(row)
-            if on_done is not None:
-                on_done(row)
+        for batch in _batches(jobs, range(len(jobs)), count):
+            for row in analyse_batch([jobs[i] for i in batch], patterns):
+                out.append(row)
+                if on_done is not None:
+                    on_done(row)
         return out
     results: dict[int, dict[str, Any]] = {}
-    waiting = deque(range(len(jobs)))
+    waiting = deque(_batches(jobs, range(len(jobs)), count))
     alone: deque[int] = deque()  # jobs that were running when a worker died: each is run alone
     while waiting or alone:
         if alone:
             index = alone.popleft()
-            in_pool = _pool_round(jobs, patterns, 1, deque([index]), results, on_done)
+            in_pool = _pool_round(jobs, patterns, 1, deque([[index]]), results, on_done)
             if in_pool:  # its worker died again: this job kills it
                 row = _failed_row(jobs[index], "worker failed: the process analysing this job died "
                                                "(killed, e.g. for memory)")
@@ -307,41 +346,69 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
     return [results[i] for i in range(len(jobs))]
 
 
-def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, waiting: deque[int],
+def _batches(jobs: Sequence[JobFiles], indexes: Sequence[int], workers: int) -> list[list[int]]:
+    """The jobs (by index, in order) in batches analysed together (see SMALL_JOB_BYTES): small
+    jobs up to BATCH_JOBS or BATCH_BYTES a batch, and at least a few batches for each worker, so
+    that the cores stay busy to the end; a big job alone."""
+    small = [i for i in indexes if sum(jobs[i].sizes) <= SMALL_JOB_BYTES]
+    size = max(1, min(BATCH_JOBS, math.ceil(len(small) / (4 * workers))))
+    out: list[list[int]] = []
+    batch: list[int] = []
+    held = 0
+    for i in indexes:
+        job_bytes = sum(jobs[i].sizes)
+        if job_bytes > SMALL_JOB_BYTES:
+            out.append([i])
+            continue
+        if batch and (len(batch) >= size or held + job_bytes > BATCH_BYTES):
+            out.append(batch)
+            batch, held = [], 0
+        batch.append(i)
+        held += job_bytes
+    if batch:
+        out.append(batch)
+    return out
+
+
+def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, waiting: deque[list[int]],
                 results: dict[int, dict[str, Any]], on_done: Callable[[dict[str, Any]], None] | None) -> list[int]:
-    """Analyse the jobs of ``waiting`` in a pool of ``count`` workers, ``count`` at a time (so
-    that when a worker dies, only the jobs then running are in doubt); return those jobs, if one
-    died, with the ones not started left in ``waiting``."""
+    """Analyse the batches of jobs of ``waiting`` in a pool of ``count`` workers, ``count`` at a
+    time (so that when a worker dies, only the jobs then running are in doubt); return those jobs,
+    if one died, with the batches not started left in ``waiting``."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
     with _single_threaded_workers():  # the workers start with the first submissions
         pool = ProcessPoolExecutor(max_workers=min(count, len(waiting)), mp_context=context, initializer=_worker_init)
-        running: dict[Future[dict[str, Any]], int] = {}
+        running: dict[Future[list[dict[str, Any]]], list[int]] = {}
+
+        def submit() -> None:
+            batch = waiting.popleft()
+            running[pool.submit(analyse_batch, [jobs[i] for i in batch], patterns)] = batch
+
         try:
             # The workers start with the first submissions; they are started with Ctrl-C ignored, as
             # it reaches the whole process group (this process stops them itself), so that none
             # prints a traceback, even while it is still importing.
             with _ctrl_c_ignored():
                 while waiting and len(running) < count:
-                    index = waiting.popleft()
-                    running[pool.submit(analyse_one, jobs[index], patterns)] = index
+                    submit()
             while waiting or running:
                 while waiting and len(running) < count:
-                    index = waiting.popleft()
-                    running[pool.submit(analyse_one, jobs[index], patterns)] = index
+                    submit()
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    index = running.pop(future)
+                    batch = running.pop(future)
                     try:
-                        row = future.result()
+                        rows = future.result()
                     except BrokenProcessPool:  # a worker died (killed for memory): which job did it?
-                        return [index, *running.values()]
+                        return [*batch, *(i for other in running.values() for i in other)]
                     except Exception as error:
-                        row = _failed_row(jobs[index], f"worker failed: {type(error).__name__}: {error}")
-                    results[index] = row
-                    if on_done is not None:
-                        on_done(row)
+                        rows = [_failed_row(jobs[i], f"worker failed: {type(error).__name__}: {error}") for i in batch]
+                    for index, row in zip(batch, rows, strict=True):
+                        results[index] = row
+                        if on_done is not None:
+                            on_done(row)
             return []
         except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
             for process in list(getattr(pool, "_processes", {}).values()):

@@ -26,14 +26,14 @@ name it starts with, so a node's NCCL lines and its SLURM file agree.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from logscope.errors import InputError
-from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files
+from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files, read_in_order
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.parsers.regex_ascii import ascii_classes
@@ -72,8 +72,41 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     """
     files, skipped = discover(inputs, patterns, exclude)
     _one_job(files)
+    return _assembled(inputs, skipped, read_files(files, on_progress))
+
+
+def load_jobs(inputs_of_jobs: Sequence[Sequence[Path]],
+              patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[Job | InputError]:
+    """:func:`load_job` for each job's inputs, or the InputError it raises, in order. The files of
+    all the jobs are read together, in this process: their candidate lines are classified in one
+    batch and small files prepared together, whose costs are mostly fixed (~30 ms a small job
+    read alone, ~13 ms in a batch of 16). For ``logscope scan``, whose workers fill the cores."""
+    found: list[tuple[list[SourceFile], list[Skipped]] | InputError] = []
+    for inputs in inputs_of_jobs:
+        try:
+            files, skipped = discover(inputs, patterns)
+            _one_job(files)
+            found.append((files, skipped))
+        except InputError as error:
+            found.append(error)
+    outcomes = iter(read_in_order([f for item in found if not isinstance(item, InputError) for f in item[0]]))
+    jobs: list[Job | InputError] = []
+    for inputs, item in zip(inputs_of_jobs, found, strict=True):
+        if isinstance(item, InputError):
+            jobs.append(item)
+            continue
+        files, skipped = item
+        try:
+            jobs.append(_assembled(inputs, skipped, [next(outcomes) for _ in files]))
+        except InputError as error:
+            jobs.append(error)
+    return jobs
+
+
+def _assembled(inputs: Sequence[Path], skipped: list[Skipped], outcomes: Iterable[FileRead | Skipped]) -> Job:
+    """The job of the files read (or skipped) from ``inputs``; InputError when none could be read."""
     reads: list[FileRead] = []
-    for outcome in read_files(files, on_progress):
+    for outcome in outcomes:
         if isinstance(outcome, Skipped):
             skipped.append(outcome)
         else:
@@ -562,4 +595,4 @@ def _first_int(text: str | None) -> int | None:
     return int(m.group(0)) if m else None
 
 
-__all__ = ["Job", "build_job", "load_job", "node_of_host"]
+__all__ = ["Job", "build_job", "load_job", "load_jobs", "node_of_host"]

@@ -664,23 +664,26 @@ def _jobs(root: Path, count: int) -> Path:
 def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # The scan's worker processes start with this sitecustomize: analysing job 103 kills its
-    # process, as the kernel's OOM killer would. (This process started before it exists.)
+    # process, as the kernel's OOM killer would, whether it is analysed alone or in a batch of
+    # jobs. (This process started before it exists.)
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(
-        "import os\nimport logscope.analysis as a\nreal = a.analyze\n"
-        "def analyze(paths, **kw):\n"
+        "import os\nimport logscope.analysis as a\nalone, together = a.analyze, a.analyze_jobs\n"
+        "def kill_for(paths):\n"
         "    if any('train-103-' in str(p) for p in paths):\n        os._exit(9)\n"
-        "    return real(paths, **kw)\n"
-        "a.analyze = analyze\n")
+        "def analyze(paths, **kw):\n    kill_for(paths)\n    return alone(paths, **kw)\n"
+        "def analyze_jobs(inputs, **kw):\n    kill_for([p for paths in inputs for p in paths])\n"
+        "    return together(inputs, **kw)\n"
+        "a.analyze, a.analyze_jobs = analyze, analyze_jobs\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), *sys.path]))
     (tmp_path / "logs").mkdir()
-    logs = _jobs(tmp_path / "logs", 8)
+    logs = _jobs(tmp_path / "logs", 16)  # two workers: batches of two jobs
     out_table = tmp_path / "out" / "t.jsonl"
-    code, _, err = run(capsys, "scan", str(logs), "-j", "3", "-o", str(out_table))
+    code, _, err = run(capsys, "scan", str(logs), "-j", "2", "-o", str(out_table))
     assert code == 0, err
     rows = [json.loads(line) for line in out_table.read_text().splitlines()]
-    assert len(rows) == 8
+    assert len(rows) == 16
     bad = [r for r in rows if r["error"]]
     assert [r["job_id"] for r in bad] == ["103"], bad
     assert "died" in bad[0]["error"]

@@ -9,10 +9,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from logscope import scan as scan_module
 from logscope.cli import main
 from logscope.errors import UsageError
+from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.scan import (
     SCAN_SCHEMA,
+    JobFiles,
+    _batches,
+    analyse_batch,
+    analyse_one,
     find_jobs,
     merge_tables,
     parse_shard,
@@ -215,3 +221,52 @@ def test_merge_reads_a_table_of_an_older_version(tmp_path: Path, suffix: str) ->
         frame.write_csv(old) if suffix == ".csv" else frame.write_ndjson(old))
     merged = merge_tables([old])
     assert merged.columns == list(SCAN_SCHEMA) and merged["last_step"].to_list() == [None]
+
+
+def _mixed_jobs(root: Path) -> list[JobFiles]:
+    """The shipped sample jobs, a job logscope cannot read and one with no line of a job's log."""
+    for sample in sorted(p for p in (GOLDENS.parent.parent / "sample_logs").iterdir() if p.is_dir()):
+        shutil.copytree(sample, root / sample.name)
+    (root / "binary").mkdir()
+    (root / "binary" / "train-7001-node1.out").write_bytes(bytes(range(256)) * 64)
+    (root / "readme").mkdir()
+    (root / "readme" / "train-7002-node1.out").write_text("just some words\n")
+    return find_jobs([root])
+
+
+def test_jobs_analysed_together_give_the_rows_each_gives_alone(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = _mixed_jobs(tmp_path)
+    assert len(jobs) > 10
+    with monkeypatch.context() as patch:  # read together, not job by job
+        patch.setattr(scan_module, "analyse_one", lambda *args: pytest.fail("a job was analysed alone"))
+        together = analyse_batch(jobs, DEFAULT_PATTERNS)
+    alone = [analyse_one(job, DEFAULT_PATTERNS) for job in jobs]
+    assert together == alone
+    assert {r["category"] for r in together} >= {"crash", "unreadable", "healthy"}
+
+
+def test_a_batch_that_cannot_be_read_together_is_analysed_job_by_job(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope import analysis
+
+    jobs = _mixed_jobs(tmp_path)[:4]
+    alone = [analyse_one(job, DEFAULT_PATTERNS) for job in jobs]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug in reading jobs together")
+
+    monkeypatch.setattr(analysis, "analyze_jobs", broken)
+    assert analyse_batch(jobs, DEFAULT_PATTERNS) == alone
+
+
+def test_small_jobs_are_batched_and_big_ones_run_alone(tmp_path: Path) -> None:
+    jobs = _mixed_jobs(tmp_path)
+    sizes = [sum(job.sizes) for job in jobs]
+    batches = _batches(jobs, range(len(jobs)), 1)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(jobs)))
+    assert max(len(batch) for batch in batches) > 1
+    with pytest.MonkeyPatch.context() as patch:  # every job big: each alone
+        patch.setattr(scan_module, "SMALL_JOB_BYTES", min(sizes) - 1)
+        assert _batches(jobs, range(len(jobs)), 1) == [[i] for i in range(len(jobs))]
+    assert all(len(batch) == 1 for batch in _batches(jobs, range(len(jobs)), len(jobs)))  # a batch for each core

@@ -207,7 +207,7 @@ class _Batch:
         self._rows = 0
         self._bytes = 0
         self._cost = 0  # the classification cost of what is waiting (see matching.bounded_pieces)
-        self._pooled: list[tuple[_Reading, _Framed]] = []  # whole prefiltered files (see _pool)
+        self._pooled: list[tuple[_Reading, _Framed]] = []  # whole files prepared together (see _pool)
         self._pooled_rows = 0
 
     def done(self, result: FileRead | Skipped) -> None:
@@ -261,25 +261,33 @@ class _Batch:
 
     def _take(self, reading: _Reading, framed_blocks: Iterator[_Framed]) -> None:
         """Prepare a file's framed blocks into the batch, in order; a read error that stops them is
-        said, and what came before it kept."""
+        said, and what came before it kept. A small file read whole in one block, or all of whose
+        blocks were prefiltered, joins the pool (see _pool)."""
         carry_time: datetime | None = None
         held: _Framed | None = None  # prefiltered blocks not prepared yet
-        whole = True  # held is all the file (nothing prepared before): it may join the pool
+        plain: _Framed | None = None  # a block that was not, prepared when the next one comes
+        whole = True  # held or plain is all the file (nothing prepared before): it may join the pool
         try:
             for framed in framed_blocks:
+                if plain is not None:
+                    carry_time, plain, whole = self._prepare(reading, plain, carry_time), None, False
                 if framed.prefiltered:
                     # What is left of prefiltered blocks is prepared a few blocks at a time: a
                     # prepare costs ~20 ms whatever its lines, and those are few.
                     held = framed if held is None else held.joined(framed)
-                    if held.lines.height < HELD_ROWS:
-                        continue
-                    framed, held = held, None
-                elif held is not None:
-                    carry_time, held = self._prepare(reading, held, carry_time), None
-                carry_time, whole = self._prepare(reading, framed, carry_time), False
+                    if held.lines.height >= HELD_ROWS:
+                        carry_time, held, whole = self._prepare(reading, held, carry_time), None, False
+                    continue
+                if held is not None:
+                    carry_time, held, whole = self._prepare(reading, held, carry_time), None, False
+                plain = framed
         except READ_ERRORS as error:
             self._stopped(reading, describe_error(error))
-        if held is not None and whole:
+        if plain is not None and whole and plain.lines.height <= COLL_ASIDE_MIN_LINES:
+            self._pool(reading, plain)  # small: prepared alone, it would set no line aside either
+        elif plain is not None:
+            self._prepare(reading, plain, carry_time)
+        elif held is not None and whole:
             self._pool(reading, held)
         elif held is not None:
             self._prepare(reading, held, carry_time)
@@ -314,8 +322,9 @@ class _Batch:
         return prepared.last_time
 
     def _pool(self, reading: _Reading, framed: _Framed) -> None:
-        """A whole file that was all prefiltered, prepared later with others of the same reference
-        year (lines.prepare_files): its few lines cost a prepare's fixed cost once for many files."""
+        """A whole file (all prefiltered, or small), prepared later with others of the same
+        reference year (lines.prepare_files): its few lines cost a prepare's fixed cost (~5-20 ms)
+        once for many files: a job of many small files, or many jobs (logscope scan)."""
         if self._pooled and self._pooled[0][0].year != reading.year:
             self._flush_pool()
         reading.waiting += 1  # not ready before its pool is prepared
@@ -330,7 +339,8 @@ class _Batch:
             return
         prepared = prepare_files([framed.lines for _, framed in pooled], [framed.set_aside for _, framed in pooled],
                                  pooled[0][0].year,
-                                 carriage_returns=any(framed.carriage_returns for _, framed in pooled))
+                                 carriage_returns=any(framed.carriage_returns for _, framed in pooled),
+                                 join_wraps=[not framed.prefiltered for _, framed in pooled])
         for (reading, framed), chunk in zip(pooled, prepared, strict=True):
             reading.waiting -= 1
             self._enqueue(reading, chunk, framed.size)

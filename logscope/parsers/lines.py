@@ -144,12 +144,16 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
 
 
 def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int], reference_year: int, *,
-                  carriage_returns: bool = True) -> list[PreparedChunk]:
+                  carriage_returns: bool = True, join_wraps: Sequence[bool] | None = None) -> list[PreparedChunk]:
     """:func:`prepare_chunk` for several whole files at once, one PreparedChunk per file: a call's
     fixed cost paid once for many files. Each of ``files`` is every line a file has left once
     ``set_aside_before`` of its COLL lines were dropped (:mod:`logscope.ingest.coll_prefilter`, its
-    blocks of more than WRAP_MAX_LINES lines: no paste to unwrap), all in one ``reference_year``;
-    each starts with no time carried. Times are taken within a file only."""
+    blocks of more than WRAP_MAX_LINES lines: no paste to unwrap), or a small file whole (its
+    ``join_wraps`` true: its hard-wrapped lines are joined, as prepare_chunk joins them), all in one
+    ``reference_year``; each starts with no time carried, none has lines set aside (COLL or
+    progress: prepare_chunk sets them aside in big chunks only). Times are taken within a file only."""
+    if join_wraps is not None:
+        files = [_join_hard_wraps(lines) if join else lines for lines, join in zip(files, join_wraps, strict=True)]
     frame = pl.concat([lines.with_columns(pl.lit(n, dtype=pl.UInt32).alias("_file")) for n, lines in enumerate(files)])
     segments = _split_carriage_returns(frame, by="_file") if carriage_returns else frame
     candidates, _ = _candidates(segments, reference_year, None, by="_file")
