@@ -207,3 +207,33 @@ def test_progress_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Pat
     assert isinstance(fast, FileRead)
     kinds = fast.events.group_by("event").len()
     assert kinds.filter(pl.col("event") == "progress")["len"].item() > 0
+
+
+REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
+
+
+def test_small_files_prepared_together_read_as_each_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small file read whole in one block joins the pool and is prepared with the others (one
+    # call for many files); prepared alone, each gives the same reads: hard-wrapped pastes,
+    # carriage returns and untimed lines included (the real third-party logs have all three).
+    folders = [SAMPLES / "crash-cascade", SAMPLES / "oom", SAMPLES / "rank0-misresolution"]
+    if REAL_LOGS.is_dir():
+        folders += sorted(p for p in REAL_LOGS.iterdir() if p.is_dir())
+    files = [f for folder in folders for f in discover([folder])[0]]
+    assert len(files) > 3
+    pooled: list[int] = []
+    pool = reading._Batch._pool
+
+    def counted(batch: reading._Batch, read: reading._Reading, framed: reading._Framed) -> None:
+        pooled.append(framed.lines.height)
+        pool(batch, read, framed)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(reading._Batch, "_pool", counted)
+        together = list(reading.read_in_order(files))
+    assert len(pooled) > 3
+    with monkeypatch.context() as patch:  # each file prepared alone, as it comes
+        patch.setattr(reading._Batch, "_pool", lambda batch, read, framed: batch._prepare(read, framed, None))
+        alone = list(reading.read_in_order(files))
+    assert_same_reads([r for r in alone if isinstance(r, FileRead)], [r for r in together if isinstance(r, FileRead)])
+    assert [type(r) for r in alone] == [type(r) for r in together]
