@@ -237,3 +237,18 @@ def test_small_files_prepared_together_read_as_each_alone(monkeypatch: pytest.Mo
         alone = list(reading.read_in_order(files))
     assert_same_reads([r for r in alone if isinstance(r, FileRead)], [r for r in together if isinstance(r, FileRead)])
     assert [type(r) for r in alone] == [type(r) for r in together]
+
+
+def _nested_here() -> bool:
+    return workers._nested()
+
+
+def test_a_process_of_a_multiprocessing_pool_reads_in_process() -> None:
+    # scan's workers already fill the cores: a job they read must not start read workers of its
+    # own. They are multiprocessing children; this process is not.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    assert not workers._nested()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(_nested_here).result()

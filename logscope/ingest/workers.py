@@ -15,7 +15,6 @@ heavy itself, so that it can be imported that early.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import queue
@@ -248,7 +247,10 @@ def _size_at_least(inputs: Sequence[Path], enough: int) -> int:
 
 def _nested() -> bool:
     """A process that is itself a worker (ours, or one of scan's, which already fill the cores)."""
-    return bool(os.environ.get(_WORKER_ENV)) or multiprocessing.parent_process() is not None
+    # A multiprocessing child has the module loaded (its start-up imports it); importing it here
+    # only to ask would cost every command ~10 ms.
+    spawned = sys.modules.get("multiprocessing")
+    return bool(os.environ.get(_WORKER_ENV)) or (spawned is not None and spawned.parent_process() is not None)
 
 
 def worker_main() -> None:
