@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
-from logscope.ingest import thinning
+from logscope.ingest import FileRead, reading, thinning
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
 
 LIMITS = {"COLL_HEAD": 1, "COLL_TAIL": 2, "PROGRESS_TAIL": 2, "REPEAT_KEEP": 2, "RECORD_KEEP": 3, "KIND_KEEP": 4}
@@ -125,3 +127,36 @@ def test_files_thinned_together_keep_what_each_keeps_alone(files: list[list[dict
     assert len(together) == len(frames)
     for got, expected in zip(together, alone, strict=True):
         assert got.equals(expected)
+
+
+def test_a_file_read_in_many_blocks_keeps_what_it_keeps_read_in_one(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # 30,000 progress lines of 4 ranks: the ranks keep 4 x 4098 lines by their own rule, more than
+    # KIND_KEEP, so the bound across processes drops rows in the middle. Read in blocks (thinned in
+    # parts as they come) the file keeps the rows it keeps read in one block.
+    from logscope.ingest import blocks, discover, read_file
+
+    path = tmp_path / "train-9-node1.out"
+    path.write_text("".join(f"[default{n % 4}]:iteration {n // 4:8d}/ 100000 | lm loss: 2.5E+00 |\n"
+                            for n in range(30_000)))
+    source = discover([path])[0][0]
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 64 * 1024 * 1024)
+    whole = read_file(source)
+    parts: list[int] = []
+    add = reading._Reading.add
+
+    def counted(self: reading._Reading, chunk: Any) -> None:
+        add(self, chunk)
+        parts.append(len(self.parts))
+
+    # 8 blocks and a small ninth: after the 8th the parts are thinned, and the rows the whole keeps
+    # are mostly of those 8, so where their middle is matters
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", int(path.stat().st_size / 8.6))
+    monkeypatch.setattr(reading._Reading, "add", counted)
+    in_blocks = read_file(source)
+    assert isinstance(whole, FileRead) and isinstance(in_blocks, FileRead)
+    assert len(parts) >= 9  # thinned in parts on the way (at the 8th)
+    progress = whole.events.filter(pl.col("event") == Event.PROGRESS.value)
+    assert progress.height == thinning.KIND_KEEP  # the bound bit
+    assert (whole.lines_read, whole.lines_recognised) == (in_blocks.lines_read, in_blocks.lines_recognised)
+    assert_frame_equal(whole.events, in_blocks.events)

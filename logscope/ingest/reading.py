@@ -36,7 +36,7 @@ from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching
 from logscope.ingest.scanning import ScannedFile, reference_year
-from logscope.ingest.thinning import thin, thin_each
+from logscope.ingest.thinning import KIND_KEEP, thin, thin_each, thin_within_processes
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import (
@@ -108,6 +108,13 @@ BATCH_ROWS = 100_000
 BATCH_BYTES = 4 * CHUNK_BYTES
 
 
+# A file's event parts are thinned together once there are 8 of them, by the rules for each
+# process alone (exact: the bound across processes is applied once, to the whole file). What those
+# rules keep grows with the processes: beyond this many rows (millions of processes each printing
+# a line) the parts are thinned across processes too, bounded but no longer exact (see thinning).
+PARTS_MAX_ROWS = 16 * KIND_KEEP
+
+
 class _Reading:
     """A file being read: its stream, its result so far and its thinned event parts."""
 
@@ -125,7 +132,8 @@ class _Reading:
         if chunk.events.height:
             self.parts.append(chunk.events)
             if len(self.parts) >= 8:  # keep memory flat on huge files
-                self.parts = [thin(pl.concat(self.parts))]
+                kept = thin_within_processes(pl.concat(self.parts))
+                self.parts = [thin(kept) if kept.height > PARTS_MAX_ROWS else kept]
 
     @staticmethod
     def finish(readings: list[_Reading]) -> None:

@@ -7,11 +7,12 @@ process repeats its first and last of each kind. Across processes, each kind of 
 most :data:`KIND_KEEP` rows per file (its first and last halves), so a log of millions of
 processes each printing one warning cannot grow memory either.
 
-Applying :func:`thin` again to thinned parts joined together gives what thinning the whole would
-for the per-process rules, not for the across-processes one: a file read in more than 8 blocks
-(logscope.ingest.reading thins its parts as they come) with more than KIND_KEEP events of one kind
-can keep other rows in the middle than thinning it once would (the first and last rows of every
-process stay either way). Known, and said in the README's Performance section.
+A file's parts are thinned as they come (logscope.ingest.reading) by the rules for each process,
+communicator and channel alone (:func:`thin_within_processes`), which thinning the whole again
+keeps exact: the bound across processes is applied once, to the whole. Only a file whose parts
+still hold more than ``reading.PARTS_MAX_ROWS`` rows that way (millions of processes) has them
+thinned across processes too, which bounds its memory but may keep other rows in the middle than
+thinning it once would (the first and last rows of every process stay either way).
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ def thin(events: pl.DataFrame) -> pl.DataFrame:
     return events[_kept_rows(events, [])]
 
 
+def thin_within_processes(events: pl.DataFrame) -> pl.DataFrame:
+    """:func:`thin`'s rules for each process, communicator and channel, without the bound across
+    processes (KIND_KEEP). Applied to a file's parts as they come, and :func:`thin` to the whole at
+    the end, it gives what thinning the whole once gives."""
+    if _nothing_to_drop(events):
+        return events
+    return events[_kept_rows(events, [], across_processes=False)]
+
+
 def thin_each(files: Sequence[pl.DataFrame]) -> list[pl.DataFrame]:
     """``[thin(events) for events in files]`` in one query: a query's fixed cost (~1 ms) is paid
     once for a job's many small files, not once a file."""
@@ -62,7 +72,7 @@ def _nothing_to_drop(events: pl.DataFrame) -> bool:
         events["event"] == Event.NCCL_CHANNEL.value).any()
 
 
-def _kept_rows(events: pl.DataFrame, by_file: list[str]) -> pl.Series:
+def _kept_rows(events: pl.DataFrame, by_file: list[str], *, across_processes: bool = True) -> pl.Series:
     """The positions of the rows of ``events`` the rules keep, in line order (the rows of one line,
     a line cut at carriage returns, as they came, as when nothing is to drop). ``by_file``: the
     column telling files apart when several are thinned at once (each group and each order is
@@ -113,7 +123,7 @@ def _kept_rows(events: pl.DataFrame, by_file: list[str]) -> pl.Series:
         .filter(_ends(key, first, last))
         .sort(*by_file, "line", maintain_order=True)
     )
-    if events.height > KIND_KEEP:
+    if across_processes and events.height > KIND_KEEP:
         # Any kind of event, across the processes of the file: its first and last KIND_KEEP // 2.
         plan = plan.filter(_ends([*by_file, "event"], KIND_KEEP // 2, KIND_KEEP // 2))
     return plan.select("_row").collect().to_series()
