@@ -753,13 +753,27 @@ def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
     import signal
     import subprocess
 
+    # The scan's processes start with this sitecustomize: the worker that analyses job 100, alone
+    # or in a batch, stalls, so the scan is still running whenever Ctrl-C comes (however fast the
+    # other jobs go).
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import time\nimport logscope.analysis as a\nalone, together = a.analyze, a.analyze_jobs\n"
+        "def stall_for(paths):\n"
+        "    if any('train-100-' in str(p) for p in paths):\n        time.sleep(3600)\n"
+        "def analyze(paths, **kw):\n    stall_for(paths)\n    return alone(paths, **kw)\n"
+        "def analyze_jobs(inputs, **kw):\n    stall_for([p for paths in inputs for p in paths])\n"
+        "    return together(inputs, **kw)\n"
+        "a.analyze, a.analyze_jobs = analyze, analyze_jobs\n")
     logs = tmp_path / "logs"
     logs.mkdir()
-    for n in range(1000):
-        (logs / f"train-{100 + n}-node1.out").write_text(GOOD * 200)
+    for n in range(40):
+        (logs / f"train-{100 + n}-node1.out").write_text(GOOD)
     proc = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    # Once the workers run (children of the scan), a thousand jobs take far longer than this test.
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])})
+    # Once the workers run (children of the scan), the stalled job keeps the scan from ending.
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(children.read_text().split()) < 2:
