@@ -53,12 +53,12 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
         return None
     matches = [kw.list.eval(pl.element().is_in(list(p.triggers))).list.any()
                & pl.col("body").str.contains(ascii_classes(p.regex)) for p in patterns]
-    certain = pl.any_horizontal(matches) & ~kw.list.eval(pl.element().is_in(others)).list.any()
+    certain = held.filter(pl.any_horizontal(matches) & ~kw.list.eval(pl.element().is_in(others)).list.any())
+    # Positions among the certain lines of a prefix only: taken on their own frame, so that no
+    # optimiser can fold the two filters into one (positions among every line held would be wrong).
     position = pl.int_range(pl.len()).over("prefix")
     count = pl.len().over("prefix").cast(pl.Int64)
-    surplus = (held.lazy().filter(certain)
-               .filter((position >= head) & (position < count - tail))
-               .select("_at").collect().to_series())
+    surplus = certain.filter((position >= head) & (position < count - tail))["_at"]
     return surplus if surplus.len() else None
 
 
