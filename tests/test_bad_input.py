@@ -770,17 +770,26 @@ def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
     logs.mkdir()
     for n in range(40):
         (logs / f"train-{100 + n}-node1.out").write_text(GOOD)
+    # As from a terminal: Ctrl-C's default action, whatever this test run inherited (a shell's
+    # background job starts with SIGINT ignored, and so would the scan, which would then never
+    # see it).
     proc = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])})
-    # Once the workers run (children of the scan), the stalled job keeps the scan from ending.
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(children.read_text().split()) < 2:
-        time.sleep(0.2)
-    time.sleep(1)
-    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
-    out, err = proc.communicate(timeout=60)
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        # Once the workers run (children of the scan), the stalled job keeps the scan from ending.
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(children.read_text().split()) < 2:
+            time.sleep(0.2)
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # never leave the stalled scan behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 130, (out, err)
     assert err == "Interrupted.\n", (out[-500:], err)  # one line: no traceback from the workers
 
