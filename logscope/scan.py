@@ -102,6 +102,10 @@ class JobFiles:
     def newest(self) -> datetime:
         return datetime.fromtimestamp(max(self.mtimes) / 1e9)
 
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes)
+
 
 @dataclass
 class ScanResult:
@@ -207,15 +211,11 @@ def _row(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
 
 
 def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
-    row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
-               bytes=sum(job.sizes), newest_file=job.newest)
     if isinstance(result, LogscopeError):
-        row.update(category="unreadable", error=str(result))
-        return row
+        return _failed_row(job, str(result))
     if isinstance(result, Exception):  # a bug on one job must not stop a scan of thousands
-        row.update(category="unreadable", error=f"internal error: {type(result).__name__}: {result}")
-        return row
+        return _failed_row(job, f"internal error: {type(result).__name__}: {result}")
+    row = _job_row(job)
     verdict = result.verdict
     root = verdict.root_cause
     evidence = root.evidence if root else None
@@ -350,13 +350,13 @@ def _batches(jobs: Sequence[JobFiles], indexes: Sequence[int], workers: int) -> 
     """The jobs (by index, in order) in batches analysed together (see SMALL_JOB_BYTES): small
     jobs up to BATCH_JOBS or BATCH_BYTES a batch, and at least a few batches for each worker, so
     that the cores stay busy to the end; a big job alone."""
-    small = [i for i in indexes if sum(jobs[i].sizes) <= SMALL_JOB_BYTES]
+    small = [i for i in indexes if jobs[i].total_bytes <= SMALL_JOB_BYTES]
     size = max(1, min(BATCH_JOBS, math.ceil(len(small) / (4 * workers))))
     out: list[list[int]] = []
     batch: list[int] = []
     held = 0
     for i in indexes:
-        job_bytes = sum(jobs[i].sizes)
+        job_bytes = jobs[i].total_bytes
         if job_bytes > SMALL_JOB_BYTES:
             out.append([i])
             continue
@@ -430,10 +430,17 @@ def _ctrl_c_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _failed_row(job: JobFiles, error: str) -> dict[str, Any]:
+def _job_row(job: JobFiles) -> dict[str, Any]:
+    """A job's row with what the scan knows of it before any analysis: where, which files."""
     row: dict[str, Any] = dict.fromkeys(SCAN_SCHEMA)
     row.update(job_key=job.key, job_id=job.job_id, location=printable(str(job.location)), files=len(job.files),
-               bytes=sum(job.sizes), newest_file=job.newest, category="unreadable", error=error)
+               bytes=job.total_bytes, newest_file=job.newest)
+    return row
+
+
+def _failed_row(job: JobFiles, error: str) -> dict[str, Any]:
+    row = _job_row(job)
+    row.update(category="unreadable", error=error)
     return row
 
 

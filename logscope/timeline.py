@@ -70,8 +70,7 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
 
     Raises :class:`InputError` when nothing readable is found.
     """
-    files, skipped = discover(inputs, patterns, exclude)
-    _one_job(files)
+    files, skipped = _discovered(inputs, patterns, exclude)
     return _assembled(inputs, skipped, read_files(files, on_progress))
 
 
@@ -84,9 +83,7 @@ def load_jobs(inputs_of_jobs: Sequence[Sequence[Path]],
     found: list[tuple[list[SourceFile], list[Skipped]] | InputError] = []
     for inputs in inputs_of_jobs:
         try:
-            files, skipped = discover(inputs, patterns)
-            _one_job(files)
-            found.append((files, skipped))
+            found.append(_discovered(inputs, patterns, ()))
         except InputError as error:
             found.append(error)
     outcomes = iter(read_in_order([f for item in found if not isinstance(item, InputError) for f in item[0]]))
@@ -101,6 +98,14 @@ def load_jobs(inputs_of_jobs: Sequence[Sequence[Path]],
         except InputError as error:
             jobs.append(error)
     return jobs
+
+
+def _discovered(inputs: Sequence[Path], patterns: tuple[str, ...],
+                exclude: Sequence[Path]) -> tuple[list[SourceFile], list[Skipped]]:
+    """The log files of ``inputs`` and those skipped; InputError when they are of several jobs."""
+    files, skipped = discover(inputs, patterns, exclude)
+    _one_job(files)
+    return files, skipped
 
 
 def _assembled(inputs: Sequence[Path], skipped: list[Skipped], outcomes: Iterable[FileRead | Skipped]) -> Job:

@@ -60,23 +60,13 @@ class JobView:
         change them (copy a row to annotate it). A crash that loops leaves ~200,000 failure rows,
         and the detectors asked for them ~10 times, in overlapping sets of kinds: each time
         turning them into dicts again took a third of the detectors' time."""
-        present = self._present(events)
-        if len(present) <= 1:
-            return list(self._kind_rows(present[0])) if present else []
-
-        def merged() -> list[dict[str, Any]]:
-            positions = self._rows_by_event()
-            flat = [row for kind in present for row in self._kind_rows(kind)]
-            return [flat[i] for i in pl.concat([positions[kind] for kind in present]).arg_sort()]
-
-        rows: list[dict[str, Any]] = self.remember(f"rows:{present}", merged)
-        return list(rows)
+        return list(self._rows(self._present(events)))
 
     def rows_where(self, events: tuple[Event, ...], condition: pl.Expr) -> list[dict[str, Any]]:
         """:meth:`rows` of ``events`` for which polars finds ``condition`` true (null: false):
         polars picks the rows, and the dicts are the shared ones, not converted again."""
         wanted = self.of(*events).select(condition.fill_null(False)).to_series()
-        return [row for row, keep in zip(self.rows(*events), wanted, strict=True) if keep]
+        return [row for row, keep in zip(self._rows(self._present(events)), wanted, strict=True) if keep]
 
     def rows_in_order(self, *events: Event) -> list[dict[str, Any]]:
         """:meth:`rows` in :func:`order_key`'s order, as :func:`ordered_dicts` puts them (a big set
@@ -84,7 +74,7 @@ class JobView:
         present = self._present(events)
 
         def ordered() -> list[dict[str, Any]]:
-            rows = self.rows(*(_EVENTS_BY_VALUE[kind] for kind in present))
+            rows = self._rows(present)
             if len(rows) < NARROW_FIELDS_FROM:
                 return sorted(rows, key=order_key)
             frame = self._gathered(frozenset(present)).select(
@@ -99,6 +89,20 @@ class JobView:
         """The kinds among ``events`` that the timeline holds, sorted (a key for what is remembered)."""
         positions = self._rows_by_event()
         return sorted({e.value for e in events if e.value in positions})
+
+    def _rows(self, present: list[str]) -> list[dict[str, Any]]:
+        """The shared dicts of the kinds ``present`` (see _present), in timeline order: the
+        remembered list itself, which callers copy before handing it out."""
+        if len(present) <= 1:
+            return self._kind_rows(present[0]) if present else []
+
+        def merged() -> list[dict[str, Any]]:
+            positions = self._rows_by_event()
+            flat = [row for kind in present for row in self._kind_rows(kind)]
+            return [flat[i] for i in pl.concat([positions[kind] for kind in present]).arg_sort()]
+
+        rows: list[dict[str, Any]] = self.remember(f"rows:{present}", merged)
+        return rows
 
     def _kind_rows(self, kind: str) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = self.remember(f"rows of:{kind}",

@@ -60,7 +60,8 @@ def thin_each(files: Sequence[pl.DataFrame]) -> list[pl.DataFrame]:
     joined = pl.concat([files[n].with_columns(pl.lit(n, dtype=pl.UInt32).alias(_FILE)) for n in to_thin])
     thinned = joined[_kept_rows(joined, [_FILE])].partition_by(_FILE, as_dict=True, include_key=False)
     # Every file keeps some row (its first of each kind), so each has its part.
-    return [thinned[(n,)] if n in to_thin else events for n, events in enumerate(files)]
+    chosen = set(to_thin)  # a job of thousands of small files: not a list search a file
+    return [thinned[(n,)] if n in chosen else events for n, events in enumerate(files)]
 
 
 _FILE = "_thinned_file"

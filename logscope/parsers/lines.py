@@ -132,15 +132,20 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     surplus = coll_surplus(segments, *coll_keep) if coll_keep is not None else None
     if surplus is not None:
         set_aside = segments["line"].gather(surplus)
-        segments = segments.filter(pl.repeat(True, segments.height, eager=True).scatter(surplus, False))
+        segments = _without_rows(segments, surplus)
     else:
         set_aside = segments["line"].clear()
     candidates, last_time = _candidates(segments, reference_year, carry_time)
     progress = progress_surplus(candidates, *progress_keep) if progress_keep is not None else None
     if progress is not None:
         set_aside = pl.concat([set_aside, candidates["line"].gather(progress)])
-        candidates = candidates.filter(pl.repeat(True, candidates.height, eager=True).scatter(progress, False))
+        candidates = _without_rows(candidates, progress)
     return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before)
+
+
+def _without_rows(frame: pl.DataFrame, positions: pl.Series) -> pl.DataFrame:
+    """``frame`` without the rows at ``positions`` (the lines set aside)."""
+    return frame.filter(pl.repeat(True, frame.height, eager=True).scatter(positions, False))
 
 
 def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int], reference_year: int, *,

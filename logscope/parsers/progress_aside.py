@@ -20,8 +20,9 @@ prefix tells:
 
 Lines are grouped by their prefix text, which may split a process in two (two spellings of one
 prefix) but never merges two: a line that is not among the first ``head`` or the last ``tail`` of
-its group in the chunk is not among those of its process in the file either. Below
-:data:`MIN_GROUP` lines in every group, nothing can be set aside, and nothing is tried.
+its group in the chunk is not among those of its process in the file either. With at most
+``head + tail`` lines holding a progress trigger in every group, nothing can be set aside, and no
+regex is tried.
 """
 
 from __future__ import annotations
@@ -44,22 +45,25 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     patterns, others = _progress_patterns()
     if candidates.height <= head + tail or not patterns:
         return None
-    kw = pl.col("kw")
     triggers = sorted({t for p in patterns for t in p.triggers})
     held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "prefix", "body", "kw")
-            .filter(kw.list.eval(pl.element().is_in(triggers)).list.any()).collect())
+            .filter(_holds(triggers)).collect())
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("prefix").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
-    matches = [kw.list.eval(pl.element().is_in(list(p.triggers))).list.any()
-               & pl.col("body").str.contains(ascii_classes(p.regex)) for p in patterns]
-    certain = held.filter(pl.any_horizontal(matches) & ~kw.list.eval(pl.element().is_in(others)).list.any())
+    matches = [_holds(list(p.triggers)) & pl.col("body").str.contains(ascii_classes(p.regex)) for p in patterns]
+    certain = held.filter(pl.any_horizontal(matches) & ~_holds(others))
     # Positions among the certain lines of a prefix only: taken on their own frame, so that no
     # optimiser can fold the two filters into one (positions among every line held would be wrong).
     position = pl.int_range(pl.len()).over("prefix")
     count = pl.len().over("prefix").cast(pl.Int64)
     surplus = certain.filter((position >= head) & (position < count - tail))["_at"]
     return surplus if surplus.len() else None
+
+
+def _holds(triggers: list[str]) -> pl.Expr:
+    """Whether a candidate line holds one of ``triggers``."""
+    return pl.col("kw").list.eval(pl.element().is_in(triggers)).list.any()
 
 
 @cache
