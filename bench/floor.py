@@ -85,7 +85,7 @@ def main() -> int:
         load[i] += path.stat().st_size
     # The settings logscope's workers run with (see ingest.workers._Workers).
     env = {**os.environ, "POLARS_MAX_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
-           "MALLOC_TRIM_THRESHOLD_": str(1 << 32), "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}
+           "MALLOC_TRIM_THRESHOLD_": str(1 << 32)}
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
