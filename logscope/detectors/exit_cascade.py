@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import polars as pl
 
@@ -188,19 +188,21 @@ class _ProcessIndex:
     def __init__(self) -> None:
         self._by_place: dict[str, dict[tuple[str, ...], dict[str, dict[Any, datetime]]]] = {}
 
-    def add(self, row: dict[str, Any], when: datetime) -> None:
+    def add(self, row: dict[str, Any], place: str, when: datetime) -> None:
+        """File ``row`` (about ``place``, its process_key's first part) at ``when``."""
         keys = tuple(k for k in _IDENTITY if row.get(k) is not None)
         if not keys:
             return  # a row that names no process is never the same process as another
-        slot = self._by_place.setdefault(process_key(row)[0], {}).setdefault(keys, {})
+        slot = self._by_place.setdefault(place, {}).setdefault(keys, {})
         for key in keys:
             values = slot.setdefault(key, {})
             if row[key] not in values or when < values[row[key]]:
                 values[row[key]] = when
 
-    def earliest(self, row: dict[str, Any]) -> datetime | None:
+    def earliest(self, row: dict[str, Any], place: str) -> datetime | None:
+        """The earliest time filed for a row of ``place`` that is the same process as ``row``."""
         best: datetime | None = None
-        for keys, slot in self._by_place.get(process_key(row)[0], {}).items():
+        for keys, slot in self._by_place.get(place, {}).items():
             key = next((k for k in keys if row.get(k) is not None), None)
             if key is None:
                 continue
@@ -232,8 +234,10 @@ def process_key(row: dict[str, Any]) -> tuple[str, str]:
     return str(place), "?"
 
 
-def _distinct_processes(job: JobView, rows: list[dict[str, Any]], root: dict[str, Any]) -> set[tuple[str, str]]:
-    """The processes ``rows`` are about, each counted once and the root's never.
+def _distinct_processes(job: JobView, row_keys: list[tuple[str, str]],
+                        root_key: tuple[str, str]) -> set[tuple[str, str]]:
+    """The processes of rows whose process keys are ``row_keys`` (see process_key), each counted
+    once and the root's (``root_key``) never.
 
     A process appears under several keys (its rank on one line, its local rank or pid on another):
     lines carrying two of them tie the keys together, and each process counts under one. A row
@@ -242,13 +246,8 @@ def _distinct_processes(job: JobView, rows: list[dict[str, Any]], root: dict[str
     exceeds the world size less the root, when the logs state the world size.
     """
     canonical = _process_aliases(job)
-
-    def key_of(row: dict[str, Any]) -> tuple[str, str]:
-        key = process_key(row)
-        return canonical.get(key, key)
-
-    root_key = key_of(root)
-    keys = {key_of(r) for r in rows} - {root_key}
+    root_key = canonical.get(root_key, root_key)
+    keys = {canonical.get(key, key) for key in row_keys} - {root_key}
     keys = {k for k in keys if k[1] != "?"}
     known_places = {k[0] for k in keys if not k[1].startswith("t")} | {root_key[0]}
     keys = {k for k in keys if not (k[1].startswith("t") and k[0] in known_places)}
@@ -300,19 +299,35 @@ def root_failure(job: JobView) -> dict[str, Any] | None:
     line is a reaction). Other detectors use it to tell whether their evidence may be a
     consequence. Unlike LS301 itself, it also answers when no process failed (an Xid or a node
     failure alone), since those can still be what a peer's error reacts to."""
-    root = _failures(job)[2]
+    root = _failures(job).root
     return None if root is None else dict(root)  # a copy: callers may annotate their row
 
 
-def _failures(job: JobView) -> tuple[list[dict[str, Any]], Signalled, dict[str, Any] | None]:
-    """The failure records, the signal exits someone asked for, and the root failure; worked out
-    once per view (LS301 and every detector asking for root_failure share them)."""
-    def compute() -> tuple[list[dict[str, Any]], Signalled, dict[str, Any] | None]:
-        records = _failure_records(job)
-        signalled = ExitCascade._signalled(records)
-        return records, signalled, ExitCascade._root(records, signalled) if records else None
+class _Failures(NamedTuple):
+    """The failure records in failure order and, by position, what LS301 asks of each one: its
+    process_key and whether it is a reaction (is_victim, given ``signalled``); the signal exits
+    someone asked for; the root failure. A crash that loops leaves ~200,000 records: each was
+    keyed ~4 times and judged up to 3 times before (~0.4 s of the ~4.5 s its detectors take)."""
 
-    found: tuple[list[dict[str, Any]], Signalled, dict[str, Any] | None] = job.remember("failures", compute)
+    records: list[dict[str, Any]]
+    keys: list[tuple[str, str]]
+    victim: list[bool]
+    signalled: Signalled
+    root: dict[str, Any] | None
+
+
+def _failures(job: JobView) -> _Failures:
+    """:class:`_Failures`, worked out once per view (LS301 and every detector asking for
+    root_failure share it)."""
+    def compute() -> _Failures:
+        records = _failure_records(job)
+        keys = [process_key(r) for r in records]
+        signalled = ExitCascade._signalled(records, keys)
+        victim = [is_victim(r, signalled) for r in records]
+        root = ExitCascade._root(records, keys, victim) if records else None
+        return _Failures(records, keys, victim, signalled, root)
+
+    found: _Failures = job.remember("failures", compute)
     return found
 
 
@@ -324,22 +339,26 @@ class ExitCascade(Detector):
     specificity = 40
 
     def detect(self, job: JobView) -> list[Finding]:
-        records, signalled, root = _failures(job)
+        failures = _failures(job)
+        records, root = failures.records, failures.root
         if not any(event_of(r) in PROCESS_FAILURES for r in records):
             return []
         if root is None:
             return []
         root_key = process_key(root)
         root_order = order_key(root)
-        victims = [r for r in records if process_key(r) != root_key and order_key(r) >= root_order
-                   and (is_victim(r, signalled) or event_of(r) in SUMMARY_EVENTS or event_of(r) in DETAIL_EVENTS)]
-        victim_procs = _distinct_processes(job, victims, root)
+        after = [n for n, (r, key, victim) in enumerate(zip(records, failures.keys, failures.victim, strict=True))
+                 if key != root_key and order_key(r) >= root_order
+                 and (victim or event_of(r) in SUMMARY_EVENTS or event_of(r) in DETAIL_EVENTS)]
+        victims = [records[n] for n in after]
+        victim_procs = _distinct_processes(job, [failures.keys[n] for n in after], root_key)
         victim_places = {k[0] for k in victim_procs}
         # Everything on the root process that tells the same story (its summary lines).
-        own = [r for r in records if process_key(r) == root_key and not is_victim(r, signalled)]
+        own = [r for r, key, victim in zip(records, failures.keys, failures.victim, strict=True)
+               if key == root_key and not victim]
         culprit = culprit_of(root)
         culprit = self._refine(culprit, own, records)
-        if self._tied(root, records, signalled):
+        if self._tied(root, failures):
             # Other processes' exits were reported at the same second, none of them a reaction,
             # and no line says which came first: the logs name a node, not a process.
             culprit = replace(culprit, rank=None, local_rank=None)
@@ -382,11 +401,12 @@ class ExitCascade(Detector):
         )]
 
     @staticmethod
-    def _signalled(records: list[dict[str, Any]]) -> Signalled:
-        """When each process was told to stop: (place, pid) for a closing signal, (place, -1) when
-        the node's agent got a death signal, every place when SLURM cancelled the job for a reason
-        (time limit, preemption...). A reasonless cancellation is usually srun's own
-        --kill-on-bad-exit reacting to a failure, so it marks nobody."""
+    def _signalled(records: list[dict[str, Any]], keys: list[tuple[str, str]]) -> Signalled:
+        """When each process was told to stop (``keys``: each record's process_key): (place, pid)
+        for a closing signal, (place, -1) when the node's agent got a death signal, every place
+        when SLURM cancelled the job for a reason (time limit, preemption...). A reasonless
+        cancellation is usually srun's own --kill-on-bad-exit reacting to a failure, so it marks
+        nobody."""
         out = Signalled()
 
         def mark(key: tuple[str, int], row: dict[str, Any]) -> None:
@@ -395,22 +415,23 @@ class ExitCascade(Detector):
                 out[key] = when
                 out.rows[key] = row
 
-        places = list(dict.fromkeys(process_key(r)[0] for r in records))
-        for r in records:
+        places = list(dict.fromkeys(key[0] for key in keys))
+        for r, (place, _) in zip(records, keys, strict=True):
             event = event_of(r)
-            place = process_key(r)[0]
             if event == Event.CLOSING_SIGNAL and field_of(r, "target_pid") is not None:
                 mark((place, int(field_of(r, "target_pid"))), r)
             elif event == Event.AGENT_SIGNAL:
                 mark((place, -1), r)
             elif event == Event.CANCELLED and field_of(r, "reason"):
-                for place in places:
-                    mark((place, -1), r)
+                for every in places:
+                    mark((every, -1), r)
         return out
 
     @classmethod
-    def _root(cls, records: list[dict[str, Any]], signalled: Signalled) -> dict[str, Any] | None:
-        """The earliest non-victim failure, preferring detailed lines over launcher summaries.
+    def _root(cls, records: list[dict[str, Any]], keys: list[tuple[str, str]],
+              victim: list[bool]) -> dict[str, Any] | None:
+        """The earliest non-victim failure, preferring detailed lines over launcher summaries
+        (``keys`` and ``victim``: each record's process_key and is_victim, as in _Failures).
 
         A process whose first failure line is a reaction (lost peer, timeout, SIGTERM) reacted to
         something else: its later lines, and the launcher's reports about it, are consequences.
@@ -420,50 +441,50 @@ class ExitCascade(Detector):
         # launcher's reports on its exit (failed (exitcode), ChildFailedError) come after anything
         # the process wrote itself, whatever their second-truncated time says, so they only count
         # for a process that wrote no failure line of its own.
-        own_lines = sorted((r for r in records if event_of(r) not in scheduler),
-                           key=lambda r: (event_of(r) in EXIT_REPORTS, window_of(r)[0] or datetime.max,
-                                          order_key(r)))
+        own_lines = sorted((n for n, r in enumerate(records) if event_of(r) not in scheduler),
+                           key=lambda n: (event_of(records[n]) in EXIT_REPORTS, window_of(records[n])[0] or datetime.max,
+                                          order_key(records[n])))
         # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
         seen = _ProcessIndex()
         reacting = _ProcessIndex()
         reacting_on: dict[str, datetime] = {}  # per place, the earliest reaction
         reaction_rows: dict[str, dict[str, Any]] = {}  # and its line
-        for r in own_lines:
-            if seen.earliest(r) is not None:
+        for n in own_lines:
+            r, place = records[n], keys[n][0]
+            if seen.earliest(r, place) is not None:
                 continue
-            seen.add(r, datetime.min)
-            if is_victim(r, signalled):
+            seen.add(r, place, datetime.min)
+            if victim[n]:
                 first_time = window_of(r)[0] or datetime.min
-                reacting.add(r, first_time)
-                place = process_key(r)[0]
+                reacting.add(r, place, first_time)
                 if place not in reacting_on or first_time < reacting_on[place]:
                     reacting_on[place], reaction_rows[place] = first_time, r
 
-        def reacted(row: dict[str, Any]) -> bool:
+        def reacted(row: dict[str, Any], place: str) -> bool:
             # The reaction may have come first as soon as its earliest time is not after the row's
             # latest (second-resolution records included).
             latest = (window_of(row)[1] or datetime.max.replace(year=9998)) + RECORD_RESOLUTION
             # srun's task lines name a node, not a process: any reaction on that node counts.
-            if event_of(row) == Event.SRUN_TASK_EXIT and process_key(row)[0] in reacting_on:
-                reaction = reaction_rows[process_key(row)[0]]
-                if _bounded_by(row, reaction):
+            if event_of(row) == Event.SRUN_TASK_EXIT and place in reacting_on:
+                if _bounded_by(row, reaction_rows[place]):
                     return False
-                return reacting_on[process_key(row)[0]] <= latest
-            first_time = reacting.earliest(row)
+                return reacting_on[place] <= latest
+            first_time = reacting.earliest(row, place)
             return first_time is not None and first_time <= latest
 
-        detailed = [r for r in records if event_of(r) in DETAIL_EVENTS and event_of(r) != Event.CPP_EXCEPTION
-                    and not is_victim(r, signalled) and not reacted(r)]
-        summaries = [r for r in records if event_of(r) in SUMMARY_EVENTS and not is_victim(r, signalled)
-                     and (not reacted(r) or event_of(r) in (Event.NODE_FAILURE, Event.HOST_OOM))]
-        cpp = [r for r in records if event_of(r) == Event.CPP_EXCEPTION and not is_victim(r, signalled)]
-        by_node_time = cls._root_by_childfailed([r for r in records if not reacted(r)])
+        react = [reacted(r, key[0]) for r, key in zip(records, keys, strict=True)]
+        detailed = [n for n, r in enumerate(records) if event_of(r) in DETAIL_EVENTS
+                    and event_of(r) != Event.CPP_EXCEPTION and not victim[n] and not react[n]]
+        summaries = [r for n, r in enumerate(records) if event_of(r) in SUMMARY_EVENTS and not victim[n]
+                     and (not react[n] or event_of(r) in (Event.NODE_FAILURE, Event.HOST_OOM))]
+        cpp = [r for n, r in enumerate(records) if event_of(r) == Event.CPP_EXCEPTION and not victim[n]]
+        by_node_time = cls._root_by_childfailed([r for n, r in enumerate(records) if not react[n]])
         if detailed:
             if by_node_time is not None:
-                on_node = [r for r in detailed if process_key(r)[0] == by_node_time]
-                if on_node and len({process_key(r)[0] for r in detailed}) > 1:
-                    return on_node[0]
-            return detailed[0]
+                on_node = [n for n in detailed if keys[n][0] == by_node_time]
+                if on_node and len({keys[n][0] for n in detailed}) > 1:
+                    return records[on_node[0]]
+            return records[detailed[0]]
         if cpp:
             return cpp[0]
         if summaries:
@@ -473,7 +494,7 @@ class ExitCascade(Detector):
         return None
 
     @staticmethod
-    def _tied(root: dict[str, Any], records: list[dict[str, Any]], signalled: Signalled) -> bool:
+    def _tied(root: dict[str, Any], failures: _Failures) -> bool:
         """Whether the root is a launcher's exit report (no line of its own) with another process's
         non-reaction exit report of the same exit code at the same moment, and torchrun's own "Root
         Cause" names neither."""
@@ -483,8 +504,9 @@ class ExitCascade(Detector):
         if at is None:
             return False
         code = field_of(root, "exit_code")
-        for r in records:
-            if event_of(r) not in EXIT_REPORTS or process_key(r) == process_key(root) or is_victim(r, signalled):
+        root_key = process_key(root)
+        for r, key, victim in zip(failures.records, failures.keys, failures.victim, strict=True):
+            if event_of(r) not in EXIT_REPORTS or key == root_key or victim:
                 continue
             if field_of(r, "exit_code") != code:
                 continue  # another kind of exit (a SIGTERM beside a SIGKILL) is another story
