@@ -33,6 +33,7 @@ from logscope.ingest.blocks import (
 from logscope.ingest.coll_prefilter import Reduced, reduce_block
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import Skipped, SourceFile
+from logscope.ingest.file_events import completed
 from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching
 from logscope.ingest.scanning import ScannedFile, reference_year
@@ -51,7 +52,9 @@ from logscope.parsers.lines import (
 
 @dataclass
 class FileRead:
-    """What reading one file produced."""
+    """What reading one file produced: its events (EVENT_COLUMNS, thinned, timed, and made ready
+    for its job by :func:`~logscope.ingest.file_events.completed`: controls dropped, the file's
+    facts filled in, torchrun's records folded), the lines read and recognised, what was said."""
 
     source: SourceFile
     events: pl.DataFrame
@@ -137,12 +140,14 @@ class _Reading:
 
     @staticmethod
     def finish(readings: list[_Reading]) -> None:
-        """The files' results complete: their events thinned (in one query for all of them) and
-        their untimed events timed."""
+        """The files' results complete: their events thinned (in one query for all of them), their
+        untimed events timed, and made ready to join their job's (file_events.completed, for all
+        of them at once)."""
         with_events = [reading for reading in readings if reading.parts]
         joined = [pl.concat(reading.parts) if len(reading.parts) > 1 else reading.parts[0] for reading in with_events]
-        for reading, events in zip(with_events, thin_each(joined), strict=True):
-            reading.result.events = _finish_times(events)
+        timed = [_finish_times(events) for events in thin_each(joined)]
+        for reading, events in zip(with_events, completed(timed, [r.result.source for r in with_events]), strict=True):
+            reading.result.events = events
             reading.parts = []
 
 
@@ -474,5 +479,5 @@ def _read_error_json(source: SourceFile) -> FileRead | Skipped:
         "event": Event.ERROR_FILE.value, "severity": Severity.ERROR.value, "fields": fields,
         "prefix": None, "text": first[:4096],
     }
-    events = pl.DataFrame([row], schema=EVENT_COLUMNS)
+    events = completed([pl.DataFrame([row], schema=EVENT_COLUMNS)], [source])[0]
     return FileRead(source, events, lines_read=1, lines_recognised=1)
