@@ -54,12 +54,13 @@ def completed(frames: Sequence[pl.DataFrame], sources: Sequence[SourceFile]) -> 
     return [by_file.get((n,), empty) for n in range(len(frames))]
 
 
-# (see the module docstring)
 _ESCAPES = CONTROLS  # logscope.textsafe: escapes, control and bidi characters
 _CONTROL_CHARACTER = CONTROL_CHARACTER  # one of the characters every match of _ESCAPES holds
 
 
 def _without_controls(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with escape sequences, control and bidi characters dropped from ``text`` and the
+    string fields (see the module docstring)."""
     strings = [name for name, dtype in FIELD_SCHEMA.items() if dtype == pl.String()]
     # Whether any text or string field holds one: every escape sequence holds a control character
     # (ESC), and the space that joins the texts is none, so one search of them joined answers
@@ -72,8 +73,6 @@ def _without_controls(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("text").str.replace_all(_ESCAPES, ""),
         pl.col("fields").struct.with_fields(*[pl.field(name).str.replace_all(_ESCAPES, "") for name in strings]),
     )
-
-
 
 
 __all__ = ["completed"]
