@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -158,14 +159,17 @@ NODE_FAILURE_EVENTS = (Event.NODE_FAILURE, Event.ACCOUNTING)
 
 def address_map(job: JobView) -> dict[str, str]:
     """Address -> host, from the interfaces NCCL reports at init on each host."""
+    # Each rank prints its interfaces at every init: the same (host, line) many times over (16,384
+    # rows of a crash loop's files), read once each, in the order they first came.
     rows = job.of(Event.NCCL_NET_DEVICE).filter(pl.col("host").is_not_null())
     mapping: dict[str, str] = {}
-    for row in rows.select("host", "text").to_dicts():
+    for row in rows.select("host", "text").unique(maintain_order=True).to_dicts():
         for address in _IF_ADDRESS.findall(str(row["text"] or "")):
             mapping.setdefault(address.lower(), str(row["host"]))
     return mapping
 
 
+@lru_cache(maxsize=4096)  # a crash loop's ~26,000 socket errors name a few peers
 def bare_address(peer: str) -> str:
     """``10.2.0.5<33092>`` / ``[::ffff:10.0.0.5]:29500`` / ``fe80::1%ib0`` -> the address alone."""
     text = peer.strip().strip("'\"")
