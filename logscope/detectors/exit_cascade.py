@@ -431,7 +431,8 @@ class ExitCascade(Detector):
     def _root(cls, records: list[dict[str, Any]], keys: list[tuple[str, str]],
               victim: list[bool]) -> dict[str, Any] | None:
         """The earliest non-victim failure, preferring detailed lines over launcher summaries
-        (``keys`` and ``victim``: each record's process_key and is_victim, as in _Failures).
+        (``records`` in order_key's order, as _failure_records gives them; ``keys`` and
+        ``victim``: each record's process_key and is_victim, as in _Failures).
 
         A process whose first failure line is a reaction (lost peer, timeout, SIGTERM) reacted to
         something else: its later lines, and the launcher's reports about it, are consequences.
@@ -440,10 +441,10 @@ class ExitCascade(Detector):
         # A process's first failure line is the one that can have been written earliest. The
         # launcher's reports on its exit (failed (exitcode), ChildFailedError) come after anything
         # the process wrote itself, whatever their second-truncated time says, so they only count
-        # for a process that wrote no failure line of its own.
+        # for a process that wrote no failure line of its own. ``records`` come in order_key's
+        # order and the sort keeps the order of equals: they stay in it where the rest ties.
         own_lines = sorted((n for n, r in enumerate(records) if event_of(r) not in scheduler),
-                           key=lambda n: (event_of(records[n]) in EXIT_REPORTS, window_of(records[n])[0] or datetime.max,
-                                          order_key(records[n])))
+                           key=lambda n: (event_of(records[n]) in EXIT_REPORTS, window_of(records[n])[0] or datetime.max))
         # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
         seen = _ProcessIndex()
         reacting = _ProcessIndex()
