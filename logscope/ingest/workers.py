@@ -176,7 +176,7 @@ def _worker_env() -> dict[str, str]:
         # (jemalloc) is left to its default decay: kept for good (dirty_decay_ms:-1) it saved
         # 10-15% of the time of files read the usual way, but a worker kept the high-water mark
         # of every block it classified: ~1.25 GB each on a 1 GB crash loop, 3.2 GB over the
-        # processes (0.85 GB each, 2.3 GB, by default).
+        # processes (0.7-0.9 GB each by default).
         "MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 32),
     }
 
