@@ -3,7 +3,8 @@
 Terminal escape sequences (a logger's colours, or hostile: clear the screen, set the title),
 other control characters, and Unicode bidirectional controls (U+202A-U+202E, U+2066-U+2069,
 U+200E/U+200F, U+061C: "Trojan Source" text that displays in another order than it reads) are
-dropped from log text by the timeline (:data:`CONTROLS`) and by anything else that shows log
+dropped from log text as each file's events are completed (:data:`CONTROLS`,
+:mod:`logscope.ingest.file_events`) and by anything else that shows log
 lines (:func:`drop_controls`); :func:`logscope.errors.printable` escapes the same characters in
 file names and messages.
 """

@@ -23,14 +23,15 @@ import polars as pl
 
 from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL
 from logscope.model import Event
+from logscope.parsers.records import KV_EVENTS
 
 # NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first
 # COLL_HEAD and the last COLL_TAIL matter to the detectors (where a rank started and stopped).
 # Progress lines: the first COLL_HEAD and the last PROGRESS_TAIL per process (logscope.limits).
-# Other repeated lines: first and last kept per (process, kind of line); multi-line records more.
+# Other repeated lines: first and last kept per (process, kind of line); the lines of multi-line
+# records (parsers.records.KV_EVENTS) more.
 REPEAT_KEEP = 64
 RECORD_KEEP = 4096
-_RECORD_EVENTS = [Event.CHILD_FAILURE.value, Event.LAUNCH_CONFIG.value, Event.RENDEZVOUS.value]
 # Any kind of event, across all the processes of a file: the first and last KIND_KEEP // 2.
 KIND_KEEP = 16384
 
@@ -111,7 +112,7 @@ def _kept_rows(events: pl.DataFrame, by_file: list[str], *, across_processes: bo
         grouped += [when_rule(_CHANNEL, value=pl.col(name)).alias(alias)
                     for name, alias in (("transport", "_transport"), ("comm_rank", "_from"), ("value", "_to"))]
     key = [*by_file, "_rule", "host", "pid", "event", *(column.meta.output_name() for column in grouped)]
-    first = (pl.when(pl.col("_rule") == _REST).then(pl.when(event.is_in(_RECORD_EVENTS)).then(RECORD_KEEP)
+    first = (pl.when(pl.col("_rule") == _REST).then(pl.when(event.is_in(KV_EVENTS)).then(RECORD_KEEP)
                                                     .otherwise(REPEAT_KEEP))
              .when(pl.col("_rule") == _CHANNEL).then(1).otherwise(COLL_HEAD))
     last = (pl.when(pl.col("_rule") == _REST).then(first).when(pl.col("_rule") == _COLL).then(COLL_TAIL)
