@@ -9,7 +9,8 @@ split between them, blocks of ``CHUNK_BYTES`` cut at a newline) and, per block, 
   communicator is (`` NCCL INFO ``, ``: opCount ``, ``comm ``), without using the results;
 * ``scan``: no polars at all: the compiled scanner's two passes over the bytes
   (``logscope/ingest/_collscan.c``: which control bytes the block holds, then its COLL lines found
-  and grouped), what ``analyze`` pays per block before anything is framed.
+  and grouped), what ``analyze`` pays per block before anything is framed. Its blocks are the
+  file's pages mapped, as the workers' byte pass reads them (``blocks(..., mapped=True)``).
 
 No pattern, no grouping, no detector: any reader that looks at every line of the file in polars
 pays at least ``lines``, plus starting Python and polars. Compare with the ``analyze`` row of
@@ -34,13 +35,23 @@ REPO = Path(__file__).resolve().parents[1]
 def work(paths: list[str], stage: str) -> int:
     """Read ``paths`` in this process; return the number of lines."""
     sys.path.insert(0, str(REPO))
+    from logscope.ingest.compiled import scanner
+
+    lines = 0
+    if stage == "scan":  # no polars loaded, as in a read worker
+        from logscope.ingest.blocks import blocks
+
+        for path in paths:
+            with Path(path).open("rb") as stream:
+                for block in blocks(stream, Path(path), [], mapped=True):
+                    scanner.controls(block)
+                    lines += scanner.scan(block, False, 4096)[0]
+        return lines
     import polars as pl
 
     from logscope.ingest import CHUNK_BYTES
-    from logscope.ingest.compiled import scanner
 
     raw = pl.col("raw")
-    lines = 0
     for path in paths:
         pending = b""
         with Path(path).open("rb") as stream:
@@ -49,10 +60,6 @@ def work(paths: list[str], stage: str) -> int:
                 cut = data.rfind(b"\n") + 1
                 block, pending = data[:cut], data[cut:]
                 if not block:
-                    continue
-                if stage == "scan":
-                    scanner.controls(block)
-                    lines += scanner.scan(block, False, 4096)[0]
                     continue
                 frame = pl.read_csv(block, has_header=False, separator="\x1f", quote_char=None, new_columns=["raw"],
                                     schema_overrides={"raw": pl.String}, infer_schema=False, encoding="utf8-lossy",

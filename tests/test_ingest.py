@@ -151,3 +151,59 @@ def test_repeated_lines_keep_each_processes_first_and_last(tmp_path: Path) -> No
                                                 pl.len().alias("kept")).sort("pid").to_dicts()
     assert [(r["pid"], r["first"], r["last"]) for r in per_pid] == [(100, 1, 999), (101, 2, 1000)]
     assert all(r["kept"] == 2 * ingest.REPEAT_KEEP for r in per_pid)
+
+
+def _blocks_of(path: Path, mapped: bool) -> list[tuple[type, bytes]]:
+    warnings: list[str] = []
+    with path.open("rb") as stream:
+        blocks.peek(stream)  # as the readers do: the head read first, then read again
+        out = [(type(block), bytes(block)) for block in blocks.blocks(stream, path, warnings, mapped=mapped)]
+    return [*out, (list, "|".join(warnings).encode())]
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param(b"".join(b"line %d of some text\n" % i for i in range(40_000)), id="plain"),
+    pytest.param(b"".join(b"line %d\n" % i for i in range(30_000)) * 2, id="plain, a last block at 1.5x"),
+    pytest.param(b"".join(b"line %d\n" % i for i in range(40_000)) + b"no newline at the end", id="unterminated"),
+    pytest.param(b"head\n" + b"x" * 300_000 + b"\nnext\n" * 30_000, id="a line longer than the probe"),
+    pytest.param(b"a\n" * 40_000 + b"\0" * 200_000 + b"b\n" * 40_000, id="a hole"),
+    pytest.param(b"a\r\n" * 60_000 + b"\0\0c\x1f\n" * 10, id="controls"),
+    pytest.param(b"tiny\n", id="small"),
+])
+def test_mapped_blocks_are_the_blocks_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes) -> None:
+    # The byte pass maps a plain file's pages instead of copying them (blocks' mapped=True): the
+    # same bytes, cut at the same places, the same warnings; a block that would need a change (a
+    # hole at its start, no newline at its end) is read as before. Small blocks (not a multiple of
+    # the page size) put the mappings at unaligned places.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 100_003)
+    monkeypatch.setattr(blocks, "PROBE_BYTES", 20_000)
+    path = write(tmp_path / "x-1-n1.out", content)
+    read = _blocks_of(path, mapped=False)
+    mapped = _blocks_of(path, mapped=True)
+    assert [data for _, data in mapped] == [data for _, data in read]
+    assert {kind for kind, _ in read} <= {bytes, list}
+    if content.startswith(b"line "):  # lines shorter than the probe: nothing copied but a last line cut short
+        kinds = [kind for kind, _ in mapped[:-1]]
+        assert len(kinds) > 2 and set(kinds[:-2]) == {memoryview}
+        # a last block without a newline at its end is read, and its last line comes on its own
+        assert kinds[-2:] == ([memoryview] * 2 if content.endswith(b"\n") else [bytes] * 2)
+
+
+def test_a_file_that_shrinks_while_mapped_is_read_not_mapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mapped page the file no longer holds would kill the process (SIGBUS) when touched: a file
+    # found shorter than its next block is read the usual way from there.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 100_000)
+    monkeypatch.setattr(blocks, "PROBE_BYTES", 20_000)
+    path = write(tmp_path / "x-1-n1.out", b"".join(b"line %06d\n" % i for i in range(50_000)))
+    with path.open("rb") as stream:
+        produced = blocks.blocks(stream, path, [], mapped=True)
+        first = next(produced)
+        assert isinstance(first, memoryview)
+        size = len(first)
+        first.release()
+        del first
+        with path.open("r+b") as writer:
+            writer.truncate(size + 50_000)  # less than the next block
+        rest = [(type(block), len(block)) for block in produced]
+    assert all(kind is bytes for kind, _ in rest)
+    assert sum(n for _, n in rest) == 50_000

@@ -47,7 +47,7 @@ class Reduced:
     set_aside: int  # COLL lines dropped: recognised, never classified
 
 
-def reduce_block(block: bytes, first_line: int, controls: Controls) -> Reduced | None:
+def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls) -> Reduced | None:
     """``block`` (lines numbered from ``first_line + 1``) without the COLL lines the thinning would
     drop; None when the block is better read whole (see the module's docstring).
 

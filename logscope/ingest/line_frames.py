@@ -19,7 +19,7 @@ def lines_frame(block: bytes, first_line: int, numbered: bool = False,
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
     if not numbered:
-        block = for_csv_reader(block, unit_separator)
+        block = bytes(for_csv_reader(block, unit_separator))  # bytes in, bytes out: no copy
     # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
     # first line in front of such a block keeps it text, and its row is dropped below.
     shielded = _compressed_start(block)

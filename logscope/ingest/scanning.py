@@ -90,18 +90,19 @@ def scan_file(source: SourceFile) -> ScannedFile | None:
         scanned = ScannedFile(source, reference_year(head, source.path), [])
         lines = kept = 0
         try:
-            for block in blocks(stream, source.path, scanned.warnings):
+            # Mapped, not copied (blocks' mapped=True): no view of a block outlives the next one.
+            for block in blocks(stream, source.path, scanned.warnings, mapped=True):
                 controls = control_bytes(block)
                 if controls.nul:
-                    block = without_nul(block)
+                    block = without_nul(bytes(block))
                 # A block kept whole is counted in lines where the main process reads it: the lines
                 # of the blocks after it cannot be numbered here, and those are kept whole too.
                 whole_before = bool(scanned.blocks) and scanned.blocks[-1].whole is not None
                 reduced = None if whole_before else reduce_block(block, lines, controls)
                 if reduced is None and len(block) > WHOLE_MAX_BYTES:
                     return None
-                taken = ScannedBlock(reduced, block if reduced is None else None, len(block), controls.carriage_return,
-                                     controls.unit_separator)
+                taken = ScannedBlock(reduced, bytes(block) if reduced is None else None, len(block),
+                                     controls.carriage_return, controls.unit_separator)
                 kept += taken.kept_bytes
                 if kept > MAX_KEPT_BYTES:
                     return None
