@@ -23,6 +23,9 @@ only filling what is still unknown:
 
 A host with an interface suffix (``node1-ib0``, ``node1.ib``) is mapped to the SLURM node whose
 name it starts with, so a node's NCCL lines and its SLURM file agree.
+
+``logscope scan`` builds the timelines of a batch of jobs together (:func:`build_jobs`), each step
+over all their events with the job in every key: a job's timeline is the same built alone.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def load_job(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
     Raises :class:`InputError` when nothing readable is found.
     """
     files, skipped = _discovered(inputs, patterns, exclude)
-    return _assembled(inputs, skipped, read_files(files, on_progress))
+    return build_job(*_reads(inputs, skipped, read_files(files, on_progress)))
 
 
 def load_jobs(inputs_of_jobs: Sequence[Sequence[Path]],
@@ -87,17 +90,19 @@ def load_jobs(inputs_of_jobs: Sequence[Sequence[Path]],
         except InputError as error:
             found.append(error)
     outcomes = iter(read_in_order([f for item in found if not isinstance(item, InputError) for f in item[0]]))
-    jobs: list[Job | InputError] = []
-    for inputs, item in zip(inputs_of_jobs, found, strict=True):
+    errors: dict[int, InputError] = {}
+    read: list[tuple[list[FileRead], list[Skipped]]] = []
+    for place, (inputs, item) in enumerate(zip(inputs_of_jobs, found, strict=True)):
         if isinstance(item, InputError):
-            jobs.append(item)
+            errors[place] = item
             continue
         files, skipped = item
         try:
-            jobs.append(_assembled(inputs, skipped, [next(outcomes) for _ in files]))
+            read.append(_reads(inputs, skipped, [next(outcomes) for _ in files]))
         except InputError as error:
-            jobs.append(error)
-    return jobs
+            errors[place] = error
+    built = iter(build_jobs(read))
+    return [errors[place] if place in errors else next(built) for place in range(len(inputs_of_jobs))]
 
 
 def _discovered(inputs: Sequence[Path], patterns: tuple[str, ...],
@@ -108,8 +113,9 @@ def _discovered(inputs: Sequence[Path], patterns: tuple[str, ...],
     return files, skipped
 
 
-def _assembled(inputs: Sequence[Path], skipped: list[Skipped], outcomes: Iterable[FileRead | Skipped]) -> Job:
-    """The job of the files read (or skipped) from ``inputs``; InputError when none could be read."""
+def _reads(inputs: Sequence[Path], skipped: list[Skipped],
+           outcomes: Iterable[FileRead | Skipped]) -> tuple[list[FileRead], list[Skipped]]:
+    """The files read (and skipped) from ``inputs``; InputError when none could be read."""
     reads: list[FileRead] = []
     for outcome in outcomes:
         if isinstance(outcome, Skipped):
@@ -122,7 +128,7 @@ def _assembled(inputs: Sequence[Path], skipped: list[Skipped], outcomes: Iterabl
             more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
             raise InputError(f"no readable log file: {reasons}{more}")
         raise InputError(f"no files found in {', '.join(str(p) for p in inputs)}")
-    return build_job(reads, skipped)
+    return reads, skipped
 
 
 def _one_job(files: Sequence[SourceFile]) -> None:
@@ -141,42 +147,63 @@ def _one_job(files: Sequence[SourceFile]) -> None:
 
 def build_job(reads: list[FileRead], skipped: list[Skipped] | None = None) -> Job:
     """Assemble the timeline from files already read."""
-    warnings = [f"{r.source.display}: {w}" for r in reads for w in r.warnings]
-    frames = []
-    for read in reads:
-        if read.events.height == 0:
-            continue
-        frames.append(read.events.with_columns(
+    return build_jobs([(reads, list(skipped or []))])[0]
+
+
+# Each event's job, while the timelines of several jobs are built together (build_jobs).
+_JOB = "_job"
+
+
+def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) -> list[Job]:
+    """:func:`build_job` for each job's (files read, files skipped), in order. Their events are
+    resolved together, the job in every key that groups or joins them, so that each step's
+    queries run once for all the jobs rather than once a job (``logscope scan``'s batches: most of
+    a small job's timeline is the fixed cost of its ~35 queries). A job's timeline is the same
+    built alone or with others (``tests/test_identity.py``)."""
+    jobs: list[Job] = []
+    frames: list[pl.DataFrame] = []
+    file_nodes_of: dict[int, list[str]] = {}
+    for index, (reads, skipped) in enumerate(reads_of_jobs):
+        job_ids = sorted({r.source.info.job_id for r in reads if r.source.info.job_id})
+        names = sorted({r.source.info.job_name for r in reads if r.source.info.job_name})
+        file_nodes = sorted({r.source.info.node for r in reads
+                             if r.source.info.node and r.source.info.kind == "slurm"})
+        jobs.append(Job(
+            timeline=empty_timeline(),
+            files=[r.source for r in reads],
+            skipped=skipped,
+            warnings=[f"{r.source.display}: {w}" for r in reads for w in r.warnings],
+            lines_read=sum(r.lines_read for r in reads),
+            lines_recognised=sum(r.lines_recognised for r in reads),
+            job_id=",".join(job_ids) if job_ids else None,
+            job_name=",".join(names) if names else None,
+            nodes=file_nodes,
+        ))
+        file_nodes_of[index] = file_nodes
+        frames.extend(read.events.with_columns(
             pl.lit(read.source.display).alias("file"),
             pl.lit(read.source.info.node, dtype=pl.String).alias("node"),
-        ))
-    job_ids = sorted({r.source.info.job_id for r in reads if r.source.info.job_id})
-    names = sorted({r.source.info.job_name for r in reads if r.source.info.job_name})
-    file_nodes = sorted({r.source.info.node for r in reads if r.source.info.node and r.source.info.kind == "slurm"})
-    job = Job(
-        timeline=empty_timeline(),
-        files=[r.source for r in reads],
-        skipped=list(skipped or []),
-        warnings=warnings,
-        lines_read=sum(r.lines_read for r in reads),
-        lines_recognised=sum(r.lines_recognised for r in reads),
-        job_id=",".join(job_ids) if job_ids else None,
-        job_name=",".join(names) if names else None,
-    )
+            pl.lit(index, dtype=pl.UInt32).alias(_JOB),
+        ) for read in reads if read.events.height)
     if not frames:
-        job.nodes = file_nodes
-        return job
+        return jobs
     # Each file's controls were dropped, its facts filled in and its records folded as its reading
     # ended (logscope.ingest.file_events).
     events = pl.concat(frames, how="vertical")
-    events, shared = _resolve_nodes(events, file_nodes)
-    job.warnings.extend(_shared_file_warnings(shared, {r.source.display: r.source.info.node for r in reads}))
+    events, shared = _resolve_nodes(events, file_nodes_of)
+    for index, job in enumerate(jobs):
+        if index in shared:
+            job.warnings.extend(_shared_file_warnings(shared[index], {r.source.display: r.source.info.node
+                                                                      for r in reads_of_jobs[index][0]}))
     events = _resolve_ranks(events)
-    job.timeline = events.select(list(TIMELINE_SCHEMA)).sort(
-        ["time", "file", "line"], nulls_last=True, maintain_order=True
-    )
-    job.nodes = sorted(set(job.timeline["node"].drop_nulls().to_list()) | set(file_nodes))
-    return job
+    timelines = events.select(_JOB, *TIMELINE_SCHEMA).sort(
+        [_JOB, "time", "file", "line"], nulls_last=True, maintain_order=True
+    ).partition_by(_JOB, maintain_order=True, include_key=False, as_dict=True)
+    for key, timeline in timelines.items():
+        job = jobs[int(key[0])]
+        job.timeline = timeline
+        job.nodes = sorted(set(timeline["node"].drop_nulls().to_list()) | set(job.nodes))
+    return jobs
 
 
 # Lines whose host names the node they are about, not the one that wrote them (srun, slurmstepd).
@@ -185,22 +212,33 @@ _SUBJECT_HOST = (*_ABOUT_OTHER, Event.CANCELLED.value, Event.ECC_ERROR.value)
 _ADDRESS = ascii_classes(r"^\d{1,3}(?:\.\d{1,3}){3}$|^localhost$")
 
 
-def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> tuple[pl.DataFrame, dict[str, list[str]]]:
+def _resolve_nodes(events: pl.DataFrame, file_nodes_of: dict[int, list[str]],
+                   ) -> tuple[pl.DataFrame, dict[int, dict[str, list[str]]]]:
     """Fill ``host`` and ``node`` from the line's own evidence (see the module docstring), matching
-    interface-suffixed hosts to their node. Returns the events and, for each file whose lines name
-    two or more nodes, those nodes."""
-    hosts = [h for h in events["host"].drop_nulls().unique().to_list() if h]
-    known = sorted(file_nodes, key=len, reverse=True)
-    mapping = {host: node_of_host(host, known) for host in hosts}
+    interface-suffixed hosts to their job's nodes. Returns the events and, for each job, each of
+    its files whose lines name two or more nodes, with those nodes."""
+    pairs = events.filter(pl.col("host").is_not_null() & (pl.col("host") != "")).select(_JOB, "host").unique()
+    known_of = {job: sorted(nodes, key=len, reverse=True) for job, nodes in file_nodes_of.items()}
+    job_column, hosts = pairs[_JOB].to_list(), pairs["host"].to_list()
+    mapping = pl.DataFrame(
+        {_JOB: job_column, "host": hosts,
+         "_node_host": [node_of_host(host, known_of[job]) for job, host in zip(job_column, hosts, strict=True)]},
+        schema={_JOB: pl.UInt32, "host": pl.String, "_node_host": pl.String})
     # A host written with an interface suffix reads as its node, so hosts compare equal.
-    events = events.with_columns(
-        pl.col("host").replace_strict(mapping, default=None, return_dtype=pl.String).alias("host"))
+    events = (events.join(mapping, on=[_JOB, "host"], how="left", maintain_order="left")
+              .with_columns(pl.col("_node_host").alias("host")).drop("_node_host"))
     shared = _shared_files(events)
+    in_shared = pl.lit(False)
     if shared:
+        shared_files = pl.DataFrame(
+            {_JOB: [job for job, files in shared.items() for _ in files],
+             "file": [file for files in shared.values() for file in files]},
+            schema={_JOB: pl.UInt32, "file": pl.String})
+        events = events.join(shared_files.with_columns(pl.lit(True).alias("_in_shared")), on=[_JOB, "file"],
+                             how="left", maintain_order="left")
+        in_shared = pl.col("_in_shared").fill_null(False)
         tied = _hosts_from_ties(events)["host"]
-        events = events.with_columns(
-            pl.when(pl.col("file").is_in(list(shared))).then(tied).otherwise(pl.col("host")).alias("host"))
-    in_shared = pl.col("file").is_in(list(shared))
+        events = events.with_columns(pl.when(in_shared).then(tied).otherwise(pl.col("host")).alias("host"))
     # A line in node A's own file that names host B (srun: error: B: task 3) is about B; in a file
     # holding several nodes' output, every line is about the host it names.
     about_other = pl.col("event").is_in(_ABOUT_OTHER) | in_shared
@@ -210,16 +248,20 @@ def _resolve_nodes(events: pl.DataFrame, file_nodes: list[str]) -> tuple[pl.Data
         # a line of a shared file that only the file name places: its local rank says nothing of its rank
         (in_shared & pl.col("host").is_null()).alias("_node_from_file"),
     ).with_columns(pl.coalesce("host", "node").alias("host"))
-    return events, shared
+    return events.drop("_in_shared", strict=False), shared
 
 
-def _shared_files(events: pl.DataFrame) -> dict[str, list[str]]:
-    """Files whose lines were written on two or more hosts (by their own head or tag), each with them."""
+def _shared_files(events: pl.DataFrame) -> dict[int, dict[str, list[str]]]:
+    """For each job, its files whose lines were written on two or more hosts (by their own head or
+    tag), each with them."""
     writers = (events.filter(pl.col("host").is_not_null() & ~pl.col("event").is_in(_SUBJECT_HOST)
                              & ~pl.col("host").str.contains(_ADDRESS))
-               .group_by("file").agg(pl.col("host").unique().sort().alias("_hosts"))
+               .group_by(_JOB, "file").agg(pl.col("host").unique().sort().alias("_hosts"))
                .filter(pl.col("_hosts").list.len() >= 2))
-    return {str(r["file"]): list(r["_hosts"]) for r in writers.iter_rows(named=True)}
+    shared: dict[int, dict[str, list[str]]] = {}
+    for row in writers.iter_rows(named=True):
+        shared.setdefault(int(row[_JOB]), {})[str(row["file"])] = list(row["_hosts"])
+    return shared
 
 
 # The writer's pid in a glog head (torchrun's agent and workers): "I1103 11:05:16.120000 83798 torch/...".
@@ -227,8 +269,9 @@ _GLOG_PID = ascii_classes(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+(\d+) ")
 
 
 def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:
-    """A host for lines that name none, from a line that names it: the same (file, pid), the same
-    world rank (NCCL Init lines), the same (file, srun task). Only ties to a single host count.
+    """A host for lines that name none, from a line of their job that names it: the same (file,
+    pid), the same world rank (NCCL Init lines), the same (file, srun task). Only ties to a single
+    host count.
 
     A torchrun line's glog head names the pid that wrote it: a worker's pid is tied to its host by
     NCCL; the agent's by the lines on which it names its own workers (``failed ... (pid: N)``,
@@ -238,39 +281,40 @@ def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:
                 .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
                 .select(*keys, pl.col("_h").list.first().alias(alias)))
 
-    by_pid = unique_host(events.filter(pl.col("pid").is_not_null()), ["file", "pid"], "_pid_host")
-    events = (events.join(by_pid, on=["file", "pid"], how="left", maintain_order="left")
+    by_pid = unique_host(events.filter(pl.col("pid").is_not_null()), [_JOB, "file", "pid"], "_pid_host")
+    events = (events.join(by_pid, on=[_JOB, "file", "pid"], how="left", maintain_order="left")
               .with_columns(pl.coalesce("host", "_pid_host").alias("host")).drop("_pid_host"))
     writer = pl.col("text").str.extract(_GLOG_PID, 1).cast(pl.Int64, strict=False)
     events = events.with_columns(writer.alias("_writer"))
     writers = pl.concat([
-        events.filter(pl.col("_writer").is_not_null()).select("file", pl.col("_writer").alias("pid"), "host"),
-        by_pid.select("file", "pid", pl.col("_pid_host").alias("host")),
+        events.filter(pl.col("_writer").is_not_null()).select(_JOB, "file", pl.col("_writer").alias("pid"), "host"),
+        by_pid.select(_JOB, "file", "pid", pl.col("_pid_host").alias("host")),
     ], how="vertical")
-    by_writer = unique_host(writers, ["file", "pid"], "_writer_host").rename({"pid": "_writer"})
-    events = (events.join(by_writer, on=["file", "_writer"], how="left", maintain_order="left")
+    by_writer = unique_host(writers, [_JOB, "file", "pid"], "_writer_host").rename({"pid": "_writer"})
+    events = (events.join(by_writer, on=[_JOB, "file", "_writer"], how="left", maintain_order="left")
               .with_columns(pl.coalesce("host", "_writer_host").alias("host")).drop("_writer_host", "_writer"))
     init = events.filter((pl.col("event") == Event.NCCL_INIT.value) & pl.col("host").is_not_null()).select(
-        "host", "pid", pl.col("fields").struct.field("comm_rank").alias("rank"),
+        _JOB, "host", "pid", pl.col("fields").struct.field("comm_rank").alias("rank"),
         pl.col("fields").struct.field("nranks").alias("_n"))
     if init.height:
-        world = init.filter(pl.col("_n") == pl.col("_n").max())
-        by_rank = (world.group_by("rank").agg(pl.col("host").unique().alias("_h"))
+        world = init.filter(pl.col("_n") == pl.col("_n").max().over(_JOB))
+        by_rank = (world.group_by(_JOB, "rank").agg(pl.col("host").unique().alias("_h"))
                    .filter(pl.col("_h").list.len() == 1)
-                   .select(pl.col("rank").cast(pl.Int64), pl.col("_h").list.first().alias("_rank_host")))
-        events = (events.join(by_rank, on="rank", how="left", maintain_order="left")
+                   .select(_JOB, pl.col("rank").cast(pl.Int64), pl.col("_h").list.first().alias("_rank_host")))
+        events = (events.join(by_rank, on=[_JOB, "rank"], how="left", maintain_order="left")
                   .with_columns(pl.coalesce("host", "_rank_host").alias("host")).drop("_rank_host"))
     # srun's task layout: labelled lines that name their host, and srun's own "HOST: task N" lines
     exits = (events.filter((pl.col("event") == Event.SRUN_TASK_EXIT.value) & pl.col("host").is_not_null())
-             .select("file", pl.col("fields").struct.field("tasks").alias("_t"), "host")
+             .select(_JOB, "file", pl.col("fields").struct.field("tasks").alias("_t"), "host")
              .filter(pl.col("_t").str.contains(r"^\d+$"))
-             .select("file", pl.col("_t").cast(pl.Int64).alias("task"), "host"))
-    labelled = events.filter(pl.col("task").is_not_null() & pl.col("host").is_not_null()).select("file", "task", "host")
-    layout = (pl.concat([labelled, exits], how="vertical").group_by("file", "task")
+             .select(_JOB, "file", pl.col("_t").cast(pl.Int64).alias("task"), "host"))
+    labelled = (events.filter(pl.col("task").is_not_null() & pl.col("host").is_not_null())
+                .select(_JOB, "file", "task", "host"))
+    layout = (pl.concat([labelled, exits], how="vertical").group_by(_JOB, "file", "task")
               .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
-              .select("file", "task", pl.col("_h").list.first().alias("_task_host")))
+              .select(_JOB, "file", "task", pl.col("_h").list.first().alias("_task_host")))
     if layout.height:
-        events = (events.join(layout, on=["file", "task"], how="left", maintain_order="left")
+        events = (events.join(layout, on=[_JOB, "file", "task"], how="left", maintain_order="left")
                   .with_columns(pl.coalesce("host", "_task_host").alias("host")).drop("_task_host"))
     return events
 
@@ -301,19 +345,19 @@ def node_of_host(host: str, nodes: Sequence[str]) -> str:
 
 
 def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
-    """Give every (host, pid) the rank NCCL reported for it in its largest communicator."""
+    """Give every (host, pid) of a job the rank NCCL reported for it in its largest communicator."""
     init = events.filter(pl.col("event") == Event.NCCL_INIT.value).select(
-        "host", "pid", pl.col("fields").struct.field("comm_rank").alias("r"),
+        _JOB, "host", "pid", pl.col("fields").struct.field("comm_rank").alias("r"),
         pl.col("fields").struct.field("nranks").alias("n"),
         pl.col("fields").struct.field("cuda_dev").alias("d"),
     )
     if init.height:
         world = (
             init.sort("n", descending=True, maintain_order=True)
-            .group_by("host", "pid", maintain_order=True)
+            .group_by(_JOB, "host", "pid", maintain_order=True)
             .agg(pl.col("r").first().alias("_world_rank"), pl.col("d").first().alias("_dev"))
         )
-        events = events.join(world, on=["host", "pid"], how="left", maintain_order="left")
+        events = events.join(world, on=[_JOB, "host", "pid"], how="left", maintain_order="left")
         events = events.with_columns(
             pl.coalesce("rank", "_world_rank").alias("rank"),
         ).drop("_world_rank", "_dev")
@@ -322,10 +366,10 @@ def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
     # rank prefixes seen on a process's other lines (e.g. [rank3]: with a Ray pid)
     by_pid = (
         events.filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null() & pl.col("host").is_not_null())
-        .group_by("host", "pid").agg(pl.col("rank").mode().first().alias("_pid_rank"))
+        .group_by(_JOB, "host", "pid").agg(pl.col("rank").mode().first().alias("_pid_rank"))
     )
     if by_pid.height:
-        events = events.join(by_pid, on=["host", "pid"], how="left", maintain_order="left").with_columns(
+        events = events.join(by_pid, on=[_JOB, "host", "pid"], how="left", maintain_order="left").with_columns(
             pl.coalesce("rank", "_pid_rank").alias("rank")
         ).drop("_pid_rank")
     return events
@@ -334,32 +378,33 @@ def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
 def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
     """(node, local rank) -> global rank, from torchrun's rendezvous results (``global_ranks``,
     listed in local-rank order) and ChildFailedError records (``rank : 3 (local_rank: 1)``), for
-    lines that only carry a ``[default1]:``/``[host:1]:`` prefix."""
-    pairs: dict[tuple[str, int], int] = {}
+    lines that only carry a ``[default1]:``/``[host:1]:`` prefix. Each job's own."""
+    pairs: dict[tuple[int, str, int], int] = {}
     # a shared file's line placed by the file name alone may be another node's
     placed = ~pl.col("_node_from_file")
     rdzv = events.filter((pl.col("event") == Event.RENDEZVOUS.value) & placed
                          & pl.col("fields").struct.field("value").is_not_null())
-    for row in rdzv.select("node", "host", pl.col("fields").struct.field("value").alias("v")).to_dicts():
+    for row in rdzv.select(_JOB, "node", "host", pl.col("fields").struct.field("value").alias("v")).to_dicts():
         place = row["node"] or row["host"]
         ranks = [int(x) for x in re.findall(r"-?\d+", row["v"] or "")]
         if place:
             for local, rank in enumerate(ranks):
-                pairs.setdefault((place, local), rank)
+                pairs.setdefault((row[_JOB], place, local), rank)
     records = events.filter((pl.col("event") == Event.CHILD_FAILURE.value) & placed & pl.col("rank").is_not_null()
                             & pl.col("local_rank").is_not_null())
-    for row in records.select("node", "host", "local_rank", "rank").to_dicts():
+    for row in records.select(_JOB, "node", "host", "local_rank", "rank").to_dicts():
         place = row["node"] or row["host"]
         if place:
-            pairs.setdefault((place, int(row["local_rank"])), int(row["rank"]))
+            pairs.setdefault((row[_JOB], place, int(row["local_rank"])), int(row["rank"]))
     if not pairs:
         return events
     mapping = pl.DataFrame(
-        {"_place": [p for p, _ in pairs], "local_rank": [lr for _, lr in pairs], "_mapped": list(pairs.values())},
-        schema={"_place": pl.String, "local_rank": pl.Int64, "_mapped": pl.Int64},
+        {_JOB: [j for j, _, _ in pairs], "_place": [p for _, p, _ in pairs], "local_rank": [lr for _, _, lr in pairs],
+         "_mapped": list(pairs.values())},
+        schema={_JOB: pl.UInt32, "_place": pl.String, "local_rank": pl.Int64, "_mapped": pl.Int64},
     )
     return (events.with_columns(pl.when(placed).then(pl.coalesce("node", "host")).alias("_place"))
-            .join(mapping, on=["_place", "local_rank"], how="left", maintain_order="left")
+            .join(mapping, on=[_JOB, "_place", "local_rank"], how="left", maintain_order="left")
             .with_columns(pl.coalesce("rank", "_mapped").alias("rank"))
             .drop("_place", "_mapped"))
 
@@ -367,36 +412,43 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
 def _ranks_from_tasks(events: pl.DataFrame) -> pl.DataFrame:
     """srun task -> global rank, where lines carry both (``7: [rank7]: ...``) and each task of a
     file shows one rank only: srun launched one task per rank, so the task's other lines, which
-    carry only its label (``7: torch.OutOfMemoryError ...``), are that rank's. Without such lines,
-    srun reporting several tasks of one node (``srun: error: node1: tasks 1-7: Terminated``) says
-    the same: srun launched the ranks itself (a launcher like torchrun runs as one task per node),
-    so task N is rank N, and srun's report on a single task names that rank."""
+    carry only its label (``7: torch.OutOfMemoryError ...``), are that rank's. Without such lines in
+    a job, srun reporting several tasks of one node (``srun: error: node1: tasks 1-7: Terminated``)
+    says the same: srun launched the ranks itself (a launcher like torchrun runs as one task per
+    node), so task N is rank N, and srun's report on a single task names that rank."""
     both = events.filter(pl.col("task").is_not_null() & pl.col("rank").is_not_null())
-    if both.height == 0:
-        return _ranks_are_tasks(events) if _tasks_are_processes(events) else events
-    pairs = both.group_by("file", "task").agg(pl.col("rank").unique().alias("_ranks"))
+    with_both = set(both[_JOB].unique().to_list())
+    tasks_are_ranks = _tasks_are_processes(events) - with_both
+    if tasks_are_ranks:
+        events = _ranks_are_tasks(events, tasks_are_ranks)
+    if not with_both:
+        return events
+    pairs = both.group_by(_JOB, "file", "task").agg(pl.col("rank").unique().alias("_ranks"))
     single = pairs.filter(pl.col("_ranks").list.len() == 1).select(
-        "file", "task", pl.col("_ranks").list.first().alias("_task_rank"))
+        _JOB, "file", "task", pl.col("_ranks").list.first().alias("_task_rank"))
     # and no rank held by two tasks of a file
-    single = single.filter(pl.col("_task_rank").is_unique().over("file"))
+    single = single.filter(pl.col("_task_rank").is_unique().over(_JOB, "file"))
     if single.height == 0:
         return events
-    return (events.join(single, on=["file", "task"], how="left", maintain_order="left")
+    return (events.join(single, on=[_JOB, "file", "task"], how="left", maintain_order="left")
             .with_columns(pl.coalesce("rank", "_task_rank").alias("rank")).drop("_task_rank"))
 
 
-def _tasks_are_processes(events: pl.DataFrame) -> bool:
-    """Whether srun's task reports show a node running several tasks."""
-    reports = events.filter(pl.col("event") == Event.SRUN_TASK_EXIT.value)
-    tasks = reports.select(pl.col("fields").struct.field("tasks")).to_series().drop_nulls().to_list()
-    return any("-" in str(t) or "," in str(t) for t in tasks)
+def _tasks_are_processes(events: pl.DataFrame) -> set[int]:
+    """The jobs whose srun task reports show a node running several tasks."""
+    reports = events.filter(pl.col("event") == Event.SRUN_TASK_EXIT.value).select(
+        _JOB, pl.col("fields").struct.field("tasks").alias("tasks")).drop_nulls("tasks")
+    return {int(job) for job, tasks in reports.iter_rows() if "-" in str(tasks) or "," in str(tasks)}
 
 
-def _ranks_are_tasks(events: pl.DataFrame) -> pl.DataFrame:
-    """Task N is rank N (see _ranks_from_tasks), for labelled lines and srun's one-task reports."""
+def _ranks_are_tasks(events: pl.DataFrame, jobs: set[int]) -> pl.DataFrame:
+    """Task N is rank N in ``jobs`` (see _ranks_from_tasks), for labelled lines and srun's
+    one-task reports."""
     one_task = pl.col("fields").struct.field("tasks").str.extract(r"^(\d+)$", 1).cast(pl.Int64, strict=False)
     srun_task = pl.when(pl.col("event") == Event.SRUN_TASK_EXIT.value).then(one_task)
-    return events.with_columns(pl.coalesce("rank", "task", srun_task).alias("rank"))
+    return events.with_columns(
+        pl.when(pl.col(_JOB).is_in(sorted(jobs))).then(pl.coalesce("rank", "task", srun_task))
+        .otherwise(pl.col("rank")).alias("rank"))
 
 
-__all__ = ["Job", "build_job", "load_job", "load_jobs", "node_of_host"]
+__all__ = ["Job", "build_job", "build_jobs", "load_job", "load_jobs", "node_of_host"]

@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from logscope.analysis import analyze
+from logscope.ingest import FileRead, Skipped, discover, read_file
 from logscope.model import Category
-from logscope.timeline import load_job, node_of_host
+from logscope.timeline import build_job, build_jobs, load_job, node_of_host
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 
 def test_torchrun_log_dir_tree_with_error_json(tmp_path: Path) -> None:
@@ -69,3 +73,51 @@ def test_interface_host_and_node_file_agree(tmp_path: Path) -> None:
     assert job.nodes == ["node1", "node2"]
     assert sorted(job.timeline["host"].to_list()) == ["node1", "node2"]
     assert sorted(job.timeline["rank"].to_list()) == [0, 1]
+
+
+def _read_job(folder: Path) -> tuple[list[FileRead], list[Skipped]]:
+    files, skipped = discover([folder])
+    reads = [read_file(f) for f in files]
+    return [r for r in reads if isinstance(r, FileRead)], [*skipped, *(r for r in reads if isinstance(r, Skipped))]
+
+
+def test_jobs_built_together_are_the_jobs_built_alone(tmp_path: Path) -> None:
+    # logscope scan builds the timelines of a batch of jobs together (build_jobs): every key that
+    # groups or joins events holds the job, so that one job's hosts, pids, ranks and srun tasks
+    # never resolve another's. A file's name shows its job's folder, but hosts, pids and ranks are
+    # shared by jobs: beside the sample jobs, jobs that share them but not what they mean (the
+    # ranks of a (host, pid), the largest communicator, a rank's host, a host's node, whether srun
+    # tasks are ranks, local ranks: the test fails when any of those keys loses the job; checked):
+    shared = GOLDENS / "LS301-shared-output-file-names-first-node" / "logs" / "train-5101-node01.out"
+    text = shared.read_text()
+    swapped = text.replace("node01", "@").replace("node02", "node01").replace("@", "node02")
+    renumbered = text.replace("rank 0 nranks", "rank @ nranks").replace("rank 2 nranks", "rank 0 nranks").replace(
+        "rank @ nranks", "rank 2 nranks")
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    init = "{host}:300:300 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    made = {
+        "shared": ("train-5101-node01.out", text),  # a file holding two nodes' output: hosts from ties
+        "shared-hosts-swapped": ("train-5101-node01.out", swapped),  # the same pids on the other hosts
+        "shared-ranks-renumbered": ("train-5101-node01.out", renumbered),  # the same (host, pid), other ranks
+        "suffixed-host": ("train-7-node1.out", init.format(host="node1-ib0")),  # node1's interface
+        "suffixed-host-elsewhere": ("train-8-gpu7.out", init.format(host="node1-ib0")),  # not a node of its job
+        "srun-tasks": ("train-9-node1.out", "srun: error: node1: tasks 0-1: Terminated\n0: RuntimeError: boom\n"),
+        "srun-one-task": ("train-9-node1.out", "1: RuntimeError: other\n"),  # task 1 is not rank 1 here
+        "task-is-rank-0": ("train-10-node1.out", f"0: {oom}\n0: [rank0]: RuntimeError: boom\n"),  # srun task 0
+        "task-is-rank-5": ("train-10-node1.out", f"0: {oom}\n0: [rank5]: RuntimeError: boom\n"),  # is this job's rank 5
+        "one-node-file": ("train-5101-node01.out", text.replace("node02", "node01")),  # not shared
+    }
+    folders = sorted(p for p in SAMPLES.iterdir() if p.is_dir())
+    for name, (file, content) in made.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / file).write_text(content)
+        folders.append(tmp_path / name)
+    read = [_read_job(folder) for folder in folders]
+    together = build_jobs(read)
+    assert len(together) == len(folders)
+    for folder, (reads, skipped), job in zip(folders, read, together, strict=True):
+        alone = build_job(reads, list(skipped))
+        assert job.timeline.equals(alone.timeline), folder.name
+        assert (job.warnings, job.nodes, job.job_id, job.lines_read) == (
+            alone.warnings, alone.nodes, alone.job_id, alone.lines_read), folder.name
+    assert any("holds the output of" in w for job in together for w in job.warnings)
