@@ -67,14 +67,15 @@ def skip_leading_hole(stream: io.BufferedIOBase | InflateStream, path: Path, hea
 
 @overload
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: Literal[False] = False) -> Iterator[bytes]: ...
+           mapped: Literal[False] = False, chunk: int | None = None) -> Iterator[bytes]: ...
 @overload
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: Literal[True]) -> Iterator[bytes | memoryview]: ...
+           mapped: Literal[True], chunk: int | None = None) -> Iterator[bytes | memoryview]: ...
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: bool = False) -> Iterator[bytes | memoryview]:
-    """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES, of the
-    stream of the file at ``path``; what was cut or skipped is added to ``warnings``.
+           mapped: bool = False, chunk: int | None = None) -> Iterator[bytes | memoryview]:
+    """Blocks that end at a newline (the last one may not), each at most about ``chunk`` bytes
+    (CHUNK_BYTES by default), of the stream of the file at ``path``; what was cut or skipped is
+    added to ``warnings``.
 
     ``mapped``: a plain file's block that needs no change (it ends at a newline and holds no hole
     at its ends: nearly all of them) is a read-only view of the file's pages (a memoryview), the
@@ -91,12 +92,13 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             pass
     squeezed = 0
     size = _plain_size(stream)
+    block_bytes = CHUNK_BYTES if chunk is None else chunk
     while True:
-        want = CHUNK_BYTES
-        if size is not None and size - stream.tell() <= CHUNK_BYTES * 3 // 2:
+        want = block_bytes
+        if size is not None and size - stream.tell() <= block_bytes * 3 // 2:
             # The rest of a plain file, up to half a block more, in one block: every block costs
             # a fixed ~20 ms beyond its lines, and a small last block would cost it for little.
-            want = max(CHUNK_BYTES, size - stream.tell() + 1)
+            want = max(block_bytes, size - stream.tell() + 1)
         elif size is not None and not pending:
             want = _up_to_a_newline(stream, want)
         if mapped and size is not None and not pending:
@@ -272,14 +274,16 @@ def _squeeze_nul_runs(data: bytes) -> tuple[bytes, int]:
     return data, size - len(data)
 
 
-def for_csv_reader(block: bytes | memoryview, unit_separator: bool | None = None) -> bytes | memoryview:
-    """``block`` as :func:`~logscope.ingest.line_frames.lines_frame` reads it: leading byte-order
-    marks dropped (the reader drops one, and finds "no data" if that was all), 0x1f (its
-    separator) a space. ``unit_separator``:
-    whether the block holds 0x1f, when the caller knows (:func:`control_bytes`). A view (see
-    :func:`blocks`) stays a view unless 0x1f must be replaced."""
+def for_csv_reader(block: bytes | memoryview, unit_separator: bool | None = None,
+                   first: bool = True) -> bytes | memoryview:
+    """``block`` as :func:`~logscope.ingest.line_frames.lines_frame` reads it: 0x1f (its separator)
+    a space, and in a file's ``first`` block its leading byte-order marks dropped (the reader drops
+    one, and finds "no data" if that was all). A later block keeps them: a line that starts with
+    one (files joined with ``cat``) reads the same wherever the blocks are cut (lines_frame keeps
+    it from the reader). ``unit_separator``: whether the block holds 0x1f, when the caller knows
+    (:func:`control_bytes`). A view (see :func:`blocks`) stays a view unless 0x1f must be replaced."""
     bom = codecs.BOM_UTF8
-    while block[:len(bom)] == bom:
+    while first and block[:len(bom)] == bom:
         block = block[len(bom):] or b"\n"
     if unit_separator if unit_separator is not None else b"\x1f" in bytes(block):
         block = bytes(block).replace(b"\x1f", b" ")

@@ -51,13 +51,14 @@ def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls)
     """``block`` (lines numbered from ``first_line + 1``) without the COLL lines the thinning would
     drop; None when the block is better read whole (see the module's docstring).
 
-    The block is taken as :func:`~logscope.ingest.line_frames.lines_frame` reads it: leading byte-order
-    marks dropped, 0x1f a space. A block of at most WRAP_MAX_LINES lines is never prefiltered: the
-    parser may join hard-wrapped lines in such a block, and a dropped line would change what joins.
+    The block is taken as :func:`~logscope.ingest.line_frames.lines_frame` reads it: a file's leading
+    byte-order marks dropped (in its first block), 0x1f a space. A block of at most WRAP_MAX_LINES
+    lines is never prefiltered: the parser may join hard-wrapped lines in such a block, and a
+    dropped line would change what joins.
     ``controls``: what the block holds (:func:`~logscope.ingest.blocks.control_bytes`)."""
     if not compiled.COMPILED or len(block) < MIN_BLOCK_BYTES:
         return None
-    block = for_csv_reader(block, controls.unit_separator)
+    block = for_csv_reader(block, controls.unit_separator, first=first_line == 0)
     total, pairs, groups = compiled.scanner.scan(block, controls.carriage_return, MATCH_CHARS)
     if total <= WRAP_MAX_LINES or not groups:
         return None

@@ -3,6 +3,8 @@ cut at newlines: :mod:`logscope.ingest.blocks`, which imports no polars)."""
 
 from __future__ import annotations
 
+import codecs
+
 import polars as pl
 
 from logscope.ingest.blocks import for_csv_reader
@@ -19,10 +21,11 @@ def lines_frame(block: bytes, first_line: int, numbered: bool = False,
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
     if not numbered:
-        block = bytes(for_csv_reader(block, unit_separator))  # bytes in, bytes out: no copy
-    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does): an empty
-    # first line in front of such a block keeps it text, and its row is dropped below.
-    shielded = _compressed_start(block)
+        block = bytes(for_csv_reader(block, unit_separator, first=first_line == 0))  # bytes in, bytes out: no copy
+    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does), and drops
+    # a byte-order mark it starts with (kept in a later block of a file: for_csv_reader): an empty
+    # first line in front of such a block keeps it as it is, and its row is dropped below.
+    shielded = _compressed_start(block) or (not numbered and block.startswith(codecs.BOM_UTF8))
     columns = ["line", "raw"] if numbered else ["raw"]
     frame = pl.read_csv(
         b"\n" + block if shielded else block,
