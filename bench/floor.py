@@ -10,7 +10,7 @@ split between them, blocks of ``CHUNK_BYTES`` cut at a newline) and, per block, 
 * ``scan``: no polars at all: the compiled scanner's two passes over the bytes
   (``logscope/ingest/_collscan.c``: which control bytes the block holds, then its COLL lines found
   and grouped), what ``analyze`` pays per block before anything is framed. Its blocks are the
-  file's pages mapped, as the workers' byte pass reads them (``scanning.BLOCK_BYTES``, mapped).
+  file's pages mapped, as the workers' byte pass reads them (``blocks(..., mapped=True)``).
 
 No pattern, no grouping, no detector: any reader that looks at every line of the file in polars
 pays at least ``lines``, plus starting Python and polars. Compare with the ``analyze`` row of
@@ -40,11 +40,10 @@ def work(paths: list[str], stage: str) -> int:
     lines = 0
     if stage == "scan":  # no polars loaded, as in a read worker
         from logscope.ingest.blocks import blocks
-        from logscope.ingest.scanning import BLOCK_BYTES
 
         for path in paths:
             with Path(path).open("rb") as stream:
-                for block in blocks(stream, Path(path), [], mapped=True, chunk=BLOCK_BYTES):
+                for block in blocks(stream, Path(path), [], mapped=True):
                     scanner.controls(block)
                     lines += scanner.scan(block, False, 4096)[0]
         return lines

@@ -19,18 +19,7 @@ from pathlib import Path
 import pytest
 from reading_support import assert_same_reads, coll_heavy_log
 
-from logscope.ingest import (
-    FileRead,
-    Skipped,
-    blocks,
-    coll_prefilter,
-    compiled,
-    discover,
-    read_file,
-    reading,
-    scanning,
-    workers,
-)
+from logscope.ingest import FileRead, Skipped, blocks, coll_prefilter, compiled, discover, read_file, reading, workers
 from logscope.ingest.scanning import MAX_KEPT_BYTES, ScannedFile, scan_file
 from logscope.ingest.workers import worker_main
 
@@ -52,7 +41,6 @@ def read_after_the_pass(path: Path) -> tuple[ScannedFile, FileRead | Skipped]:
                                     "no last newline"])
 def test_a_file_the_pass_took_reads_as_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)  # several blocks, and a small last one
-    monkeypatch.setattr(scanning, "BLOCK_BYTES", 1024 * 1024)  # the pass's too
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
     path = coll_heavy_log(tmp_path / "coll-gpu0.out", 40000)
     text = path.read_bytes()
@@ -80,7 +68,6 @@ def test_a_file_the_pass_took_reads_as_read_here(tmp_path: Path, monkeypatch: py
 
 def test_a_read_error_keeps_what_came_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
-    monkeypatch.setattr(scanning, "BLOCK_BYTES", 1024 * 1024)
     plain = coll_heavy_log(tmp_path / "plain.out", 40000).read_bytes()
     path = tmp_path / "coll-gpu0.out.gz"
     path.write_bytes(gzip.compress(plain)[:-4000])  # a truncated archive
@@ -94,7 +81,6 @@ def test_a_read_error_keeps_what_came_before_it(tmp_path: Path, monkeypatch: pyt
 def test_the_files_the_pass_cannot_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Blocks of 1 MiB, reduced from 512 KiB, kept whole up to 768 KiB: as in use, scaled down.
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
-    monkeypatch.setattr(scanning, "BLOCK_BYTES", 1024 * 1024)
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
     monkeypatch.setattr("logscope.ingest.scanning.WHOLE_MAX_BYTES", 768 * 1024)
     coll = coll_heavy_log(tmp_path / "coll.out", 40000).read_bytes()
@@ -207,9 +193,9 @@ def test_lines_that_start_with_a_byte_order_mark_read_the_same_whatever_the_bloc
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Files joined with `cat` leave a byte-order mark at the start of a line. Only a file's own
     # first one is dropped: one at the start of a later block is kept, as it is where no block
-    # starts, so that a file reads the same in blocks of any size, by the usual way and by the
-    # byte pass (whose blocks are bigger). It was dropped at every block's start: the events
-    # changed with the blocks.
+    # starts, so that a file of such lines reads the same in blocks of any size, by the usual way
+    # and by the byte pass. It was dropped at every block's start: the events changed with the
+    # blocks.
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 64 * 1024)
     bom = "\ufeff"
     lines = [bom + f"gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 comm 0x55aa01 "
@@ -220,7 +206,6 @@ def test_lines_that_start_with_a_byte_order_mark_read_the_same_whatever_the_bloc
     reads = []
     for size in (96 * 1024, 256 * 1024, 64 * 1024 * 1024):
         monkeypatch.setattr(blocks, "CHUNK_BYTES", size)
-        monkeypatch.setattr(scanning, "BLOCK_BYTES", size)
         reads.append(read_file(source_of(path)))
         scanned = scan_file(source_of(path))  # None where no block has a COLL line to drop
         if scanned is not None:

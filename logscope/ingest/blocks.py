@@ -67,15 +67,14 @@ def skip_leading_hole(stream: io.BufferedIOBase | InflateStream, path: Path, hea
 
 @overload
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: Literal[False] = False, chunk: int | None = None) -> Iterator[bytes]: ...
+           mapped: Literal[False] = False) -> Iterator[bytes]: ...
 @overload
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: Literal[True], chunk: int | None = None) -> Iterator[bytes | memoryview]: ...
+           mapped: Literal[True]) -> Iterator[bytes | memoryview]: ...
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: bool = False, chunk: int | None = None) -> Iterator[bytes | memoryview]:
-    """Blocks that end at a newline (the last one may not), each at most about ``chunk`` bytes
-    (CHUNK_BYTES by default), of the stream of the file at ``path``; what was cut or skipped is
-    added to ``warnings``.
+           mapped: bool = False) -> Iterator[bytes | memoryview]:
+    """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES, of the
+    stream of the file at ``path``; what was cut or skipped is added to ``warnings``.
 
     ``mapped``: a plain file's block that needs no change (it ends at a newline and holds no hole
     at its ends: nearly all of them) is a read-only view of the file's pages (a memoryview), the
@@ -92,13 +91,12 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             pass
     squeezed = 0
     size = _plain_size(stream)
-    block_bytes = CHUNK_BYTES if chunk is None else chunk
     while True:
-        want = block_bytes
-        if size is not None and size - stream.tell() <= block_bytes * 3 // 2:
+        want = CHUNK_BYTES
+        if size is not None and size - stream.tell() <= CHUNK_BYTES * 3 // 2:
             # The rest of a plain file, up to half a block more, in one block: every block costs
             # a fixed ~20 ms beyond its lines, and a small last block would cost it for little.
-            want = max(block_bytes, size - stream.tell() + 1)
+            want = max(CHUNK_BYTES, size - stream.tell() + 1)
         elif size is not None and not pending:
             want = _up_to_a_newline(stream, want)
         if mapped and size is not None and not pending:

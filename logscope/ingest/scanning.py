@@ -35,13 +35,6 @@ from logscope.parsers.time_forms import FULL_DATE_BYTES
 MAX_KEPT_BYTES = 64 * 1024 * 1024
 # A block the scanner does not reduce (too small, too few lines) is kept whole up to this size.
 WHOLE_MAX_BYTES = 4 * 1024 * 1024
-# The pass's blocks: a file's pages mapped, not copied (blocks' mapped=True), so a bigger block
-# costs no memory but the pages a worker has mapped at once (up to ~2 blocks). Each block keeps the
-# first and last lines of each COLL group; fewer, bigger blocks keep fewer lines for the main
-# process to classify: a file of up to 192 MiB is one block (1 GB of 67 MB files: ~17,000 lines
-# kept instead of ~25,000, 0.90-0.97x the time, a worker's peak ~100 MB instead of ~65 MB). A file
-# the pass cannot take (no COLL line to drop) costs the scan of its first block (~0.05 s at most).
-BLOCK_BYTES = 128 * 1024 * 1024
 
 _FULL_DATE = re.compile(FULL_DATE_BYTES)
 
@@ -97,8 +90,10 @@ def scan_file(source: SourceFile) -> ScannedFile | None:
         scanned = ScannedFile(source, reference_year(head, source.path), [])
         lines = kept = 0
         try:
-            # Mapped, not copied (blocks' mapped=True): no view of a block outlives the next one.
-            for block in blocks(stream, source.path, scanned.warnings, mapped=True, chunk=BLOCK_BYTES):
+            # Mapped, not copied (blocks' mapped=True): no view of a block outlives the next one. The
+            # blocks are those the usual way reads (bigger ones keep fewer lines but read otherwise
+            # than the usual way in edge cases: carriage returns at a block's end).
+            for block in blocks(stream, source.path, scanned.warnings, mapped=True):
                 controls = control_bytes(block)
                 if controls.nul:
                     block = without_nul(bytes(block))
@@ -136,5 +131,4 @@ def reference_year(head: bytes, path: Path) -> int:
     return year if 1900 <= year <= 2999 else 1970  # as timestamps.py: no year close to datetime's limits
 
 
-__all__ = ["BLOCK_BYTES", "MAX_KEPT_BYTES", "WHOLE_MAX_BYTES", "ScannedBlock", "ScannedFile", "reference_year",
-           "scan_file"]
+__all__ = ["MAX_KEPT_BYTES", "WHOLE_MAX_BYTES", "ScannedBlock", "ScannedFile", "reference_year", "scan_file"]
