@@ -13,6 +13,24 @@ from polars.testing import assert_frame_equal
 
 from logscope.ingest import FileRead, Skipped
 
+# For a test's subprocess that measures its own peak memory: ``peak_kib()``, the high-water mark of
+# the process's own pages since it started (/proc's VmHWM), in KiB. Not ``ru_maxrss``: Linux carries a
+# process's high-water mark across exec, so a subprocess's ``ru_maxrss`` starts at the peak of the test
+# process that started it (in CI, a pytest process grown to 2.1 GB by the tests before made a 450 MB
+# read measure 2.1 GB, and a probe that subtracts its first reading from its last measures nothing).
+PEAK_KIB = """
+def peak_kib():
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
 
 def assert_same_reads(expected: Sequence[FileRead | Skipped], got: Sequence[FileRead | Skipped]) -> None:
     """The same files read, with the same line counts, warnings and events."""

@@ -27,6 +27,7 @@ import pytest
 import zstandard
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from reading_support import PEAK_KIB
 
 from logscope import ingest
 from logscope.analysis import analyze
@@ -537,14 +538,14 @@ if __name__ == "__main__":  # pragma: no cover
 
 # --- memory: bounded whatever the content ------------------------------------------------------
 
-_MEMORY_PROBE = """
-import resource, sys
+_MEMORY_PROBE = PEAK_KIB + """
+import sys
 from pathlib import Path
 from logscope.ingest import blocks, discover, read_file
 blocks.CHUNK_BYTES = 1024 * 1024  # several blocks, as a big file has
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak_kib()
 result = read_file(discover([Path(sys.argv[1])])[0][0])
-print(result.lines_read, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+print(result.lines_read, (peak_kib() - base) // 1024)
 """
 # Literals of logscope/parsers/patterns.py's triggers: one byte, short, long, and a prefix.
 TRIGGERS = ["=", "+ ", " : ", "NCCL WARN ", "Error", ": opCount ", "[default0]:", "Traceback"]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from reading_support import PEAK_KIB
 
 from logscope.cli import main
 
@@ -153,14 +154,15 @@ def write_log(path: Path, size: int) -> None:
         f.write(b"[default3]:ValueError: the end\n")
 
 
-MEASURE = textwrap.dedent('''
+MEASURE = PEAK_KIB + textwrap.dedent('''
     import json, resource, sys
     from pathlib import Path
     from logscope.analysis import analyze
     result = analyze([Path(sys.argv[1])])
-    # KiB on Linux; a reader worker process, if the job is read by several, counts as well
-    peak_kib = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    print(json.dumps({"peak_mib": peak_kib / 1024, "lines": result.job.lines_read,
+    # KiB on Linux; a reader worker process, if the job is read by several, counts as well (its
+    # ru_maxrss starts at this process's size when it was started: never more than this one's peak)
+    peak = max(peak_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    print(json.dumps({"peak_mib": peak / 1024, "lines": result.job.lines_read,
                       "category": result.verdict.category.value}))
 ''')
 
