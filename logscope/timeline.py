@@ -162,7 +162,6 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
     built alone or with others (``tests/test_identity.py``)."""
     jobs: list[Job] = []
     frames: list[pl.DataFrame] = []
-    file_nodes_of: dict[int, list[str]] = {}
     for index, (reads, skipped) in enumerate(reads_of_jobs):
         job_ids = sorted({r.source.info.job_id for r in reads if r.source.info.job_id})
         names = sorted({r.source.info.job_name for r in reads if r.source.info.job_name})
@@ -177,9 +176,8 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
             lines_recognised=sum(r.lines_recognised for r in reads),
             job_id=",".join(job_ids) if job_ids else None,
             job_name=",".join(names) if names else None,
-            nodes=file_nodes,
+            nodes=file_nodes,  # the nodes its files name, until its timeline adds the others
         ))
-        file_nodes_of[index] = file_nodes
         frames.extend(read.events.with_columns(
             pl.lit(read.source.display).alias("file"),
             pl.lit(read.source.info.node, dtype=pl.String).alias("node"),
@@ -190,7 +188,7 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
     # Each file's controls were dropped, its facts filled in and its records folded as its reading
     # ended (logscope.ingest.file_events).
     events = pl.concat(frames, how="vertical")
-    events, shared = _resolve_nodes(events, file_nodes_of)
+    events, shared = _resolve_nodes(events, [job.nodes for job in jobs])
     for index, job in enumerate(jobs):
         if index in shared:
             job.warnings.extend(_shared_file_warnings(shared[index], {r.source.display: r.source.info.node
@@ -212,13 +210,14 @@ _SUBJECT_HOST = (*_ABOUT_OTHER, Event.CANCELLED.value, Event.ECC_ERROR.value)
 _ADDRESS = ascii_classes(r"^\d{1,3}(?:\.\d{1,3}){3}$|^localhost$")
 
 
-def _resolve_nodes(events: pl.DataFrame, file_nodes_of: dict[int, list[str]],
+def _resolve_nodes(events: pl.DataFrame, file_nodes: Sequence[list[str]],
                    ) -> tuple[pl.DataFrame, dict[int, dict[str, list[str]]]]:
     """Fill ``host`` and ``node`` from the line's own evidence (see the module docstring), matching
-    interface-suffixed hosts to their job's nodes. Returns the events and, for each job, each of
-    its files whose lines name two or more nodes, with those nodes."""
+    interface-suffixed hosts to their job's nodes (``file_nodes``: by job, those its files name).
+    Returns the events and, for each job, each of its files whose lines name two or more nodes,
+    with those nodes."""
     pairs = events.filter(pl.col("host").is_not_null() & (pl.col("host") != "")).select(_JOB, "host").unique()
-    known_of = {job: sorted(nodes, key=len, reverse=True) for job, nodes in file_nodes_of.items()}
+    known_of = [sorted(nodes, key=len, reverse=True) for nodes in file_nodes]
     job_column, hosts = pairs[_JOB].to_list(), pairs["host"].to_list()
     mapping = pl.DataFrame(
         {_JOB: job_column, "host": hosts,
