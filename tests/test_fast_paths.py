@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -95,24 +99,128 @@ def test_reading_in_workers_matches_reading_here(monkeypatch: pytest.MonkeyPatch
     assert_same_reads(here, there)
 
 
-@pytest.mark.parametrize("used", [True, False])
-def test_workers_started_early_read_the_job_or_are_stopped(monkeypatch: pytest.MonkeyPatch, used: bool) -> None:
-    # start_early starts the workers from the inputs' size on disk; read_files gives them their
-    # files (the same reads as here), or stops them when it reads here after all.
+def _early_read_of(monkeypatch: pytest.MonkeyPatch, inputs: list[Path],
+                   exclude: Callable[[Sequence[Path]], Sequence[Path]] | None = None) -> list[subprocess.Popen[bytes]]:
+    """start_early on ``inputs`` (as if big, on two cores); the processes of the read it began."""
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    workers.start_early(inputs, exclude=exclude)
+    assert len(workers._EARLY_READ) == 1 and not workers._EARLY  # every worker started was given files
+    early = workers._EARLY_READ[0][1]
+    deadline = time.monotonic() + 30
+    while len(early._processes) < 2 and time.monotonic() < deadline:  # noted as their threads take them
+        time.sleep(0.01)
+    return list(early._processes)
+
+
+@pytest.mark.parametrize("same_files", [True, False])
+def test_a_read_started_early_is_used_for_its_files_or_stopped(monkeypatch: pytest.MonkeyPatch,
+                                                               same_files: bool) -> None:
+    # start_early finds the files and the workers read them while the command imports; read_files
+    # takes that read when it is given the same files, and else stops it and reads them as usual:
+    # the same reads either way, and no worker started late nor left behind.
+    inputs = [SAMPLES / "crash-cascade", SAMPLES / "oom"]
+    files, _ = discover(inputs if same_files else inputs[:1])
+    here = [read_file(f) for f in files]
+    processes = _early_read_of(monkeypatch, [*inputs, Path("json")])  # an option's value is no input
+    if not same_files:
+        monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 10**15)  # read here: no worker may start
+    started: list[object] = []
+    monkeypatch.setattr(workers, "_start_worker", lambda: started.append(1) or pytest.fail("a worker started late"))
+    early = workers._EARLY_READ[0][1]
+    assert_same_reads(here, read_files(files))
+    assert not workers._EARLY_READ and not workers._EARLY and not started
+    assert early._stopped is not same_files
+    for proc in processes:
+        proc.wait(timeout=30)  # none left behind
+
+
+def test_a_read_started_early_leaves_out_what_the_caller_reads_as_something_else(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # SLURM's record saved beside the logs is read as the record (command.py passes the finder):
+    # found early as a log, the files would differ from the CLI's and the early read be wasted.
+    inputs = [SAMPLES / "crash-cascade", SAMPLES / "oom"]
+    left_out = [discover(inputs)[0][0].path]
+    _early_read_of(monkeypatch, inputs, exclude=lambda _paths: left_out)
+    found = workers._EARLY_READ[0][0]
+    assert found == discover(inputs, exclude=left_out)[0] and left_out[0] not in [f.path for f in found]
+    processes = workers._EARLY_READ[0][1]._processes
+    workers._stop_early_read()  # what the exit handler does
+    assert not workers._EARLY_READ
+    for proc in processes:
+        proc.wait(timeout=30)
+
+
+def test_a_read_started_early_and_never_taken_is_stopped_at_exit(tmp_path: Path) -> None:
+    # A command that fails after start_early (a wrong option, files of two jobs) reads nothing: the
+    # exit handler start_early registers stops its workers rather than let them read on. Here the
+    # workers never end by themselves (they sleep), so only that handler can end them.
+    child = (
+        "import time\nfrom pathlib import Path\nfrom logscope.ingest import workers\n"
+        "workers.PARALLEL_MIN_BYTES = 1\nworkers._usable_cores = lambda: 2\n"
+        "workers._WORKER_CODE = 'import time; time.sleep(600)'\n"
+        f"workers.start_early([Path({str(SAMPLES / 'crash-cascade')!r}), Path({str(SAMPLES / 'oom')!r})])\n"
+        "early = workers._EARLY_READ[0][1]\n"
+        "while len(early._processes) < 2: time.sleep(0.01)\n"
+        "print(' '.join(str(p.pid) for p in early._processes))\n")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=True)
+    pids = done.stdout.split()
+    assert len(pids) == 2
+    deadline = time.monotonic() + 60
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids), "a worker started early outlived its command"
+
+
+def _alive(pid: str) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting to be reaped has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
+    except (OSError, IndexError):
+        return False
+    return state not in "ZX"
+
+
+def test_a_worker_that_starts_after_its_read_was_stopped_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    # stop() may come while a worker is still starting (a read start_early began, for other files
+    # than the command reads): that worker is stopped as soon as it has started.
+    go = threading.Event()
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start_late() -> subprocess.Popen[bytes]:
+        go.wait(30)
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+        return started[-1]
+
+    monkeypatch.setattr(workers, "_start_worker", start_late)
+    files, _ = discover([SAMPLES / "oom"])
+    reading = workers._Workers(files, [[0]])
+    reading.stop()
+    go.set()
+    deadline = time.monotonic() + 30
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started[0].wait(timeout=30)
+    assert list(reading.results()) == []  # it returned nothing: the file is read by the caller
+
+
+def test_workers_started_early_wait_for_their_files_when_none_can_be_found_yet(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A job id among the inputs (its logs found later, through SLURM) or a folder that cannot be
+    # walked: the workers only start, and read_files gives them their files, or stops them.
     files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "oom"])
     here = [read_file(f) for f in files]
     monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "_found_early", lambda _inputs, _exclude: None)
     workers.start_early([SAMPLES / "crash-cascade", SAMPLES / "oom"])
     early = list(workers._EARLY)
-    assert len(early) == 2
-    if not used:
-        monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 10**15)
-    started: list[object] = []
-    monkeypatch.setattr(workers, "_start_worker", lambda: started.append(1) or pytest.fail("a worker started late"))
+    assert len(early) == 2 and not workers._EARLY_READ
+    monkeypatch.setattr(workers, "_start_worker", lambda: pytest.fail("a worker started late"))
     assert_same_reads(here, read_files(files))
-    assert not workers._EARLY and not started
-    assert all(proc.poll() is not None for proc in early)  # none left behind
+    assert not workers._EARLY
+    assert all(proc.poll() is not None for proc in early)
 
 
 def test_every_name_the_ingest_package_exports_loads() -> None:

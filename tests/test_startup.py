@@ -75,13 +75,30 @@ def test_a_reading_command_starts_its_readers_before_the_cli_loads(monkeypatch: 
     from logscope.ingest import workers
 
     asked: list[list[Path]] = []
-    monkeypatch.setattr(workers, "start_early", lambda inputs: asked.append(list(inputs)))
+    monkeypatch.setattr(workers, "start_early", lambda inputs, **_: asked.append(list(inputs)))
     command.start_readers(["--debug", "analyze", "job-1/", "--format", "json", "x.out"])
     command.start_readers(["report", "job-2/"])
     command.start_readers(["lint", "job.sbatch"])
     command.start_readers(["--version"])
     command.start_readers([])
     assert asked == [[Path("job-1/"), Path("json"), Path("x.out")], [Path("job-2/")]]
+
+
+def test_readers_started_early_leave_out_slurms_saved_record(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    # The CLI reads sacct/scontrol output saved beside the logs as the job's record, not as a log
+    # (accounting.gather): the files the readers start on must leave it out too, or the early read
+    # is of other files than the command's, and wasted.
+    from logscope import command
+    from logscope.ingest import workers
+
+    (tmp_path / "train-1-node01.out").write_text("x\n")
+    (tmp_path / "sacct-1.json").write_text("{}\n")
+    excluded: list[list[Path]] = []
+    monkeypatch.setattr(workers, "start_early",
+                        lambda inputs, exclude=None: excluded.append(list(exclude(inputs)) if exclude else []))
+    command.start_readers(["analyze", str(tmp_path)])
+    assert excluded == [[tmp_path / "sacct-1.json"]]
 
 
 def test_the_entry_point_imports_no_cli_before_starting_readers() -> None:
