@@ -45,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -232,24 +233,52 @@ class TreeRss(threading.Thread):
 
     def run(self) -> None:
         page = os.sysconf("SC_PAGE_SIZE")
+        # The tree is walked through each task's children list where the kernel keeps one (a few
+        # reads a sample); scanning every process's stat costs ~4 ms a sample, a fifth of a core
+        # taken from the tool measured on a 2-core machine.
+        children_of = _children_listed if Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists() \
+            else _children_scanned
         while not self._done.wait(0.02):
-            children: dict[int, list[int]] = {}
-            for entry in os.scandir("/proc"):
-                if entry.name.isdigit():
-                    try:
-                        stat = Path(f"/proc/{entry.name}/stat").read_text()
-                    except OSError:
-                        continue
-                    children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
-            total, todo = 0, children.get(self.root, []) if self.skip_root else [self.root]
+            children = children_of(self.root)
+            total, todo = 0, children(self.root) if self.skip_root else [self.root]
             while todo:
                 pid = todo.pop()
                 try:
                     total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
                 except (OSError, IndexError, ValueError):
                     continue
-                todo += children.get(pid, [])
+                todo += children(pid)
             self.peak = max(self.peak, total)
+
+
+def _children_listed(_root: int) -> Callable[[int], list[int]]:
+    """A process's children, from its tasks' ``children`` lists (Linux with CONFIG_PROC_CHILDREN)."""
+    def children(pid: int) -> list[int]:
+        found: list[int] = []
+        try:
+            tasks = [entry.name for entry in os.scandir(f"/proc/{pid}/task")]
+        except OSError:
+            return found
+        for task in tasks:
+            try:
+                found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+        return found
+    return children
+
+
+def _children_scanned(_root: int) -> Callable[[int], list[int]]:
+    """A process's children, from every process's parent in ``/proc/PID/stat``."""
+    by_parent: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(f"/proc/{entry.name}/stat").read_text()
+            except OSError:
+                continue
+            by_parent.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    return lambda pid: by_parent.get(pid, [])
 
 
 def commands(tool: str, folder: Path, files: list[str]) -> list[str]:
