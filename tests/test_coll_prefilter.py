@@ -94,6 +94,46 @@ def test_coll_lines_with_nccl_timestamps_read_the_same_with_the_scanner(
         assert aside > fast.lines_read // 2
 
 
+def read_without_setting_aside(path: Path, monkeypatch: pytest.MonkeyPatch) -> FileRead:
+    """The file read with no COLL line set aside anywhere: what both ways must give."""
+    prepare_chunk = reading.prepare_chunk
+    with monkeypatch.context() as patch:
+        patch.setattr(compiled, "COMPILED", False)
+        patch.setattr(reading, "prepare_chunk", lambda *args, **kwargs: prepare_chunk(
+            *args, **{**kwargs, "coll_keep": None}))
+        truth = read_file(discover([path])[0][0])
+    assert isinstance(truth, FileRead)
+    return truth
+
+
+@needs_scanner
+@pytest.mark.parametrize("stamp", ["[2026-05-05 06:16: 43] ", "[2026-05-05 06:1\u00e96:43] ", "[2026-02-30 06:16:43] ",
+                                   "[2026-05-05 24:16:43] ", "[2026-05-05 06:16:43.1234567890] ",
+                                   "[2026-05-05 06:16:43 UTC] "])
+def test_a_coll_line_whose_stamp_reads_as_no_time_is_never_set_aside(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stamp: str) -> None:
+    # NCCL's stamp is left out of the grouping (one group per process and communicator, not per
+    # second), so a group may hold a line whose stamp is damaged (a byte lost or changed in a
+    # crash) and reads as no time. Were it set aside first or last of a run, the untimed events
+    # around would take their times from it, that is from a line further on: it stays (both ways).
+    rows = []
+    for n in range(8000):
+        second = 10 + n // 200
+        head = f"[2026-05-05 06:16:{second:02d}] " if n % 250 else stamp  # after the untimed line
+        if n % 250 == 0:
+            rows.append("ValueError: boom")  # untimed: its time from the lines around it
+        rows.append(f"[default0]:{head}gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 "
+                    "comm 0x55aa01 [nranks=8]")
+    path = tmp_path / "coll-1-gpu0.out"
+    path.write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    truth = read_without_setting_aside(path, monkeypatch)
+    fast, plain, aside = read_both_ways(path, monkeypatch)
+    assert aside > 6000
+    assert_same_reads([truth], [plain])
+    assert_same_reads([truth], [fast])
+
+
 # Pieces of lines: COLL lines of a few processes and communicators, with and without NCCL's own
 # timestamp and launcher prefixes, and what can break a byte-level reading of them.
 PROCESSES = ["gpu0:100:101 [0]", "gpu1:200:201 [1]", "gpu0:100:102 [0]", "n-é:300:301 [2]", "gpu0:0100:101 [0]"]
@@ -106,8 +146,9 @@ OTHERS = ["ValueError: boom", "", "   ", "[rank0]: Traceback (most recent call l
 
 
 @st.composite
-def coll_block(draw: st.DrawFn) -> str:
-    """A block of more than WRAP_MAX_LINES lines, from a drawn set of line templates."""
+def coll_block(draw: st.DrawFn, lines: int = WRAP_MAX_LINES + 1500) -> str:
+    """A block of more than WRAP_MAX_LINES lines (``lines`` of them), from a drawn set of line
+    templates."""
     templates = draw(st.lists(st.tuples(
         st.sampled_from(FRONTS), st.sampled_from(PROCESSES), st.sampled_from(["AllReduce", "Broadcast", "All Reduce"]),
         st.sampled_from(["{n:x} ", "{n} ", "zz ", "{n:x}"]), st.sampled_from(COMMS), st.sampled_from(BREAKS),
@@ -116,7 +157,7 @@ def coll_block(draw: st.DrawFn) -> str:
     seed = draw(st.integers(0, 2**16))
     rng = random.Random(seed)
     rows = []
-    for n in range(WRAP_MAX_LINES + 1500):
+    for n in range(lines):
         if others and rng.random() < 0.05:
             rows.append(rng.choice(others).format(s=n % 10))
             continue
@@ -142,6 +183,25 @@ def test_any_block_reads_the_same_with_the_scanner(monkeypatch: pytest.MonkeyPat
             monkeypatch.setattr(blocks, "CHUNK_BYTES", chunk)
             fast, plain, _ = read_both_ways(path, monkeypatch)
             assert_same_reads([plain], [fast])
+
+
+@needs_scanner
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(text=coll_block(lines=3 * (WRAP_MAX_LINES + 800)))
+def test_any_file_of_several_blocks_reads_the_same_with_the_scanner(monkeypatch: pytest.MonkeyPatch,
+                                                                   text: str) -> None:
+    # Three blocks each of which the scanner reduces: once a read worker's byte pass has scanned
+    # them all, it drops what each kept of a group that the others make surplus (those of its
+    # blocks whose COLL lines carry no time: coll_prefilter.drop_surplus_across).
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    data = text.encode("utf-8", "surrogatepass")
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", len(data) // 3 + 1)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "coll-1-gpu0.out"
+        path.write_bytes(data)
+        fast, plain, _ = read_both_ways(path, monkeypatch)
+        assert_same_reads([plain], [fast])
 
 
 @needs_scanner

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import pickle
+import random
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,18 @@ from pathlib import Path
 import pytest
 from reading_support import assert_same_reads, coll_heavy_log
 
-from logscope.ingest import FileRead, Skipped, blocks, coll_prefilter, compiled, discover, read_file, reading, workers
+from logscope.ingest import (
+    FileRead,
+    Skipped,
+    blocks,
+    coll_prefilter,
+    compiled,
+    discover,
+    read_file,
+    reading,
+    scanning,
+    workers,
+)
 from logscope.ingest.scanning import MAX_KEPT_BYTES, ScannedFile, scan_file
 from logscope.ingest.workers import worker_main
 
@@ -64,6 +76,68 @@ def test_a_file_the_pass_took_reads_as_read_here(tmp_path: Path, monkeypatch: py
     scanned, parsed = read_after_the_pass(path)
     assert len(scanned.blocks) >= 2
     assert_same_reads([read_file(source_of(path))], [parsed])
+
+
+def untimed_coll_log(path: Path, *, timed_stretch: bool) -> Path:
+    """A COLL-heavy log whose COLL lines carry no time, in 5 blocks of 1 MiB: groups that run
+    through every block (a process written two ways: two groups of the scanner, one of the
+    thinning), one that ends in the second block, one that starts in the last, small groups around
+    where blocks end, and timed and untimed lines of other kinds among them. ``timed_stretch``: a
+    block's worth of them with NCCL's timestamp in front (such a block is not counted)."""
+    rng = random.Random(5)
+    small = {start: f"0x66{start:04x}" for start in range(3000, 33000, 1700)}  # 70 lines from each start
+    rows: list[str] = []
+    for n in range(34500):
+        stamp = "[2026-05-05 06:16:47] " if timed_stretch and 11000 <= n < 16000 else ""
+        host, pid = f"gpu{n % 3}", 100 + n % 3
+        pid_text = f"0{pid}" if rng.random() < 0.1 else str(pid)
+        comm = "0x55aa01" if n % 2 else "0x55aa02"
+        if n < 7000 and n % 20 == 0:
+            host, pid, comm = "gpu9", 900, "0x77ee01"  # ends early
+        elif n >= 32500 and n % 50 == 0:
+            host, pid, comm = "gpu8", 800, "0x88ee01"  # starts late
+        else:
+            for start, small_comm in small.items():
+                if start <= n < start + 700 and n % 10 == 3:
+                    host, pid, comm = "gpu7", 700, small_comm
+        if host in ("gpu7", "gpu8", "gpu9"):
+            pid_text = str(pid)  # one head: the scanner's group is the thinning's
+        if n % 97 == 0:
+            rows.append(f"I1103 14:{n % 60:02d}:06.332000 37738 torch/distributed/run.py:793] step {n}")
+        elif n % 131 == 0:
+            rows.append("ValueError: boom")
+        rows.append(f"[default{pid % 8}]:{stamp}{host}:{pid_text}:{pid + 1} [0] NCCL INFO AllReduce: opCount {n:x} "
+                    f"sendbuff 0x7f recvbuff 0x7f count 9 datatype 7 op 0 root 0 comm {comm} [nranks=8]")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("timed_stretch", [False, True])
+def test_coll_lines_other_blocks_make_surplus_are_dropped_before_parsing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timed_stretch: bool) -> None:
+    # A block keeps the first and last lines of each COLL group in it; once the file's blocks are
+    # all scanned, those that are neither among the file's first nor its last lines of the group
+    # are dropped (coll_prefilter.drop_surplus_across): the same events, fewer lines parsed.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
+    path = untimed_coll_log(tmp_path / "coll-gpu0.out", timed_stretch=timed_stretch)
+    scanned, parsed = read_after_the_pass(path)
+    assert len(scanned.blocks) >= 4 and all(block.reduced is not None for block in scanned.blocks)
+    assert_same_reads([read_file(source_of(path))], [parsed])
+    with monkeypatch.context() as undone:
+        undone.setattr(scanning, "drop_surplus_across", lambda reduced: list(reduced))
+        per_block = scan_file(source_of(path))
+    assert per_block is not None
+
+    def kept(file: ScannedFile) -> int:
+        return sum(block.reduced.kept_count for block in file.blocks if block.reduced is not None)
+
+    # Every group but the small ones spans blocks: most of what each block kept of it goes (less
+    # with the timed stretch: the blocks it lies in keep theirs, and others count none of its lines).
+    assert kept(scanned) < kept(per_block) * (0.95 if timed_stretch else 0.7)
+    assert sum(block.reduced.set_aside for block in scanned.blocks if block.reduced is not None) == \
+        sum(block.reduced.set_aside for block in per_block.blocks if block.reduced is not None) + \
+        kept(per_block) - kept(scanned)
 
 
 def test_a_read_error_keeps_what_came_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,11 +21,13 @@
  *     Lines are grouped by (the bytes before " NCCL INFO ", the 20 bytes after "comm "): the
  *     grouping of the polars path, except that NCCL's own timestamp in the head is left out of it
  *     (so that a group is not one second of one process) and handed to Python as "[0000-00-00] ". ``pairs``: for each COLL line in order, its line index and group
- *     id (two native uint32). ``groups``: a (head, comm) bytes tuple per group id. At most
+ *     id (two native uint32), the id's top bit set when the line's stamp may not read as a time
+ *     (certain_stamp: such a line is never set aside). ``groups``: a (head, comm) bytes tuple per group id. At most
  *     MAX_GROUPS groups are made: a line of a further group is left to the caller, as a line of
  *     another shape is.
  *
- * reduce(block, lines, pairs, merged, timed, head, tail, first_line) -> (kept, kept_count, set_aside)
+ * reduce(block, lines, pairs, merged, timed, head, tail, first_line[, with_lines])
+ *         -> (kept, kept_count, set_aside[, coll_lines, counts])
  *     ``merged``: per group id, the id (int32) of the group it belongs to once validated and merged
  *     (lines of one process and communicator), or -1 for a group that is not valid; ``timed``: per
  *     group id, 1 when its lines carry a leading time. A valid line is set aside when it is neither
@@ -34,6 +36,16 @@
  *     around take their times from them). ``kept``: every other line, as "<number>\x1f<line>", its
  *     number in the file being ``first_line`` + 1 + its index in the block (the caller reads them
  *     with a CSV reader, 0x1f the separator); ``kept_count`` lines; ``set_aside``: how many were.
+ *     With ``with_lines`` true, two more: ``coll_lines``, for each valid line kept, in order, four
+ *     native uint32: its merged group, its place among that group's lines in the block, and where
+ *     it starts and how long it is in ``kept`` (its number and separator included); and
+ *     ``counts``, one native uint32 per merged group: its lines in the block. The caller can then
+ *     drop kept lines that other blocks make surplus (logscope/ingest/scanning.py).
+ *
+ * drop_kept(kept, coll_lines, bounds) -> (kept, dropped)
+ *     ``kept`` (a reduce's, with ``coll_lines`` from it) without each valid line whose place p in
+ *     its merged group m has bounds[2m] <= p < bounds[2m + 1] (native int64 pairs, one per merged
+ *     group); ``dropped``: how many were left out.
  *
  * controls(block) -> int
  *     Which of NUL (1), '\r' (2) and 0x1f (4) ``block`` holds, in one pass: the reader's three
@@ -52,6 +64,9 @@
 #endif
 
 #define MAX_GROUPS 65536
+/* In a pair's group id: the line's NCCL timestamp may not read as a time (see certain_stamp). */
+#define UNSURE_STAMP 0x80000000u
+#define GROUP_OF(id) ((id) & ~UNSURE_STAMP)
 #define TABLE_BITS 17 /* 2 * MAX_GROUPS slots: the open-addressing table stays at most half full */
 #define COMM_SLICE 20
 #define OP_SLICE 20
@@ -168,6 +183,44 @@ static const char *nccl_stamp(const char *head, const char *end, const char **af
     return NULL;
 }
 
+static int two_digits(const char *p, int low, int high) {
+    if (!is_digit(p[0]) || !is_digit(p[1]))
+        return 0;
+    int value = (p[0] - '0') * 10 + (p[1] - '0');
+    return value >= low && value <= high;
+}
+
+/* Whether the stamp from '[' at ``stamp`` to the "] " before ``after`` certainly reads as a time:
+ * "[YYYY-MM-DD HH:MM:SS] " (or 'T'/'_' between date and time, a fraction of 1 to 9 digits after
+ * ".") with a year of 1900-2999 and a date and time that exist, which the timestamp parser
+ * (time_forms.ISO_FORM) always reads. The grouping leaves the stamp out, so the lines of a timed
+ * group may hold other stamps (a byte lost or changed in a crash): such a line may carry no time
+ * and is never set aside, lest it stand as the time of the lines around it in place of one that
+ * has a time (reduce's runs). */
+static int certain_stamp(const char *stamp, const char *after) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const char *p = stamp + 1;
+    if (after - stamp < 22 || !two_digits(p, 19, 29) || !two_digits(p + 2, 0, 99) || p[4] != '-'
+        || !two_digits(p + 5, 1, 12) || p[7] != '-' || (p[10] != ' ' && p[10] != 'T' && p[10] != '_')
+        || !two_digits(p + 11, 0, 23) || p[13] != ':' || !two_digits(p + 14, 0, 59) || p[16] != ':'
+        || !two_digits(p + 17, 0, 59))
+        return 0;
+    int year = (p[0] - '0') * 1000 + (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+    int month = (p[5] - '0') * 10 + (p[6] - '0');
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (!two_digits(p + 8, 1, days[month - 1] + (month == 2 && leap)))
+        return 0;
+    const char *q = p + 19;
+    if (*q == '.' || *q == ',') {
+        const char *digits = ++q;
+        while (q < after && is_digit(*q))
+            q++;
+        if (q == digits || q - digits > 9)
+            return 0;
+    }
+    return q == after - 2;
+}
+
 /* Stands for every stamp in the heads handed to Python: coll_aside splits a head at it as at the
  * real one, and the checks read what is around it, never its time. */
 static const char CANONICAL_STAMP[] = "[0000-00-00] ";
@@ -240,6 +293,8 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     uint32_t line = 0;
     const char *s = block.buf;
     const char *end = s + block.len;
+    const char *certain = NULL; /* the last stamp certain_stamp accepted */
+    Py_ssize_t certain_len = -1;
     Py_BEGIN_ALLOW_THREADS;
     while (s < end) {
         const char *e = memchr(s, '\n', (size_t)(end - s));
@@ -278,8 +333,21 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
                 slot = (slot + 1) & mask;
             }
             if (gid >= 0) {
+                uint32_t unsure = 0;
+                if (stamp) {
+                    /* A stamp changes once a second: the last one found certain answers most lines. */
+                    Py_ssize_t stamp_len = after - stamp;
+                    if (stamp_len != certain_len || memcmp(stamp, certain, (size_t)stamp_len) != 0) {
+                        if (certain_stamp(stamp, after)) {
+                            certain = stamp;
+                            certain_len = stamp_len;
+                        } else {
+                            unsure = UNSURE_STAMP;
+                        }
+                    }
+                }
                 out[2 * found] = line;
-                out[2 * found + 1] = (uint32_t)gid;
+                out[2 * found + 1] = (uint32_t)gid | unsure;
                 found++;
             }
         }
@@ -325,10 +393,12 @@ done:
 static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer block, pairs, merged, timed;
     Py_ssize_t lines, head, tail, first_line;
-    if (!PyArg_ParseTuple(args, "y*ny*y*y*nnn", &block, &lines, &pairs, &merged, &timed, &head, &tail, &first_line))
+    int with_lines = 0;
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*nnn|p", &block, &lines, &pairs, &merged, &timed, &head, &tail, &first_line,
+                          &with_lines))
         return NULL;
-    PyObject *result = NULL, *kept = NULL;
-    uint32_t *count = NULL, *position = NULL;
+    PyObject *result = NULL, *kept = NULL, *coll_lines = NULL, *counts = NULL;
+    uint32_t *count = NULL, *position = NULL, *place = NULL;
     unsigned char *aside = NULL;
     Py_ssize_t n_pairs = pairs.len / 8, n_groups = merged.len / 4;
     const uint32_t *pair = pairs.buf;
@@ -339,7 +409,7 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n_pairs; i++)
-        if (pair[2 * i + 1] >= (uint32_t)n_groups || pair[2 * i] >= (uint64_t)lines
+        if (GROUP_OF(pair[2 * i + 1]) >= (uint32_t)n_groups || pair[2 * i] >= (uint64_t)lines
             || (i && pair[2 * i] <= pair[2 * i - 2])) {
             PyErr_SetString(PyExc_ValueError, "pairs out of order or out of range");
             goto done;
@@ -350,23 +420,28 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     count = PyMem_Calloc((size_t)most + 2, sizeof(uint32_t));
     position = PyMem_Calloc((size_t)most + 2, sizeof(uint32_t));
     aside = PyMem_Calloc((size_t)n_pairs + 1, 1);
-    if (count == NULL || position == NULL || aside == NULL) {
+    place = PyMem_Calloc((size_t)n_pairs + 1, sizeof(uint32_t)); /* each valid line's place in its group */
+    if (count == NULL || position == NULL || aside == NULL || place == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < n_pairs; i++) {
-        int32_t m = merge[pair[2 * i + 1]];
+        int32_t m = merge[GROUP_OF(pair[2 * i + 1])];
         if (m >= 0)
             count[m]++;
     }
     Py_ssize_t n_aside = 0;
     int any_timed = 0;
     for (Py_ssize_t i = 0; i < n_pairs; i++) {
-        uint32_t gid = pair[2 * i + 1];
+        uint32_t gid = GROUP_OF(pair[2 * i + 1]);
         int32_t m = merge[gid];
         if (m < 0)
             continue;
         uint32_t p = position[m]++;
+        place[i] = p;
+        /* A line of a timed group whose own stamp may not read as a time stays (see UNSURE_STAMP). */
+        if (pair[2 * i + 1] & UNSURE_STAMP && is_timed[gid])
+            continue;
         if ((Py_ssize_t)p >= head && (Py_ssize_t)p < (Py_ssize_t)count[m] - tail) {
             aside[i] = 1;
             n_aside++;
@@ -379,7 +454,7 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         for (Py_ssize_t i = 0; i <= n_pairs; i++) {
             int continues = 0;
             if (i < n_pairs) {
-                if (merge[pair[2 * i + 1]] < 0)
+                if (merge[GROUP_OF(pair[2 * i + 1])] < 0)
                     continue; /* not a row of the polars path's frame */
                 continues = aside[i] && previous >= 0 && aside[previous] && pair[2 * i] == pair[2 * previous] + 1;
             }
@@ -393,7 +468,7 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             }
             if (i == n_pairs)
                 break;
-            if (aside[i] && is_timed[pair[2 * i + 1]]) {
+            if (aside[i] && is_timed[GROUP_OF(pair[2 * i + 1])]) {
                 if (first < 0)
                     first = i;
                 last = i;
@@ -409,15 +484,23 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     kept = PyBytes_FromStringAndSize(NULL, block.len + n_kept * 22);
-    if (kept == NULL)
+    if (with_lines) {
+        coll_lines = PyBytes_FromStringAndSize(NULL, (n_pairs - n_aside) * 16);
+        counts = PyBytes_FromStringAndSize(NULL, ((Py_ssize_t)most + 1) * 4);
+    }
+    if (kept == NULL || (with_lines && (coll_lines == NULL || counts == NULL)))
         goto done;
     char *to = PyBytes_AS_STRING(kept);
-    Py_ssize_t written = 0, counted = 0;
+    uint32_t *valid_kept = with_lines ? (uint32_t *)PyBytes_AS_STRING(coll_lines) : NULL;
+    if (with_lines)
+        memcpy(PyBytes_AS_STRING(counts), count, ((size_t)most + 1) * 4);
+    Py_ssize_t written = 0, counted = 0, n_valid_kept = 0;
     uint32_t line = 0;
     Py_BEGIN_ALLOW_THREADS;
     const char *s = block.buf;
     const char *end = s + block.len;
     Py_ssize_t next = 0; /* the next pair set aside */
+    Py_ssize_t at = 0;   /* the next pair (with_lines) */
     while (next < n_pairs && !aside[next])
         next++;
     while (s < end) {
@@ -428,6 +511,7 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             while (next < n_pairs && !aside[next])
                 next++;
         } else if (counted < n_kept) {
+            Py_ssize_t starts = written;
             char digits[24];
             int n = 0;
             unsigned long long number = (unsigned long long)first_line + 1 + line;
@@ -441,6 +525,18 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             memcpy(to + written, s, (size_t)(e - s));
             written += e - s;
             counted++;
+            if (with_lines) {
+                while (at < n_pairs && pair[2 * at] < line)
+                    at++;
+                if (at < n_pairs && pair[2 * at] == line && merge[GROUP_OF(pair[2 * at + 1])] >= 0
+                    && n_valid_kept < n_pairs - n_aside) {
+                    uint32_t *out = valid_kept + 4 * n_valid_kept++;
+                    out[0] = (uint32_t)merge[GROUP_OF(pair[2 * at + 1])];
+                    out[1] = place[at];
+                    out[2] = (uint32_t)starts;
+                    out[3] = (uint32_t)(written - starts);
+                }
+            }
         }
         line++;
         s = e;
@@ -452,16 +548,71 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     if (_PyBytes_Resize(&kept, written) < 0)
         goto done;
-    result = Py_BuildValue("(Onn)", kept, n_kept, n_aside);
+    if (!with_lines) {
+        result = Py_BuildValue("(Onn)", kept, n_kept, n_aside);
+        goto done;
+    }
+    if (_PyBytes_Resize(&coll_lines, n_valid_kept * 16) < 0)
+        goto done;
+    result = Py_BuildValue("(OnnOO)", kept, n_kept, n_aside, coll_lines, counts);
 done:
     Py_XDECREF(kept);
+    Py_XDECREF(coll_lines);
+    Py_XDECREF(counts);
     PyMem_Free(count);
     PyMem_Free(position);
+    PyMem_Free(place);
     PyMem_Free(aside);
     PyBuffer_Release(&block);
     PyBuffer_Release(&pairs);
     PyBuffer_Release(&merged);
     PyBuffer_Release(&timed);
+    return result;
+}
+
+static PyObject *drop_kept(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer kept, coll_lines, bounds;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &kept, &coll_lines, &bounds))
+        return NULL;
+    PyObject *result = NULL, *out = NULL;
+    Py_ssize_t n_lines = coll_lines.len / 16, n_groups = bounds.len / 16;
+    const uint32_t *line = coll_lines.buf;
+    const int64_t *bound = bounds.buf;
+    if (coll_lines.len % 16 || bounds.len % 16) {
+        PyErr_SetString(PyExc_ValueError, "coll_lines and bounds do not fit together");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_lines; i++)
+        if (line[4 * i] >= (uint64_t)n_groups || (Py_ssize_t)line[4 * i + 2] + line[4 * i + 3] > kept.len
+            || (i && line[4 * i + 2] < line[4 * i - 2] + line[4 * i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "coll_lines out of order or out of range");
+            goto done;
+        }
+    out = PyBytes_FromStringAndSize(NULL, kept.len);
+    if (out == NULL)
+        goto done;
+    char *to = PyBytes_AS_STRING(out);
+    const char *from = kept.buf;
+    Py_ssize_t written = 0, copied_to = 0, dropped = 0;
+    for (Py_ssize_t i = 0; i < n_lines; i++) {
+        const uint32_t *l = line + 4 * i;
+        if ((int64_t)l[1] < bound[2 * l[0]] || (int64_t)l[1] >= bound[2 * l[0] + 1])
+            continue;
+        memcpy(to + written, from + copied_to, (size_t)(l[2] - copied_to));
+        written += l[2] - copied_to;
+        copied_to = (Py_ssize_t)l[2] + l[3];
+        dropped++;
+    }
+    memcpy(to + written, from + copied_to, (size_t)(kept.len - copied_to));
+    written += kept.len - copied_to;
+    if (_PyBytes_Resize(&out, written) < 0)
+        goto done;
+    result = Py_BuildValue("(On)", out, dropped);
+done:
+    Py_XDECREF(out);
+    PyBuffer_Release(&kept);
+    PyBuffer_Release(&coll_lines);
+    PyBuffer_Release(&bounds);
     return result;
 }
 
@@ -493,9 +644,12 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"drop_kept", drop_kept, METH_VARARGS, "Kept lines without the valid ones whose place is within their group's "
+                                           "bounds: (kept, dropped)."},
     {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2) and 0x1f (4) the block holds."},
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
-    {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, set_aside)."},
+    {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, "
+                                     "set_aside[, coll_lines, counts])."},
     {NULL, NULL, 0, NULL},
 };
 

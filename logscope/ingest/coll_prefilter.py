@@ -20,6 +20,8 @@ the same events: ``tests/test_coll_prefilter.py`` holds them to it.
 from __future__ import annotations
 
 import array
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logscope.ingest import compiled
@@ -45,9 +47,23 @@ class Reduced:
     kept_count: int  # how many
     lines_read: int  # every line of the block, kept or not
     set_aside: int  # COLL lines dropped: recognised, never classified
+    # With reduce_block's ``with_groups``, for a block no COLL line of which has a leading time: its
+    # groups' identities (the scanner's (head, comm), by merged group), each group's COLL lines in
+    # the block, and where each COLL line kept stands (see _collscan.c's reduce and drop_kept).
+    groups: GroupLines | None = None
 
 
-def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls) -> Reduced | None:
+@dataclass(frozen=True)
+class GroupLines:
+    """A reduced block's COLL groups and the COLL lines it kept (see :class:`Reduced`)."""
+
+    identities: list[tuple[bytes, bytes]]  # by merged group
+    counts: bytes  # native uint32 by merged group: its lines in the block
+    coll_lines: bytes  # native uint32 (group, place in group, start, length) per COLL line kept
+
+
+def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls, *,
+                 with_groups: bool = False) -> Reduced | None:
     """``block`` (lines numbered from ``first_line + 1``) without the COLL lines the thinning would
     drop; None when the block is better read whole (see the module's docstring).
 
@@ -63,11 +79,60 @@ def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls)
     if total <= WRAP_MAX_LINES or not groups:
         return None
     merged, timed = _merged(groups)
+    if with_groups and not any(timed):  # each group its own merged group: identified by (head, comm)
+        kept, kept_count, set_aside, coll_lines, counts = compiled.scanner.reduce(
+            block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL, first_line, True)
+        return Reduced(kept, kept_count, total, set_aside, GroupLines(groups, counts, coll_lines)) \
+            if set_aside else None
     kept, kept_count, set_aside = compiled.scanner.reduce(block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL,
                                                    first_line)
     if not set_aside:
         return None
     return Reduced(kept, kept_count, total, set_aside)
+
+
+def drop_surplus_across(blocks: Sequence[Reduced | None]) -> list[Reduced | None]:
+    """A file's reduced blocks, in order (None: a block read whole), without the COLL lines that
+    the other blocks make surplus: each block keeps the first COLL_HEAD and last COLL_TAIL lines of
+    each group *in the block*, but only the file's first and last stay after the thinning
+    (:mod:`logscope.ingest.thinning`), so a block's last lines of a group that goes on in later
+    blocks (and its first, after earlier ones) are dropped here, before they are parsed.
+
+    Only blocks reduced ``with_groups`` are counted and changed: their COLL lines carry no time, so
+    no line takes its time from them and dropping them changes no other line's event. A line is
+    dropped only when its place in its group over the whole file is neither among the first
+    COLL_HEAD nor the last COLL_TAIL: counting the lines of the blocks that are not counted would
+    only move it further from both ends, so what is dropped is what the thinning drops."""
+    # What the blocks say of their groups is not needed beyond this (nor sent to the main process).
+    out = [None if reduced is None else dataclasses.replace(reduced, groups=None) for reduced in blocks]
+    counted = [(n, reduced) for n, reduced in enumerate(blocks) if reduced is not None and reduced.groups is not None]
+    if len(counted) < 2:
+        return out
+    in_block = [_lines_by_group(reduced.groups) for _, reduced in counted if reduced.groups is not None]
+    total: dict[tuple[bytes, bytes], int] = {}
+    for lines in in_block:
+        for identity, count in lines.items():
+            total[identity] = total.get(identity, 0) + count
+    before: dict[tuple[bytes, bytes], int] = {}
+    for (n, reduced), lines in zip(counted, in_block, strict=True):
+        groups = reduced.groups
+        assert groups is not None
+        # Per merged group: the places in the block whose place in the file is in neither end.
+        bounds = array.array("q")
+        for identity in groups.identities:
+            earlier = before.get(identity, 0)
+            bounds.extend((COLL_HEAD - earlier, total.get(identity, 0) - COLL_TAIL - earlier))
+        kept, dropped = compiled.scanner.drop_kept(reduced.kept, groups.coll_lines, bounds.tobytes())
+        if dropped:
+            out[n] = Reduced(kept, reduced.kept_count - dropped, reduced.lines_read, reduced.set_aside + dropped)
+        for identity, count in lines.items():
+            before[identity] = before.get(identity, 0) + count
+    return out
+
+
+def _lines_by_group(groups: GroupLines) -> dict[tuple[bytes, bytes], int]:
+    counts = array.array("I", groups.counts)
+    return {groups.identities[m]: count for m, count in enumerate(counts) if count}
 
 
 def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:

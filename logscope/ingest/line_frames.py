@@ -18,6 +18,8 @@ def lines_frame(block: bytes, first_line: int, numbered: bool = False,
     else: the lines of a block some of whose lines were dropped (:mod:`~logscope.ingest.coll_prefilter`).
     ``unit_separator``: see :func:`~logscope.ingest.blocks.for_csv_reader`.
     """
+    if not block:  # no line (a block the byte pass dropped every kept line of): the reader refuses it
+        return pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String})
     # The CSV reader is the fastest line splitter polars has; give it a separator byte that
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
     if not numbered:

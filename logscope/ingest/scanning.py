@@ -2,9 +2,10 @@
 
 A log written with ``NCCL_DEBUG_SUBSYS=COLL`` is almost all NCCL COLL lines that the thinning drops
 (:mod:`logscope.ingest.coll_prefilter`). :func:`scan_file` takes a file through the compiled scanner
-alone: blocks cut at newlines, their control bytes, the surplus COLL lines dropped. When every block
-of the file is reduced that way (but for small last blocks, as a file may end with, kept whole),
-what is left (a few per cent of its bytes, numbered as in the file) goes to the main
+alone: blocks cut at newlines, their control bytes, the surplus COLL lines dropped (those of each
+block, then those the other blocks make surplus: :func:`~logscope.ingest.coll_prefilter.drop_surplus_across`).
+When every block of the file is reduced that way (but for small last blocks, as a file may end with, kept
+whole), what is left (a few per cent of its bytes, numbered as in the file) goes to the main
 process, which parses it together with the kept lines of the job's other such files
 (:func:`logscope.ingest.reading.read_in_order`). A worker then never loads polars (~0.3 s of a core
 each), and the parse's fixed costs are paid once for the job rather than in every worker.
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from logscope.ingest import compiled
 from logscope.ingest.blocks import blocks, control_bytes, looks_binary, peek, without_nul
-from logscope.ingest.coll_prefilter import Reduced, reduce_block
+from logscope.ingest.coll_prefilter import Reduced, drop_surplus_across, reduce_block
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import SourceFile
 from logscope.parsers.time_forms import FULL_DATE_BYTES
@@ -100,7 +101,7 @@ def scan_file(source: SourceFile) -> ScannedFile | None:
                 # A block kept whole is counted in lines where the main process reads it: the lines
                 # of the blocks after it cannot be numbered here, and those are kept whole too.
                 whole_before = bool(scanned.blocks) and scanned.blocks[-1].whole is not None
-                reduced = None if whole_before else reduce_block(block, lines, controls)
+                reduced = None if whole_before else reduce_block(block, lines, controls, with_groups=True)
                 if reduced is None and len(block) > WHOLE_MAX_BYTES:
                     return None
                 taken = ScannedBlock(reduced, bytes(block) if reduced is None else None, len(block),
@@ -116,6 +117,11 @@ def scan_file(source: SourceFile) -> ScannedFile | None:
             scanned.notes.extend(stream.notes)
     if not any(block.reduced is not None for block in scanned.blocks):
         return None
+    # The file's blocks all scanned: a block's last COLL lines of a group that goes on after it
+    # (and its first, after it began before) are surplus too (coll_prefilter.drop_surplus_across).
+    thinner = drop_surplus_across([taken.reduced for taken in scanned.blocks])
+    for taken, reduced in zip(scanned.blocks, thinner, strict=True):
+        taken.reduced = reduced
     return scanned
 
 

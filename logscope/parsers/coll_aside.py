@@ -37,6 +37,7 @@ from logscope.parsers.coll_groups import (
 )
 from logscope.parsers.prefixes import prefix_fields, split_prefix
 from logscope.parsers.time_forms import ANY_LEADING_TIME
+from logscope.parsers.timestamps import leading_time
 
 # How many lines of a chunk are searched for a COLL line with NCCL's own timestamp.
 _STAMP_SAMPLE = 4096
@@ -92,8 +93,11 @@ def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
         # NCCL's own timestamp (NCCL_DEBUG_TIMESTAMP_LEVELS) changes line by line: the head is
         # split at it, so that the groups stay a handful. (A chunk whose first lines show none is
         # not split: what it holds is still checked per distinct head, only at a higher cost.)
-        groups = _split_at_stamp(coll).group_by("head", "after", "comm").agg("idx").collect()
+        split = _split_at_stamp(coll).collect()
+        unsure = split.filter(pl.col("_stamp").is_in(_unreadable(split["_stamp"]).implode()))["idx"]
+        groups = split.group_by("head", "after", "comm").agg("idx")
     else:
+        unsure = None
         groups = coll.group_by("head", "comm").agg("idx").collect().with_columns(
             pl.lit(None, dtype=pl.String).alias("after"))
     # A handful of groups: their heads and pointers are checked here, once each. A valid head
@@ -107,24 +111,29 @@ def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
         # No line set aside has a time: a group is a key already, or a part of one.
         surplus = groups.select(pl.col("idx").list.slice(head, (count - head - tail).clip(0)).explode()).to_series()
     else:
-        surplus = _untimed_or_unneeded(groups, head, tail)
+        surplus = _untimed_or_unneeded(groups, head, tail, unsure)
     surplus = surplus.drop_nulls()
     return surplus if surplus.len() else None
 
 
-def _untimed_or_unneeded(groups: pl.DataFrame, head: int, tail: int) -> pl.Series:
+def _untimed_or_unneeded(groups: pl.DataFrame, head: int, tail: int, unsure: pl.Series | None) -> pl.Series:
     """The surplus rows of COLL lines some of which carry a time (NCCL_DEBUG_TIMESTAMP_LEVELS):
     a group per (key, comm), the key leaving out the time, so lines of one second and the next
     are one group. Set aside, a timed line would take its time away from the lines around it
     (an untimed event takes its time from the nearest timed lines above and below, and a chunk
     hands its last time to the next). So in every run of lines set aside back to back, the
     first and the last timed one stay: those are the only ones any other line can take a time
-    from. They become events the caller's thinning drops again."""
+    from. They become events the caller's thinning drops again.
+
+    ``unsure``: the rows whose stamp does not read as a time (a byte lost or changed in it; the
+    grouping leaves the stamp out). Such a line is of a timed group, but has no time: it is never
+    set aside, lest it stand first or last of a run in place of a line that has one."""
     rows = groups.select("key", "comm", "timed", "idx").explode("idx").sort("idx")
     key = [pl.col("key"), pl.col("comm")]
     position = pl.int_range(pl.len()).over(key)
+    kept_anyway = pl.col("idx").is_in(unsure.implode()) if unsure is not None and unsure.len() else pl.lit(False)
     rows = rows.with_columns(
-        ((position >= head) & (position < pl.len().over(key).cast(pl.Int64) - tail)).alias("surplus")
+        ((position >= head) & (position < pl.len().over(key).cast(pl.Int64) - tail) & ~kept_anyway).alias("surplus")
     )
     # A run: rows set aside with consecutive positions in the chunk (any other line between them,
     # or a line that stays, ends it).
@@ -218,10 +227,23 @@ def _split_at_stamp(groups: pl.LazyFrame) -> pl.LazyFrame:
     NCCL's timestamp (NCCL_DEBUG_TIMESTAMP_LEVELS) changes line by line: split off, it leaves the
     groups a handful."""
     text, at = pl.col("head"), pl.col("_at")
+    stamp_end = text.bin.slice(at).cast(pl.String, strict=False).str.find("] ", literal=True) + 2
     return groups.with_columns(
         text.cast(pl.String, strict=False).str.find(NCCL_STAMP).alias("_at")
     ).with_columns(
         pl.when(at.is_null()).then(text).otherwise(text.bin.slice(0, at)),
-        text.bin.slice(at + text.bin.slice(at).cast(pl.String, strict=False).str.find("] ", literal=True) + 2)
-        .cast(pl.String, strict=False).alias("after"),
+        text.bin.slice(at + stamp_end).cast(pl.String, strict=False).alias("after"),
+        text.bin.slice(at, stamp_end).cast(pl.String, strict=False).alias("_stamp"),
     ).drop("_at")
+
+
+def _unreadable(stamps: pl.Series) -> pl.Series:
+    """The distinct ``stamps`` (a chunk's NCCL timestamps, with their "] ") that do not read as a
+    time the way a line's leading time is read (a byte lost or changed in a crash); a handful of
+    values, one per second, each read once."""
+    distinct = stamps.drop_nulls().unique()
+    readable = distinct.to_frame("stamp").select(leading_time(pl.col("stamp"), _ANY_YEAR).is_not_null()).to_series()
+    return distinct.filter(~readable)
+
+
+_ANY_YEAR = 2000  # an NCCL stamp holds its year: the reference year is never read
