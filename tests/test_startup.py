@@ -76,12 +76,26 @@ def test_a_reading_command_starts_its_readers_before_the_cli_loads(monkeypatch: 
 
     asked: list[list[Path]] = []
     monkeypatch.setattr(workers, "start_early", lambda inputs, **_: asked.append(list(inputs)))
-    command.start_readers(["--debug", "analyze", "job-1/", "--format", "json", "x.out"])
-    command.start_readers(["report", "job-2/"])
+    command.start_readers(["--debug", "analyze", "job-1/", "--format", "json", "-v", "x.out", "--color=never"])
+    command.start_readers(["report", "-o", "out.html", "job-2/", "--", "-odd-name"])
     command.start_readers(["lint", "job.sbatch"])
     command.start_readers(["--version"])
     command.start_readers([])
-    assert asked == [[Path("job-1/"), Path("json"), Path("x.out")], [Path("job-2/")]]
+    # the values of options are not inputs (an existing out.html would be found as a log)
+    assert asked == [[Path("job-1/"), Path("x.out")], [Path("job-2/"), Path("-odd-name")]]
+
+
+def test_the_options_whose_values_are_no_inputs_are_the_reading_commands_value_options() -> None:
+    import typer.main
+
+    from logscope import cli, command
+
+    app = typer.main.get_command(cli.app)
+    taking = {name for which in ("analyze", "analyse", "report") if which in app.commands  # type: ignore[attr-defined]
+              for param in app.commands[which].params  # type: ignore[attr-defined]
+              if param.param_type_name == "option" and not param.is_flag  # type: ignore[attr-defined]
+              for name in (*param.opts, *param.secondary_opts)}
+    assert taking == command.VALUE_OPTIONS
 
 
 def test_readers_started_early_leave_out_slurms_saved_record(monkeypatch: pytest.MonkeyPatch,
