@@ -215,8 +215,8 @@ _EARLY_READ: list[tuple[list[SourceFile], _Workers]] = []
 
 
 def start_early(inputs: Sequence[Path], exclude: Callable[[Sequence[Path]], Sequence[Path]] | None = None) -> None:
-    """Start reading now when ``inputs`` (files and folders, as given on the command line, with
-    the values of its options among them) hold at least PARALLEL_MIN_BYTES: the workers scan the
+    """Start reading now when ``inputs`` (files and folders: the command line's arguments that are
+    not options, a job id among them maybe) hold at least PARALLEL_MIN_BYTES: the workers scan the
     files while the caller imports (~0.4 s: a third of the time of a 1 GB job). Files are counted
     by their size on disk, up to that much. The files are found as the caller will find them (the
     inputs that exist, less ``exclude(inputs)``: the files the caller reads as something else);
@@ -247,7 +247,7 @@ def start_early(inputs: Sequence[Path], exclude: Callable[[Sequence[Path]], Sequ
 def _found_early(inputs: Sequence[Path], exclude: Callable[[Sequence[Path]], Sequence[Path]] | None,
                  ) -> list[SourceFile] | None:
     """The files of ``inputs`` as :func:`~logscope.ingest.discovery.discover` finds them, or None."""
-    paths = [path for path in inputs if path.exists() or path.is_symlink()]  # option values are no paths
+    paths = [path for path in inputs if path.exists() or path.is_symlink()]  # a job id: its logs found later
     try:
         return discover(paths, exclude=exclude(paths) if exclude is not None else ())[0]
     except (LogscopeError, OSError, ValueError):
@@ -266,6 +266,7 @@ def _take_early_read(sources: Sequence[SourceFile]) -> _Workers | None:
 
 
 def _stop_early_read() -> None:
+    """At exit: a read start_early began and no command took, and workers still waiting, stopped."""
     while _EARLY_READ:
         _EARLY_READ.pop()[1].stop()
     _stop_early_workers()
