@@ -140,6 +140,22 @@ def test_coll_lines_other_blocks_make_surplus_are_dropped_before_parsing(
         kept(per_block) - kept(scanned)
 
 
+def test_a_block_whose_coll_lines_are_all_kept_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A block of COLL lines in so many groups that none is surplus in it (the scanner has nothing to
+    # drop): the block is kept whole, as are those after it, and the file reads as here.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
+    rows = [f"gpu{n % 3}:10{n % 3}:11 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 comm 0x55aa01 "
+            "[nranks=8]" for n in range(8000)]
+    rows += [f"gpu0:100:11 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 comm 0x6{n % 400:04x} "
+             "[nranks=8]" for n in range(16000)]
+    path = tmp_path / "coll-gpu0.out"
+    path.write_text("\n".join(rows) + "\n")
+    scanned, parsed = read_after_the_pass(path)
+    assert scanned.blocks[0].reduced is not None and scanned.blocks[-1].reduced is None
+    assert_same_reads([read_file(source_of(path))], [parsed])
+
+
 def test_a_read_error_keeps_what_came_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
     plain = coll_heavy_log(tmp_path / "plain.out", 40000).read_bytes()

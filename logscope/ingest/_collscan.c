@@ -20,11 +20,12 @@
  *         at most ``max_line`` bytes (a longer one is cut for matching by the caller).
  *     Lines are grouped by (the bytes before " NCCL INFO ", the 20 bytes after "comm "): the
  *     grouping of the polars path, except that NCCL's own timestamp in the head is left out of it
- *     (so that a group is not one second of one process) and handed to Python as "[0000-00-00] ". ``pairs``: for each COLL line in order, its line index and group
- *     id (two native uint32), the id's top bit set when the line's stamp may not read as a time
- *     (certain_stamp: such a line is never set aside). ``groups``: a (head, comm) bytes tuple per group id. At most
- *     MAX_GROUPS groups are made: a line of a further group is left to the caller, as a line of
- *     another shape is.
+ *     (so that a group is not one second of one process) and handed to Python as "[0000-00-00] ".
+ *     ``pairs``: for each COLL line in order, its line index and group id (two native uint32), the
+ *     id's top bit set when the line's stamp may not read as a time (certain_stamp: such a line is
+ *     never set aside). ``groups``: a (head, comm) bytes tuple per group id. At most MAX_GROUPS
+ *     groups are made: a line of a further group is left to the caller, as a line of another shape
+ *     is.
  *
  * reduce(block, lines, pairs, merged, timed, head, tail, first_line[, with_lines])
  *         -> (kept, kept_count, set_aside[, coll_lines, counts])
@@ -480,7 +481,9 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
      * index) and the separator the caller's CSV reader splits at (0x1f occurs nowhere else). */
     Py_ssize_t n_kept = lines - n_aside;
     if (n_aside == 0) { /* nothing to drop: the caller reads the block as it is */
-        result = Py_BuildValue("(y#nn)", "", (Py_ssize_t)0, n_kept, n_aside);
+        result = with_lines ? Py_BuildValue("(y#nny#y#)", "", (Py_ssize_t)0, n_kept, n_aside, "", (Py_ssize_t)0, "",
+                                            (Py_ssize_t)0)
+                            : Py_BuildValue("(y#nn)", "", (Py_ssize_t)0, n_kept, n_aside);
         goto done;
     }
     kept = PyBytes_FromStringAndSize(NULL, block.len + n_kept * 22);
