@@ -236,10 +236,9 @@ class TreeRss(threading.Thread):
         # The tree is walked through each task's children list where the kernel keeps one (a few
         # reads a sample); scanning every process's stat costs ~4 ms a sample, a fifth of a core
         # taken from the tool measured on a 2-core machine.
-        children_of = _children_listed if Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists() \
-            else _children_scanned
+        listed = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
         while not self._done.wait(0.02):
-            children = children_of(self.root)
+            children = _children_listed if listed else _children_scanned()
             total, todo = 0, children(self.root) if self.skip_root else [self.root]
             while todo:
                 pid = todo.pop()
@@ -251,25 +250,23 @@ class TreeRss(threading.Thread):
             self.peak = max(self.peak, total)
 
 
-def _children_listed(_root: int) -> Callable[[int], list[int]]:
+def _children_listed(pid: int) -> list[int]:
     """A process's children, from its tasks' ``children`` lists (Linux with CONFIG_PROC_CHILDREN)."""
-    def children(pid: int) -> list[int]:
-        found: list[int] = []
-        try:
-            tasks = [entry.name for entry in os.scandir(f"/proc/{pid}/task")]
-        except OSError:
-            return found
-        for task in tasks:
-            try:
-                found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-            except (OSError, ValueError):
-                continue
+    found: list[int] = []
+    try:
+        tasks = [entry.name for entry in os.scandir(f"/proc/{pid}/task")]
+    except OSError:
         return found
-    return children
+    for task in tasks:
+        try:
+            found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return found
 
 
-def _children_scanned(_root: int) -> Callable[[int], list[int]]:
-    """A process's children, from every process's parent in ``/proc/PID/stat``."""
+def _children_scanned() -> Callable[[int], list[int]]:
+    """Children by process, from every process's parent in ``/proc/PID/stat`` (read once a sample)."""
     by_parent: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -105,28 +106,25 @@ def drop_surplus_across(blocks: Sequence[Reduced | None]) -> list[Reduced | None
     only move it further from both ends, so what is dropped is what the thinning drops."""
     # What the blocks say of their groups is not needed beyond this (nor sent to the main process).
     out = [None if reduced is None else dataclasses.replace(reduced, groups=None) for reduced in blocks]
-    counted = [(n, reduced) for n, reduced in enumerate(blocks) if reduced is not None and reduced.groups is not None]
+    counted = [(n, reduced, reduced.groups) for n, reduced in enumerate(blocks)
+               if reduced is not None and reduced.groups is not None]
     if len(counted) < 2:
         return out
-    in_block = [_lines_by_group(reduced.groups) for _, reduced in counted if reduced.groups is not None]
-    total: dict[tuple[bytes, bytes], int] = {}
+    in_block = [_lines_by_group(groups) for _, _, groups in counted]
+    total: Counter[tuple[bytes, bytes]] = Counter()
     for lines in in_block:
-        for identity, count in lines.items():
-            total[identity] = total.get(identity, 0) + count
-    before: dict[tuple[bytes, bytes], int] = {}
-    for (n, reduced), lines in zip(counted, in_block, strict=True):
-        groups = reduced.groups
-        assert groups is not None
+        total.update(lines)
+    before: Counter[tuple[bytes, bytes]] = Counter()
+    for (n, reduced, groups), lines in zip(counted, in_block, strict=True):
         # Per merged group: the places in the block whose place in the file is in neither end.
         bounds = array.array("q")
         for identity in groups.identities:
-            earlier = before.get(identity, 0)
-            bounds.extend((COLL_HEAD - earlier, total.get(identity, 0) - COLL_TAIL - earlier))
+            earlier = before[identity]
+            bounds.extend((COLL_HEAD - earlier, total[identity] - COLL_TAIL - earlier))
         kept, dropped = compiled.scanner.drop_kept(reduced.kept, groups.coll_lines, bounds.tobytes())
         if dropped:
             out[n] = Reduced(kept, reduced.kept_count - dropped, reduced.lines_read, reduced.set_aside + dropped)
-        for identity, count in lines.items():
-            before[identity] = before.get(identity, 0) + count
+        before.update(lines)
     return out
 
 
