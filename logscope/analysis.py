@@ -112,28 +112,28 @@ class Analysis:
 def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
             on_progress: ProgressHook | None = None, accounting: AccountingRecord | None = None,
-            exclude: Sequence[Path] = ()) -> Analysis:
+            exclude: Sequence[Path] = (), hints: bool = True) -> Analysis:
     """Read the logs under ``paths`` and analyse them, with SLURM's record of the job beside them
     when given (``exclude``: the files that record was read from). Raises InputError for unusable
-    input."""
-    return _analysed(load_job(paths, patterns, on_progress, exclude), paths, select, ignore, accounting)
+    input. ``hints=False``: no "next time" hints (``logscope scan``'s table has no place for them)."""
+    return _analysed(load_job(paths, patterns, on_progress, exclude), paths, select, ignore, accounting, hints)
 
 
-def analyze_jobs(inputs_of_jobs: Sequence[Sequence[Path]], *,
-                 patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[Analysis | InputError]:
+def analyze_jobs(inputs_of_jobs: Sequence[Sequence[Path]], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
+                 hints: bool = True) -> list[Analysis | InputError]:
     """:func:`analyze` for each job's inputs (the InputError it raises for one, in its place), the
     files of all of them read together (:func:`logscope.timeline.load_jobs`): ``logscope scan``."""
     out: list[Analysis | InputError] = []
     for inputs, job in zip(inputs_of_jobs, load_jobs(inputs_of_jobs, patterns), strict=True):
         try:
-            out.append(job if isinstance(job, InputError) else _analysed(job, inputs, None, None, None))
+            out.append(job if isinstance(job, InputError) else _analysed(job, inputs, None, None, None, hints))
         except InputError as error:
             out.append(error)
     return out
 
 
 def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ignore: Iterable[str] | None,
-              accounting: AccountingRecord | None) -> Analysis:
+              accounting: AccountingRecord | None, hints: bool = True) -> Analysis:
     """The analysis of a job read from ``paths``; InputError when no line of it was recognised."""
     if accounting is not None:
         # SLURM's record is read only where one was given: its rows' module is imported here.
@@ -148,7 +148,7 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
             raise InputError(f"{where}: no line of a training job's log was recognised ({job.lines_read} line(s) "
                              "read): not a job log, or a format logscope does not know")
         job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
-    analysis = analyze_job(job, select=select, ignore=ignore)
+    analysis = analyze_job(job, select=select, ignore=ignore, hints=hints)
     if accounting is not None:
         analysis.accounting = accounting
         # The linter is imported only where SLURM's record may hold a batch script to lint.
@@ -159,17 +159,17 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
 
 
 def analyze_job(job: Job, *, select: Iterable[str] | None = None,
-                ignore: Iterable[str] | None = None) -> Analysis:
+                ignore: Iterable[str] | None = None, hints: bool = True) -> Analysis:
     file_nodes = {f.display: f.info.node for f in job.files}
     view = JobView(job.timeline, tuple(job.nodes), tuple(f.display for f in job.files), file_nodes)
     findings, errors = run_detectors(view, selected_detectors(select, ignore))
     findings, verdict = choose_verdict(findings, view)
+    advice: list[str] = []
     try:
-        hints = missing_evidence_hints(view, findings)
+        advice = missing_evidence_hints(view, findings) if hints else []
     except Exception as error:  # advice must never cost the verdict
-        hints = []
         errors.append(f"hints failed: {type(error).__name__}: {error}")
-    return Analysis(job, view, findings, verdict, errors, hints)
+    return Analysis(job, view, findings, verdict, errors, advice)
 
 
 def selected_detectors(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type[Detector]]:
