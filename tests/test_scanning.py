@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reading_support import assert_same_reads, coll_heavy_log
@@ -76,6 +77,42 @@ def test_a_file_the_pass_took_reads_as_read_here(tmp_path: Path, monkeypatch: py
     scanned, parsed = read_after_the_pass(path)
     assert len(scanned.blocks) >= 2
     assert_same_reads([read_file(source_of(path))], [parsed])
+
+
+@pytest.mark.parametrize("counted_otherwise", [False, True])
+def test_the_kept_lines_of_files_read_together_read_as_each_file_read_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_otherwise: bool) -> None:
+    # read_in_order reads the kept lines of consecutive files of the byte pass in one call of the
+    # CSV reader. A file read the usual way between them, a file whose last line has no newline,
+    # and lines that do not read back as the pass counted them (``counted_otherwise``: each block
+    # is then read alone) change no file's events.
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
+    paths = [coll_heavy_log(tmp_path / f"coll-gpu{n}.out", 30000 + 6000 * n) for n in range(3)]
+    paths[1].write_bytes(paths[1].read_bytes().rstrip(b"\n"))
+    other = tmp_path / "train-node1.out"
+    other.write_text("ValueError: boom\n")
+    expected = [read_file(source_of(path)) for path in (paths[0], other, paths[1], paths[2])]
+    scanned = [scan_file(source_of(path)) for path in paths]
+    assert all(file is not None and len(file.blocks) >= 2 for file in scanned)
+    numbered_reads: list[int] = []
+    lines_frame = reading.lines_frame
+
+    def counted(block: bytes, first_line: int, numbered: bool = False, unit_separator: bool | None = None) -> Any:
+        frame = lines_frame(block, first_line, numbered, unit_separator)
+        if numbered:
+            numbered_reads.append(frame.height)
+            if counted_otherwise and len(numbered_reads) == 1:
+                return frame.head(-1)  # one line fewer than the pass counted
+        return frame
+
+    monkeypatch.setattr(reading, "lines_frame", counted)
+    got = list(reading.read_in_order([scanned[0], source_of(other), scanned[1], scanned[2]]))
+    assert_same_reads(expected, got)
+    # one read for the first file, one for the next two together; the first file's blocks each
+    # read alone once its read is refused
+    first_blocks = sum(block.reduced is not None for block in scanned[0].blocks)  # type: ignore[union-attr]
+    assert len(numbered_reads) == (1 + first_blocks + 1 if counted_otherwise else 2)
 
 
 def untimed_coll_log(path: Path, *, timed_stretch: bool) -> Path:
@@ -264,9 +301,10 @@ def test_a_job_read_by_workers_reads_as_here(tmp_path: Path, monkeypatch: pytest
     parsed: list[str] = []
     read_scanned = reading._Batch.read_scanned
 
-    def spied(batch: reading._Batch, opened: reading._Reading, scanned: ScannedFile) -> bool:
+    def spied(batch: reading._Batch, opened: reading._Reading, scanned: ScannedFile,
+              kept: list[Any] | None = None) -> bool:
         parsed.append(scanned.source.display)
-        return read_scanned(batch, opened, scanned)
+        return read_scanned(batch, opened, scanned, kept)
 
     monkeypatch.setattr(reading._Batch, "read_scanned", spied)
     # A copy of logscope that cannot be imported in the working folder: the workers must import the
