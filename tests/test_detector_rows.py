@@ -134,3 +134,29 @@ def test_detectors_leave_the_shared_rows_as_they_were() -> None:
         before = copy.deepcopy(view.rows(*every_kind))
         run_detectors(view, REGISTRY)
         assert view.rows(*every_kind) == before, sample.name
+
+
+def test_the_bootstrap_detector_picks_in_polars_the_rows_its_python_rules_pick() -> None:
+    # LS209 lets polars pick its rows among thousands (a crash loop's NCCL WARN and exception lines),
+    # with the rules it applied row by row in Python: a severity other than "info" (none counts),
+    # the message, else the line's text when the message is empty, and for invalid usage the
+    # message and the text joined by a space (a match may span the two).
+    from logscope.detectors.nccl_bootstrap_error import BOOTSTRAP, INVALID_USAGE, NcclBootstrapError
+
+    said = [("bootstrapRoot: no route", None), ("", "bootstrapNet: failed"), (None, "Bootstrap : refused"),
+            ("nothing here", "bootstrapInit in the text only"), ("ncclInvalidUsage", None), ("an invalid", "usage"),
+            ("invalid", "usage of it"), (None, None), ("fine", "fine")]
+    data = [{**{c: None for c in TIMELINE_SCHEMA}, "file": "a.out", "line": n, "event": kind, "severity": severity,
+             "text": text, "fields": {**{f: None for f in FIELD_SCHEMA}, "message": message}}
+            for n, (kind, severity, (message, text)) in enumerate(
+                (kind, severity, pair) for kind in (Event.NCCL_WARN.value, Event.EXCEPTION.value)
+                for severity in (None, "info", "warning") for pair in said)]
+    view = JobView(events=pl.DataFrame(data, schema=TIMELINE_SCHEMA))
+    bootstrap = [r for r in view.rows(Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE)
+                 if str(r.get("severity")) != "info"
+                 and BOOTSTRAP.search(str(field_of(r, "message") or r.get("text") or ""))]
+    invalid = [r for r in view.rows(Event.EXCEPTION, Event.CPP_EXCEPTION)
+               if INVALID_USAGE.search(f"{field_of(r, 'message') or ''} {r.get('text') or ''}")]
+    assert len(bootstrap) == 6 and len(invalid) == 9
+    assert NcclBootstrapError._bootstrap(view) == bootstrap
+    assert NcclBootstrapError._invalid_usage(view) == invalid  # no NCCL init line: none happened before

@@ -45,6 +45,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+import polars as pl
+
 from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, when_row, who
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import capitalised, first_failure, happened_before, place_of, possible_cause
@@ -122,16 +124,21 @@ class NcclBootstrapError(Detector):
     @staticmethod
     def _bootstrap(job: JobView) -> list[dict[str, Any]]:
         # The catalogue knows some of these messages (KNOWN_MESSAGE rows carry no message field).
-        return [r for r in job.rows(Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE)
-                if str(r.get("severity")) != "info"
-                and BOOTSTRAP.search(str(field_of(r, "message") or r.get("text") or ""))]
+        # Polars picks the rows (a crash loop leaves ~100,000 NCCL WARN and exception rows): the
+        # patterns are literals, which both regex engines read alike.
+        message = pl.col("fields").struct.field("message")
+        said = pl.when(message.is_not_null() & (message != "")).then(message).otherwise(pl.col("text").fill_null(""))
+        return job.rows_where((Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE),
+                              (pl.col("severity").is_null() | (pl.col("severity") != "info"))
+                              & said.str.contains(BOOTSTRAP.pattern))
 
     @staticmethod
     def _invalid_usage(job: JobView) -> list[dict[str, Any]]:
         if job.has(Event.NCCL_DUPLICATE_GPU, Event.NCCL_VERSION_MISMATCH):
             return []  # LS206 / LS802 name the reason
-        rows = [r for r in job.rows(Event.EXCEPTION, Event.CPP_EXCEPTION)
-                if INVALID_USAGE.search(f"{field_of(r, 'message') or ''} {r.get('text') or ''}")]
+        said = pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
+                             separator=" ")
+        rows = job.rows_where((Event.EXCEPTION, Event.CPP_EXCEPTION), said.str.contains(INVALID_USAGE.pattern))
         if not rows:
             return []
         inits = job.rows(Event.NCCL_INIT)
