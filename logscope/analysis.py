@@ -421,7 +421,10 @@ def _incomplete_summary(view: JobView) -> str:
     events = view.events
     if events.height == 0:
         return "No failure found, but nothing in these logs shows how the job ended"
-    last = events.sort("line").group_by("file", maintain_order=True).last().to_dicts()
+    # Only what is read of them below (who, seen_at, order_key, the text): not the fields struct.
+    last = (events.select("file", "line", "text", "rank", "local_rank", "host", "node", "time", "time_latest",
+                          "time_inferred")
+            .sort("line").group_by("file", maintain_order=True).last().to_dicts())
     ends = []
     for row in sorted(last, key=order_key)[-4:]:
         text = str(row.get("text") or "").strip()
