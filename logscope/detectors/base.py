@@ -254,7 +254,12 @@ def last_in_order(rows: pl.DataFrame) -> dict[str, Any] | None:
     one row is turned into a dict, not all of them."""
     if rows.height < LAST_IN_POLARS_FROM:
         return max(reversed(rows.to_dicts()), key=order_key, default=None)
-    return in_order(rows).tail(1).to_dicts()[0]
+    # The order's columns alone are sorted, and the one row taken: sorting the rows themselves
+    # (the fields struct with them) cost ~0.2 s for LS103 on 262,144 progress rows.
+    keys = rows.select("time", "time_inferred", "time_latest", "file", "line",
+                       pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"))
+    at = int(in_order(keys)["_at"][-1])
+    return rows.slice(at, 1).to_dicts()[0]
 
 
 def order_key(row: dict[str, Any]) -> tuple[datetime, str, int]:
