@@ -80,12 +80,16 @@ def test_a_file_the_pass_took_reads_as_read_here(tmp_path: Path, monkeypatch: py
 
 
 @pytest.mark.parametrize("counted_otherwise", [False, True])
+@pytest.mark.parametrize("held_bytes", [None, 1])
 def test_the_kept_lines_of_files_read_together_read_as_each_file_read_here(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_otherwise: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_otherwise: bool, held_bytes: int | None) -> None:
     # read_in_order reads the kept lines of consecutive files of the byte pass in one call of the
-    # CSV reader. A file read the usual way between them, a file whose last line has no newline,
-    # and lines that do not read back as the pass counted them (``counted_otherwise``: each block
-    # is then read alone) change no file's events.
+    # CSV reader, up to SCANNED_HELD_BYTES of them (``held_bytes=1``: every file alone). A file
+    # read the usual way between them, a file whose last line has no newline, and lines that do
+    # not read back as the pass counted them (``counted_otherwise``: each block is then read
+    # alone) change no file's events.
+    if held_bytes is not None:
+        monkeypatch.setattr(reading, "SCANNED_HELD_BYTES", held_bytes)
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
     paths = [coll_heavy_log(tmp_path / f"coll-gpu{n}.out", 30000 + 6000 * n) for n in range(3)]
@@ -109,10 +113,11 @@ def test_the_kept_lines_of_files_read_together_read_as_each_file_read_here(
     monkeypatch.setattr(reading, "lines_frame", counted)
     got = list(reading.read_in_order([scanned[0], source_of(other), scanned[1], scanned[2]]))
     assert_same_reads(expected, got)
-    # one read for the first file, one for the next two together; the first file's blocks each
-    # read alone once its read is refused
+    # one read for the first file, one for the next two together (or one each); the first file's
+    # blocks each read alone once its read is refused
     first_blocks = sum(block.reduced is not None for block in scanned[0].blocks)  # type: ignore[union-attr]
-    assert len(numbered_reads) == (1 + first_blocks + 1 if counted_otherwise else 2)
+    later_reads = 1 if held_bytes is None else 2
+    assert len(numbered_reads) == (1 + first_blocks if counted_otherwise else 1) + later_reads
 
 
 def untimed_coll_log(path: Path, *, timed_stretch: bool) -> Path:

@@ -75,7 +75,9 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
 def read_in_order(sources: Iterable[SourceFile | ScannedFile],
                   on_bytes: Callable[[SourceFile, int], None] | None = None) -> Iterator[FileRead | Skipped]:
     """:func:`read_file` for each of ``sources``, yielded in order; a file a read worker's byte pass
-    took (:class:`~logscope.ingest.scanning.ScannedFile`) is parsed from what the pass kept.
+    took (:class:`~logscope.ingest.scanning.ScannedFile`) is parsed from what the pass kept (the
+    kept lines of consecutive such files read in one call, up to SCANNED_HELD_BYTES of them:
+    _kept_lines_of).
 
     Each block is taken as far as it goes alone (``prepare_chunk``: every per-line step), then the
     candidate lines of several blocks, of one file or of several, are classified in one batch
@@ -87,12 +89,15 @@ def read_in_order(sources: Iterable[SourceFile | ScannedFile],
     """
     batch = _Batch()
     scanned: list[ScannedFile] = []  # consecutive files of the byte pass, taken together
+    held = 0  # the bytes they kept
 
     def take_scanned() -> None:
+        nonlocal held
         for file, kept in zip(scanned, _kept_lines_of(scanned), strict=True):
             if not batch.read_scanned(_Reading(file.source, None, file.year), file, kept):
                 read_here(file.source)
         scanned.clear()
+        held = 0
 
     def read_here(source: SourceFile) -> None:
         opened = _start_reading(source)
@@ -104,6 +109,10 @@ def read_in_order(sources: Iterable[SourceFile | ScannedFile],
     for source in sources:
         if isinstance(source, ScannedFile):
             scanned.append(source)
+            held += sum(block.kept_bytes for block in source.blocks)
+            if held >= SCANNED_HELD_BYTES:  # memory stays flat, whatever the job's files
+                take_scanned()
+                yield from batch.ready()
             continue
         take_scanned()
         read_here(source)
@@ -111,6 +120,10 @@ def read_in_order(sources: Iterable[SourceFile | ScannedFile],
     take_scanned()
     batch.finish_all()
     yield from batch.ready()
+
+
+# The files of the byte pass are taken (their kept lines read together) once they hold this much.
+SCANNED_HELD_BYTES = 16 * 1024 * 1024
 
 
 def _kept_lines_of(scanned: Sequence[ScannedFile]) -> list[list[pl.DataFrame | None] | None]:
