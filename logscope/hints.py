@@ -49,21 +49,28 @@ def missing_evidence_hints(view: JobView, findings: Iterable[Finding]) -> list[s
     """
     findings = list(findings)
     events = view.events
-    failed = events.filter(pl.col("severity").is_in(["error", "critical"])).height > 0
-    if not findings and not failed:
+    # Counts, not the rows counted: a crash loop's timeline holds ~100,000 error lines, and copying
+    # them (their fields struct with them) to count them cost more than the hints themselves.
+    nccl = pl.col("source") == "nccl"
+    info = nccl & (pl.col("severity") == "info")
+    counts = events.select(
+        pl.col("severity").is_in(["error", "critical"]).any().alias("failed"),
+        nccl.sum().alias("nccl"),
+        info.sum().alias("info"),
+        (info & _UNTIMED).sum().alias("info_untimed"),
+    ).row(0, named=True)
+    if not findings and not counts["failed"]:
         return []
     hints: list[str] = []
-    nccl = events.filter(pl.col("source") == "nccl")
     distributed = _is_distributed(view)
     roots = [f for f in findings if f.role == Role.ROOT] or findings
     root_categories = {f.category for f in roots}
 
-    if nccl.height == 0 and distributed:
+    if counts["nccl"] == 0 and distributed:
         hints.append(HINT_NCCL_DEBUG)
     if Category.HANG in root_categories and not view.has(Event.DESYNC_REPORT):
         hints.append(HINT_DESYNC)
-    info = nccl.filter(pl.col("severity") == "info")
-    if info.height and _untimed_share(info) >= UNTIMED_SHARE:
+    if counts["info"] and counts["info_untimed"] / counts["info"] >= UNTIMED_SHARE:
         hints.append(HINT_NCCL_TIMESTAMPS)
     if _local_rank_only(events) and _multi_node(view):
         hints.append(HINT_ROLE_PREFIX)
@@ -79,21 +86,24 @@ def missing_evidence_hints(view: JobView, findings: Iterable[Finding]) -> list[s
     return hints
 
 
+# A row whose time was not written on the line itself (null where ``time_inferred`` is null on a
+# timed row: not counted, as a filter would drop it).
+_UNTIMED = pl.col("time").is_null() | pl.col("time_inferred")
+
+
 def _untimed_share(rows: pl.DataFrame) -> float:
     """Share of rows whose time was not written on the line itself."""
     if rows.height == 0:
         return 0.0
-    untimed = rows.filter(pl.col("time").is_null() | pl.col("time_inferred")).height
+    untimed: int = rows.select(_UNTIMED.sum()).item()
     return untimed / rows.height
 
 
 def _local_rank_only(events: pl.DataFrame) -> bool:
     """Lines identified only by a local-rank prefix: no rank and no host of their own."""
-    prefixed = events.filter(pl.col("local_rank").is_not_null() & pl.col("prefix").is_not_null())
-    if prefixed.height == 0:
-        return False
-    anonymous = prefixed.filter(pl.col("rank").is_null() & pl.col("host").is_null() & pl.col("node").is_null())
-    return anonymous.height > 0
+    anonymous = (pl.col("local_rank").is_not_null() & pl.col("prefix").is_not_null() & pl.col("rank").is_null()
+                 & pl.col("host").is_null() & pl.col("node").is_null())
+    return bool(events.select(anonymous.any()).item())
 
 
 def _multi_node(view: JobView) -> bool:

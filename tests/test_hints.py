@@ -157,3 +157,19 @@ def test_crash_without_traceback(tmp_path: Path, extra: str, wanted: bool) -> No
     files["train-1-node01.out"] += extra
     hints = missing_evidence_hints(view_of(tmp_path, files), [finding(Category.CRASH, "LS301")])
     assert (HINT_TRACEBACK in hints) is wanted
+
+
+def test_the_untimed_share_counts_as_a_filter_of_the_rows_would() -> None:
+    # The hints count rows in polars instead of copying them (a crash loop's ~100,000 error rows):
+    # a row with a time and no time_inferred counts as timed, as a filter would drop its null.
+    from datetime import datetime
+
+    import polars as pl
+
+    from logscope.hints import _untimed_share
+
+    at = datetime(2026, 1, 1)
+    rows = pl.DataFrame({"time": [None, at, at, at, None, at], "time_inferred": [None, None, False, True, False, True]},
+                        schema={"time": pl.Datetime("us"), "time_inferred": pl.Boolean})
+    filtered = rows.filter(pl.col("time").is_null() | pl.col("time_inferred")).height
+    assert filtered == 4 and _untimed_share(rows) == filtered / rows.height

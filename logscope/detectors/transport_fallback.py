@@ -96,7 +96,7 @@ class TransportFallback(Detector):
         # A real failure (crash, OOM, hardware, lost node) explains the job's end by itself; timeouts,
         # hangs and time limits do not, and a node on sockets is then their likely cause.
         failed_otherwise = first_failure(job) is not None
-        quiet = job.events.filter(pl.col("severity").is_in(["error", "critical"])).height == 0
+        quiet = not job.events.select(pl.col("severity").is_in(["error", "critical"]).any()).item()
         evidence = self._evidence(job, slow, fast)
         culprit = None
         if len(slow) == 1:

@@ -70,7 +70,7 @@ class VersionSkew(Detector):
         columns = [c for c, odd in (("nccl_version", nccl_odd), ("cuda_driver", driver_odd)) if odd] or ["nccl_version"]
         odd_names = sorted(set(nccl_odd) | set(driver_odd))
         evidence = [*reports[:4], *self._version_rows(job, odd_names, Event.NCCL_VERSION if nccl_odd else Event.NCCL_DRIVER)]
-        failed = job.events.filter(pl.col("severity").is_in(["error", "critical"])).height > 0
+        failed = bool(job.events.select(pl.col("severity").is_in(["error", "critical"]).any()).item())
         explained_elsewhere = first_failure(job) is not None
         if reports:
             role, severity = Role.ROOT, Severity.CRITICAL
