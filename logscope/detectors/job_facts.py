@@ -26,7 +26,7 @@ from logscope.accounting.hostlist import hosts_named
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows
 from logscope.detectors.base import JobView, event_of, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
-from logscope.model import Event
+from logscope.model import Event, Severity
 from logscope.timeline import node_of_host
 
 # Lines saying a process (or a node) really failed. CANCELLED is added by callers that treat a
@@ -133,6 +133,14 @@ def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str |
     return None
 
 
+def has_error_lines(job: JobView) -> bool:
+    """Whether any line of the job is an error or critical one (LS801 and LS802 ask it of the whole
+    timeline: worked out once, by polars, without copying a crash loop's ~100,000 such rows)."""
+    found: bool = job.remember("has error lines", lambda: bool(
+        job.events.select(pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value]).any()).item()))
+    return found
+
+
 def failed_nodes(job: JobView) -> set[str]:
     """Nodes SLURM reported as failed (``srun: error: Node failure on HOST``, hostlists expanded;
     the node its accounting record names for a NODE_FAIL, logscope.detectors.accounting_facts).
@@ -218,6 +226,7 @@ __all__ = [
     "failed_nodes",
     "first_failure",
     "happened_before",
+    "has_error_lines",
     "node_failure_rows",
     "peer_host",
     "place_of",

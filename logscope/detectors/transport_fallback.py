@@ -45,7 +45,7 @@ import polars as pl
 
 from logscope.detectors.base import Detector, JobView, evidence_of
 from logscope.detectors.config_skew import CONFIG_COLUMNS, node_config_table, render_table
-from logscope.detectors.job_facts import first_failure
+from logscope.detectors.job_facts import first_failure, has_error_lines
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
 
@@ -96,7 +96,7 @@ class TransportFallback(Detector):
         # A real failure (crash, OOM, hardware, lost node) explains the job's end by itself; timeouts,
         # hangs and time limits do not, and a node on sockets is then their likely cause.
         failed_otherwise = first_failure(job) is not None
-        quiet = not job.events.select(pl.col("severity").is_in(["error", "critical"]).any()).item()
+        quiet = not has_error_lines(job)
         evidence = self._evidence(job, slow, fast)
         culprit = None
         if len(slow) == 1:

@@ -46,7 +46,7 @@ import polars as pl
 
 from logscope.detectors.base import Detector, JobView, culprit_of
 from logscope.detectors.config_skew import node_config_table, odd_nodes, render_table
-from logscope.detectors.job_facts import capitalised, first_failure
+from logscope.detectors.job_facts import capitalised, first_failure, has_error_lines
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
 _REPORT = re.compile(r"(?:NCCL version mismatch with remote peer|Mismatched NCCL version detected).*")
@@ -70,7 +70,7 @@ class VersionSkew(Detector):
         columns = [c for c, odd in (("nccl_version", nccl_odd), ("cuda_driver", driver_odd)) if odd] or ["nccl_version"]
         odd_names = sorted(set(nccl_odd) | set(driver_odd))
         evidence = [*reports[:4], *self._version_rows(job, odd_names, Event.NCCL_VERSION if nccl_odd else Event.NCCL_DRIVER)]
-        failed = bool(job.events.select(pl.col("severity").is_in(["error", "critical"]).any()).item())
+        failed = has_error_lines(job)
         explained_elsewhere = first_failure(job) is not None
         if reports:
             role, severity = Role.ROOT, Severity.CRITICAL
