@@ -228,6 +228,13 @@ def dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
     return rows.with_columns(pl.struct([said.field(name) for name in present]).alias("fields")).to_dicts()
 
 
+def message_and_text() -> pl.Expr:
+    """A row's message field and its text joined by a space, as ``f"{message or ''} {text or ''}"``
+    reads them in Python: what a detector searches when polars picks its rows."""
+    return pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
+                         separator=" ")
+
+
 def _seen_at() -> pl.Expr:
     """:func:`seen_at` in polars."""
     return (pl.when(pl.col("time_inferred").fill_null(False)).then(pl.coalesce("time_latest", "time"))

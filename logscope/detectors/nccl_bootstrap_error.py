@@ -47,7 +47,17 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, when_row, who
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    culprit_of,
+    event_of,
+    field_of,
+    message_and_text,
+    order_key,
+    when_row,
+    who,
+)
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import capitalised, first_failure, happened_before, place_of, possible_cause
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -136,9 +146,8 @@ class NcclBootstrapError(Detector):
     def _invalid_usage(job: JobView) -> list[dict[str, Any]]:
         if job.has(Event.NCCL_DUPLICATE_GPU, Event.NCCL_VERSION_MISMATCH):
             return []  # LS206 / LS802 name the reason
-        said = pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
-                             separator=" ")
-        rows = job.rows_where((Event.EXCEPTION, Event.CPP_EXCEPTION), said.str.contains(INVALID_USAGE.pattern))
+        rows = job.rows_where((Event.EXCEPTION, Event.CPP_EXCEPTION),
+                              message_and_text().str.contains(INVALID_USAGE.pattern))
         if not rows:
             return []
         inits = job.rows(Event.NCCL_INIT)

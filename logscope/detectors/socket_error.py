@@ -55,6 +55,7 @@ from logscope.detectors.base import (
     event_of,
     evidence_of,
     field_of,
+    message_and_text,
     order_key,
     when_row,
     who,
@@ -94,10 +95,8 @@ class SocketError(Detector):
     def detect(self, job: JobView) -> list[Finding]:
         # Polars picks the rows (a crash can leave thousands of exception lines); their dicts are the
         # ones the view shares (the exit cascade and LS206 read every exception and NCCL WARN).
-        said = pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
-                             separator=" ")
         rows = job.rows_where((Event.NCCL_SOCKET_ERROR, Event.EXCEPTION, Event.NCCL_WARN),
-                              (pl.col("event") == Event.NCCL_SOCKET_ERROR.value) | said.str.contains(SOCKET_TEXT_RUST))
+                              (pl.col("event") == Event.NCCL_SOCKET_ERROR.value) | message_and_text().str.contains(SOCKET_TEXT_RUST))
         if not rows:
             return []
         rows.sort(key=order_key)

@@ -56,6 +56,7 @@ from logscope.detectors.base import (
     JobView,
     event_of,
     field_of,
+    message_and_text,
     order_key,
     place_of,
     seen_at,
@@ -278,9 +279,7 @@ class WorkerRestart(Detector):
     @staticmethod
     def _reconnect_failure(job: JobView, restart: dict[str, Any]) -> dict[str, Any] | None:
         """The first line after a restart saying a worker could not connect."""
-        said = pl.concat_str(pl.col("fields").struct.field("message").fill_null(""), pl.col("text").fill_null(""),
-                             separator=" ")
-        rows = job.of(Event.EXCEPTION, Event.DIST_ERROR).filter(said.str.contains(_RECONNECT)).to_dicts()
+        rows = job.of(Event.EXCEPTION, Event.DIST_ERROR).filter(message_and_text().str.contains(_RECONNECT)).to_dicts()
         later = [r for r in rows if order_key(r) > order_key(restart)]
         return min(later, key=order_key) if later else None
 
