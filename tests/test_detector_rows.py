@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from logscope.analysis import run_detectors
 from logscope.detectors import REGISTRY, base
 from logscope.detectors.base import (
-    NARROW_FIELDS_FROM,
+    COLUMNWISE_FROM,
+    SORT_IN_POLARS_FROM,
     JobView,
     dicts,
     field_of,
@@ -48,12 +49,14 @@ def _frame(data: list[dict[str, Any]]) -> pl.DataFrame:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(rows, max_size=40), st.sampled_from([(4, 3), (NARROW_FIELDS_FROM, base.LAST_IN_POLARS_FROM)]))
-def test_polars_order_is_order_key_order(data: list[dict[str, Any]], thresholds: tuple[int, int]) -> None:
+@given(st.lists(rows, max_size=40),
+       st.sampled_from([(4, 4, 3), (COLUMNWISE_FROM, SORT_IN_POLARS_FROM, base.LAST_IN_POLARS_FROM)]))
+def test_polars_order_is_order_key_order(data: list[dict[str, Any]], thresholds: tuple[int, int, int]) -> None:
     # With the thresholds lowered, small frames take the polars paths too.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "NARROW_FIELDS_FROM", thresholds[0])
-        patch.setattr(base, "LAST_IN_POLARS_FROM", thresholds[1])
+        patch.setattr(base, "COLUMNWISE_FROM", thresholds[0])
+        patch.setattr(base, "SORT_IN_POLARS_FROM", thresholds[1])
+        patch.setattr(base, "LAST_IN_POLARS_FROM", thresholds[2])
         _check_order(_frame(data))
 
 
@@ -75,14 +78,48 @@ def _check_order(frame: pl.DataFrame) -> None:
 
 def test_a_big_frame_gives_only_the_fields_it_has_and_every_field_reads_alike() -> None:
     data = [{"file": "a.out", "line": n, "time": BASE, "time_inferred": False, "time_latest": BASE,
-             "rank": 0, "step": n if n % 2 else None} for n in range(NARROW_FIELDS_FROM)]
+             "rank": 0, "step": n if n % 2 else None} for n in range(COLUMNWISE_FROM)]
     frame = _frame(data)
     narrowed = dicts(frame)
     assert set(narrowed[1]["fields"]) == {"step"}
     full = frame.to_dicts()
     for name in FIELD_SCHEMA:
         assert [field_of(r, name) for r in narrowed] == [field_of(r, name) for r in full]
-    assert dicts(frame.head(NARROW_FIELDS_FROM - 1)) == full[:NARROW_FIELDS_FROM - 1]  # small: as it is
+    assert dicts(frame.head(COLUMNWISE_FROM - 1)) == full[:COLUMNWISE_FROM - 1]  # small: as it is
+
+
+values = st.fixed_dictionaries({
+    "file": st.one_of(st.none(), st.text(max_size=5)),
+    "line": st.one_of(st.none(), st.integers(-2**40, 2**40)),
+    "time": times,
+    "time_inferred": st.one_of(st.none(), st.booleans()),
+    "rank": st.one_of(st.none(), st.integers(0, 3)),
+    "loss": st.one_of(st.none(), st.floats(allow_nan=False)),
+    "message": st.one_of(st.none(), st.text(max_size=5)),
+    "no_fields": st.booleans(),
+})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(values, min_size=COLUMNWISE_FROM, max_size=COLUMNWISE_FROM + 8))
+def test_dicts_made_column_by_column_read_as_polars_to_dicts(data: list[dict[str, Any]]) -> None:
+    # Every column of every dtype the timeline has, a row without fields (None) and the fields
+    # no row has (left out, read as None) read as polars' own to_dicts gives them.
+    said_here = ("loss", "message", "no_fields")
+    full = [{**{c: None for c in TIMELINE_SCHEMA}, **{k: v for k, v in r.items() if k not in said_here},
+             "fields": None if r["no_fields"] else {**{f: None for f in FIELD_SCHEMA}, "loss": r["loss"],
+                                                    "message": r["message"]}} for r in data]
+    frame = pl.DataFrame(full, schema=TIMELINE_SCHEMA)
+    expected, got = frame.to_dicts(), dicts(frame)
+    assert [{k: v for k, v in r.items() if k != "fields"} for r in got] == [
+        {k: v for k, v in r.items() if k != "fields"} for r in expected]
+    assert [r["fields"] is None for r in got] == [r["no_fields"] for r in data]
+    for name in FIELD_SCHEMA:
+        assert [field_of(r, name) for r in got] == [field_of(r, name) for r in expected]
+    said = {name for name in ("loss", "message") if any(r[name] is not None and not r["no_fields"] for r in data)}
+    kept = said or {next(iter(FIELD_SCHEMA))}  # a frame with no field said keeps one, all null
+    assert all(set(r["fields"]) == kept for r in got if r["fields"] is not None)
+    assert dicts(frame.drop("fields")) == frame.drop("fields").to_dicts()
 
 
 KINDS = [Event.EXCEPTION, Event.WORKER_FAILED, Event.CLOSING_SIGNAL, Event.XID]
@@ -101,14 +138,15 @@ def _seen(got: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(event_rows, max_size=40), st.lists(st.sampled_from(KINDS), min_size=1, max_size=3),
-       st.sampled_from([4, NARROW_FIELDS_FROM]))
+       st.sampled_from([4, COLUMNWISE_FROM]))
 def test_a_views_shared_rows_are_the_rows_of_its_frames(data: list[tuple[dict[str, Any], str]], kinds: list[Event],
                                                         narrow_from: int) -> None:
     # rows / rows_in_order / rows_where give what dicts / ordered_dicts of the view's frame give (of
     # the rows a condition picks), asked in any order and any number of times; a caller changing
     # the list it got changes no other's.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "NARROW_FIELDS_FROM", narrow_from)
+        patch.setattr(base, "COLUMNWISE_FROM", narrow_from)
+        patch.setattr(base, "SORT_IN_POLARS_FROM", narrow_from)
         view = _view(data)
         for _ in range(2):
             in_timeline = view.rows(*kinds)

@@ -75,7 +75,7 @@ class JobView:
 
         def ordered() -> list[dict[str, Any]]:
             rows = self._rows(present)
-            if len(rows) < NARROW_FIELDS_FROM:
+            if len(rows) < SORT_IN_POLARS_FROM:
                 return sorted(rows, key=order_key)
             frame = self._gathered(frozenset(present)).select(
                 "time", "time_inferred", "time_latest", "file", "line",
@@ -205,12 +205,15 @@ class Detector:
         )
 
 
-# Frames of at least this many rows give dicts whose ``fields`` hold only the fields some row of
-# the frame has, and are sorted by polars: the 43-field struct was three quarters of what turning
-# 2000 progress rows into dicts cost (27 ms against 7 ms without it), and a detector reads one or
-# two fields. The two queries this takes cost ~1.5 ms whatever the rows, as much as converting
-# ~500 rows whole (~9 us a row, measured): smaller frames are converted and sorted as they are.
-NARROW_FIELDS_FROM = 512
+# Frames of at least this many rows are turned into dicts column by column (each column made a
+# Python list by polars, the dicts zipped from them), and their ``fields`` hold only the fields
+# some row of the frame has. polars' own to_dicts costs ~16-20 us a row of the 43-field struct;
+# this ~7-9 us a row of the usual 5-10 fields, for a fixed ~0.15 ms (a list per column): the two
+# costs cross at ~15 rows (measured on 1 to 79,000 failure rows of a crash loop: 2-2.5x from 100).
+COLUMNWISE_FROM = 16
+# Frames of at least this many rows are sorted by polars: the two queries cost ~1.5 ms whatever
+# the rows, as much as sorting ~500 dicts by order_key in Python.
+SORT_IN_POLARS_FROM = 512
 # last_in_order sorts in polars from this many rows: one query (~0.35 ms) against converting
 # every row (~9 us a row) to pick one.
 LAST_IN_POLARS_FROM = 48
@@ -218,14 +221,30 @@ LAST_IN_POLARS_FROM = 48
 
 def dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
     """``rows`` as dicts. A row's ``fields`` may leave out a field that is null (in a frame of
-    NARROW_FIELDS_FROM rows or more, those null in every row): read one with :func:`field_of`
+    COLUMNWISE_FROM rows or more, those null in every row): read one with :func:`field_of`
     or ``.get``, never by index."""
-    if rows.height < NARROW_FIELDS_FROM or "fields" not in rows.columns:
+    if rows.height < COLUMNWISE_FROM:
         return rows.to_dicts()
-    counts = rows.select(pl.col("fields").struct.unnest()).null_count().row(0, named=True)
-    present = [name for name, nulls in counts.items() if nulls < rows.height] or list(counts)[:1]
-    said = pl.col("fields").struct
-    return rows.with_columns(pl.struct([said.field(name) for name in present]).alias("fields")).to_dicts()
+    names = rows.columns
+    columns = [_narrowed_fields(rows.get_column(name)) if name == "fields" else rows.get_column(name).to_list()
+               for name in names]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _narrowed_fields(fields: pl.Series) -> list[Any]:
+    """A ``fields`` column as dicts of the fields some row has (at least one field), a null row as
+    None, as to_dicts gives it."""
+    if not isinstance(fields.dtype, pl.Struct):
+        return fields.to_list()
+    height = fields.len()
+    parts = fields.struct.unnest().get_columns()
+    kept = [part for part in parts if part.null_count() < height] or parts[:1]
+    names = [part.name for part in kept]
+    out: list[Any] = [dict(zip(names, values, strict=True))
+                      for values in zip(*(part.to_list() for part in kept), strict=True)]
+    if fields.null_count():
+        out = [None if missing else row for row, missing in zip(out, fields.is_null().to_list(), strict=True)]
+    return out
 
 
 def message_and_text() -> pl.Expr:
@@ -251,8 +270,8 @@ def in_order(rows: pl.DataFrame) -> pl.DataFrame:
 def ordered_dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
     """``sorted(dicts(rows), key=order_key)``; polars sorts a big frame (a query costs more than
     sorting a few dicts in Python)."""
-    if rows.height < NARROW_FIELDS_FROM:
-        return sorted(rows.to_dicts(), key=order_key)
+    if rows.height < SORT_IN_POLARS_FROM:
+        return sorted(dicts(rows), key=order_key)
     return dicts(in_order(rows))
 
 
