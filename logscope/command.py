@@ -27,6 +27,9 @@ VALUE_OPTIONS = frozenset({"--format", "-f", "--pattern", "-p", "--select", "--i
 
 def run() -> NoReturn:
     """Start a big job's readers, then run the CLI (:func:`logscope.cli.run`)."""
+    from logscope.collector import collect_less_often
+
+    collect_less_often()
     start_readers(sys.argv[1:])
     from logscope.cli import run as run_cli
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import polars as pl
 
 from logscope.accounting.saved import is_saved_record
+from logscope.collector import collect_less_often
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
@@ -252,6 +253,7 @@ def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
 
 def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _pool_round: the scan stops its workers itself
+    collect_less_often()
 
 
 @contextlib.contextmanager

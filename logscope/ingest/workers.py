@@ -331,8 +331,10 @@ def worker_main() -> None:
     Every file goes through the byte pass first; those it cannot take are left to the main process
     while they add up to at most LEFT_HERE_MAX_BYTES, and read here the usual way beyond that, all
     together at the end (polars is loaded then, and only then)."""
+    from logscope.collector import collect_less_often
     from logscope.ingest.scanning import scan_file
 
+    collect_less_often()
     try:
         sources: list[SourceFile] = pickle.load(sys.stdin.buffer)
     except EOFError:
