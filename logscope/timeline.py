@@ -216,7 +216,7 @@ def _resolve_nodes(events: pl.DataFrame, file_nodes: Sequence[list[str]],
     interface-suffixed hosts to their job's nodes (``file_nodes``: by job, those its files name).
     Returns the events and, for each job, each of its files whose lines name two or more nodes,
     with those nodes."""
-    pairs = events.filter(pl.col("host").is_not_null() & (pl.col("host") != "")).select(_JOB, "host").unique()
+    pairs = events.select(_JOB, "host").filter(pl.col("host").is_not_null() & (pl.col("host") != "")).unique()
     known_of = [sorted(nodes, key=len, reverse=True) for nodes in file_nodes]
     job_column, hosts = pairs[_JOB].to_list(), pairs["host"].to_list()
     mapping = pl.DataFrame(
@@ -253,8 +253,9 @@ def _resolve_nodes(events: pl.DataFrame, file_nodes: Sequence[list[str]],
 def _shared_files(events: pl.DataFrame) -> dict[int, dict[str, list[str]]]:
     """For each job, its files whose lines were written on two or more hosts (by their own head or
     tag), each with them."""
-    writers = (events.filter(pl.col("host").is_not_null() & ~pl.col("event").is_in(_SUBJECT_HOST)
-                             & ~pl.col("host").str.contains(_ADDRESS))
+    writers = (events.select(_JOB, "file", "host", "event")
+               .filter(pl.col("host").is_not_null() & ~pl.col("event").is_in(_SUBJECT_HOST)
+                       & ~pl.col("host").str.contains(_ADDRESS))
                .group_by(_JOB, "file").agg(pl.col("host").unique().sort().alias("_hosts"))
                .filter(pl.col("_hosts").list.len() >= 2))
     shared: dict[int, dict[str, list[str]]] = {}
@@ -280,7 +281,8 @@ def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:
                 .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
                 .select(*keys, pl.col("_h").list.first().alias(alias)))
 
-    by_pid = unique_host(events.filter(pl.col("pid").is_not_null()), [_JOB, "file", "pid"], "_pid_host")
+    by_pid = unique_host(events.select(_JOB, "file", "pid", "host").filter(pl.col("pid").is_not_null()),
+                         [_JOB, "file", "pid"], "_pid_host")
     events = (events.join(by_pid, on=[_JOB, "file", "pid"], how="left", maintain_order="left")
               .with_columns(pl.coalesce("host", "_pid_host").alias("host")).drop("_pid_host"))
     writer = pl.col("text").str.extract(_GLOG_PID, 1).cast(pl.Int64, strict=False)
@@ -307,8 +309,8 @@ def _hosts_from_ties(events: pl.DataFrame) -> pl.DataFrame:
              .select(_JOB, "file", pl.col("fields").struct.field("tasks").alias("_t"), "host")
              .filter(pl.col("_t").str.contains(r"^\d+$"))
              .select(_JOB, "file", pl.col("_t").cast(pl.Int64).alias("task"), "host"))
-    labelled = (events.filter(pl.col("task").is_not_null() & pl.col("host").is_not_null())
-                .select(_JOB, "file", "task", "host"))
+    labelled = (events.select(_JOB, "file", "task", "host")
+                .filter(pl.col("task").is_not_null() & pl.col("host").is_not_null()))
     layout = (pl.concat([labelled, exits], how="vertical").group_by(_JOB, "file", "task")
               .agg(pl.col("host").unique().alias("_h")).filter(pl.col("_h").list.len() == 1)
               .select(_JOB, "file", "task", pl.col("_h").list.first().alias("_task_host")))
@@ -364,7 +366,8 @@ def _resolve_ranks(events: pl.DataFrame) -> pl.DataFrame:
     events = _ranks_from_tasks(events)
     # rank prefixes seen on a process's other lines (e.g. [rank3]: with a Ray pid)
     by_pid = (
-        events.filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null() & pl.col("host").is_not_null())
+        events.select(_JOB, "host", "pid", "rank")
+        .filter(pl.col("rank").is_not_null() & pl.col("pid").is_not_null() & pl.col("host").is_not_null())
         .group_by(_JOB, "host", "pid").agg(pl.col("rank").mode().first().alias("_pid_rank"))
     )
     if by_pid.height:
@@ -415,7 +418,8 @@ def _ranks_from_tasks(events: pl.DataFrame) -> pl.DataFrame:
     a job, srun reporting several tasks of one node (``srun: error: node1: tasks 1-7: Terminated``)
     says the same: srun launched the ranks itself (a launcher like torchrun runs as one task per
     node), so task N is rank N, and srun's report on a single task names that rank."""
-    both = events.filter(pl.col("task").is_not_null() & pl.col("rank").is_not_null())
+    both = (events.select(_JOB, "file", "task", "rank")
+            .filter(pl.col("task").is_not_null() & pl.col("rank").is_not_null()))
     with_both = set(both[_JOB].unique().to_list())
     tasks_are_ranks = _tasks_are_processes(events) - with_both
     if tasks_are_ranks:
