@@ -20,6 +20,7 @@ from logscope.detectors.base import (
     SORT_IN_POLARS_FROM,
     JobView,
     dicts,
+    ends_in_order,
     field_of,
     in_order,
     last_in_order,
@@ -67,6 +68,12 @@ def _check_order(frame: pl.DataFrame) -> None:
     got = ordered_dicts(frame)
     assert [(r["file"], r["line"], r["rank"], field_of(r, "step")) for r in got] == [
         (r["file"], r["line"], r["rank"], field_of(r, "step")) for r in expected]
+    seen = [(r["file"], r["line"], r["rank"], field_of(r, "step")) for r in expected]
+    for count in (1, 3):
+        assert [(r["file"], r["line"], r["rank"], field_of(r, "step")) for r in ends_in_order(frame, count)] == \
+            seen[:count]
+        assert [(r["file"], r["line"], r["rank"], field_of(r, "step"))
+                for r in ends_in_order(frame, count, last=True)] == seen[-count:]
     last = last_in_order(frame)
     if expected:
         assert last is not None

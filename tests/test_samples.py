@@ -56,3 +56,20 @@ def test_analysis_is_deterministic() -> None:
     for name in ("rank0-misresolution", "hang-quiet-rank", "crash-cascade"):
         outs = {_json.dumps(analyze([SAMPLES / name]).to_json(), sort_keys=True, default=str) for _ in range(4)}
         assert len(outs) == 1, name
+
+
+def test_a_hang_cites_the_quiet_ranks_last_lines() -> None:
+    """LS101's evidence starts from what the quiet rank wrote last, not from its first lines."""
+    import polars as pl
+
+    result = analyze([SAMPLES / "hang-quiet-rank"])
+    finding = next(f for f in result.findings if f.code == "LS101")
+    assert finding.culprit is not None and finding.culprit.rank is not None
+    # its own lines: what the launcher wrote about it (a closing signal, a failure record) is not
+    about_it = ["closing_signal", "child_failure", "worker_failed", "srun_task_exit", "error_file", "desync_report"]
+    own = result.view.events.filter((pl.col("rank") == finding.culprit.rank) & ~pl.col("event").is_in(about_it))
+    files = set(own["file"].to_list())
+    cited = sorted((e.file, e.line) for e in finding.evidence if e.file in files
+                   and e.line in set(own["line"].to_list()))
+    last = own.sort("file", "line").tail(3)
+    assert cited == sorted(zip(last["file"].to_list(), last["line"].to_list(), strict=True))

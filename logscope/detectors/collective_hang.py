@@ -46,7 +46,17 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, compact_ranks, field_of, order_key, ordered_dicts, when, who
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    compact_ranks,
+    ends_in_order,
+    field_of,
+    order_key,
+    ordered_dicts,
+    when,
+    who,
+)
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -81,7 +91,9 @@ class CollectiveHang(Detector):
         if not quiet:
             quiet, how = self._behind_on_counters(job)
 
-        first_timeout = ordered_dicts(timeouts)[0] if timeouts.height else None
+        # The first three in time (a crash loop leaves thousands): the first one, and evidence.
+        first_timeouts = ends_in_order(timeouts, 3)
+        first_timeout = first_timeouts[0] if first_timeouts else None
         if not quiet:
             rows = (timeouts if timeouts.height else desync).to_dicts()
             return [self.finding(
@@ -101,7 +113,7 @@ class CollectiveHang(Detector):
         crashed = self._crashed(job, quiet, first_timeout)
         culprit_row = last_rows[0] if last_rows else None
         culprit = self._culprit(job, quiet[0], culprit_row)
-        evidence = [*last_rows[:3], *ordered_dicts(timeouts)[:3], *desync.to_dicts()[:2]]
+        evidence = [*last_rows, *first_timeouts, *desync.to_dicts()[:2]]
         if crashed:
             return [self.finding(
                 title=(f"Ranks timed out in a collective waiting for rank(s) {compact_ranks(quiet)}, "
@@ -211,16 +223,16 @@ class CollectiveHang(Detector):
 
     @staticmethod
     def _last_activity(job: JobView, ranks: list[int]) -> list[dict[str, Any]]:
-        """The quiet ranks' own lines, newest first; what others wrote about them (failure
-        records, closing signals, a desync report naming them) does not count as activity."""
+        """The quiet ranks' last three own lines, newest first; what others wrote about them
+        (failure records, closing signals, a desync report naming them) does not count as
+        activity."""
         about_them = [e.value for e in (Event.CHILD_FAILURE, Event.WORKER_FAILED, Event.CLOSING_SIGNAL,
                                         Event.SRUN_TASK_EXIT, Event.ERROR_FILE, Event.DESYNC_REPORT)]
         own = job.events.filter(pl.col("rank").is_in(ranks) & ~pl.col("event").is_in(about_them))
         rows = own.filter(~pl.col("time_inferred"))
         if rows.height == 0:
             rows = own
-        dicts = ordered_dicts(rows)
-        return list(reversed(dicts))
+        return list(reversed(ends_in_order(rows, 3, last=True)))
 
     @staticmethod
     def _crashed(job: JobView, ranks: list[int], first_timeout: dict[str, Any] | None) -> dict[str, Any] | None:
