@@ -2,13 +2,13 @@
 workers, scan's workers): far less often than Python's default.
 
 An analysis makes millions of short-lived objects (a dict per timeline row a detector reads, polars'
-Python wrappers per query) and next to no reference cycles: on the 100 MB crash loop, 1,071
-collections of the youngest generation and 6 full ones found 533 objects to free in all. Python
-starts a collection every 700 allocations, and each full one walks every object alive (the
-timeline's row dicts included), so that the collector took 10-15% of the detectors' time there and
-~5% of a sample job's command (measured: the crash loop's detectors, in one process, 5.2-5.3 s
-collected every 50,000 allocations or never, against 5.8-7.2 s by default; the command end to end
-0.89x on the crash loop, 0.93x on a sample job, 0.97x on the 1 GB COLL job, interleaved).
+Python wrappers per query) and next to no reference cycles: on the 100 MB crash loop, its ~1,170
+collections found 533 objects to free in all. Python starts a collection every 700 allocations, and
+each full one walks every object alive (the timeline's row dicts included): the collector took
+10-15% of the crash loop's detectors (in one process, 6.02 s by default against 5.23 s collected
+every 50,000 allocations, 5.3 s never; medians of 4, interleaved). A sample job's command: 1.462 ->
+1.441 billion instructions under callgrind. End to end on this 2-core VM the gain is within its
+noise (0.99-1.00x over 5 and 12 interleaved pairs).
 
 A library caller's process is left as it is: this is only called where logscope owns the process.
 """
