@@ -77,10 +77,7 @@ class JobView:
             rows = self._rows(present)
             if len(rows) < SORT_IN_POLARS_FROM:
                 return sorted(rows, key=order_key)
-            frame = self._gathered(frozenset(present)).select(
-                "time", "time_inferred", "time_latest", "file", "line",
-                pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"))
-            return [rows[i] for i in in_order(frame)["_at"]]
+            return [rows[i] for i in positions_in_order(self._gathered(frozenset(present)))]
 
         rows: list[dict[str, Any]] = self.remember(f"rows in order:{present}", ordered)
         return list(rows)
@@ -267,6 +264,15 @@ def in_order(rows: pl.DataFrame) -> pl.DataFrame:
                      nulls_last=True, maintain_order=True)
 
 
+def positions_in_order(rows: pl.DataFrame) -> pl.Series:
+    """The row positions of ``rows`` in :func:`in_order`'s order. The order's columns alone are
+    sorted: sorting the rows themselves (the fields struct with them) cost ~0.2 s for LS103 on
+    262,144 progress rows, to keep one."""
+    keys = rows.select("time", "time_inferred", "time_latest", "file", "line",
+                       pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"))
+    return in_order(keys)["_at"]
+
+
 def ordered_dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
     """``sorted(dicts(rows), key=order_key)``; polars sorts a big frame (a query costs more than
     sorting a few dicts in Python)."""
@@ -280,11 +286,7 @@ def last_in_order(rows: pl.DataFrame) -> dict[str, Any] | None:
     one row is turned into a dict, not all of them."""
     if rows.height < LAST_IN_POLARS_FROM:
         return max(reversed(rows.to_dicts()), key=order_key, default=None)
-    # The order's columns alone are sorted, and the one row taken: sorting the rows themselves
-    # (the fields struct with them) cost ~0.2 s for LS103 on 262,144 progress rows.
-    keys = rows.select("time", "time_inferred", "time_latest", "file", "line",
-                       pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"))
-    at = int(in_order(keys)["_at"][-1])
+    at = int(positions_in_order(rows)[-1])
     return rows.slice(at, 1).to_dicts()[0]
 
 
@@ -295,9 +297,7 @@ def ends_in_order(rows: pl.DataFrame, count: int, *, last: bool = False) -> list
     if rows.height < LAST_IN_POLARS_FROM:
         ordered = ordered_dicts(rows)
         return ordered[-count:] if last and count else ordered[:count]
-    keys = rows.select("time", "time_inferred", "time_latest", "file", "line",
-                       pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"))
-    at = in_order(keys)["_at"]
+    at = positions_in_order(rows)
     return dicts(rows[at.tail(count) if last else at.head(count)])
 
 
