@@ -212,7 +212,7 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     # Failures are ordered by it: an untimed error is printed just before the timed teardown
     # lines that follow it, while the timed line above it can be hours old. Never before ``time``:
     # where the file's times go backwards around a line, ``time`` is the earlier of its two
-    # neighbours and ``time_latest`` the later (ingest.reading._finish_times).
+    # neighbours and ``time_latest`` the later (ingest.file_events._timed).
     "time_latest": pl.Datetime("us"),
     "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app | sacct | scontrol
     "event": pl.String(),  # an Event value

@@ -42,6 +42,7 @@ from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files,
 from logscope.model import TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.parsers.regex_ascii import ascii_classes
+from logscope.stacking import stacked, unstacked
 
 
 @dataclass
@@ -161,7 +162,7 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
     a small job's timeline is the fixed cost of its ~35 queries). A job's timeline is the same
     built alone or with others (``tests/test_identity.py``)."""
     jobs: list[Job] = []
-    frames: list[pl.DataFrame] = []
+    with_events: list[tuple[int, FileRead]] = []  # (its job, a file read) of the files with events
     for index, (reads, skipped) in enumerate(reads_of_jobs):
         job_ids = sorted({r.source.info.job_id for r in reads if r.source.info.job_id})
         names = sorted({r.source.info.job_name for r in reads if r.source.info.job_name})
@@ -178,27 +179,27 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
             job_name=",".join(names) if names else None,
             nodes=file_nodes,  # the nodes its files name, until its timeline adds the others
         ))
-        frames.extend(read.events.with_columns(
-            pl.lit(read.source.display).alias("file"),
-            pl.lit(read.source.info.node, dtype=pl.String).alias("node"),
-            pl.lit(index, dtype=pl.UInt32).alias(_JOB),
-        ) for read in reads if read.events.height)
-    if not frames:
+        with_events.extend((index, read) for read in reads if read.events.height)
+    if not with_events:
         return jobs
     # Each file's controls were dropped, its facts filled in and its records folded as its reading
     # ended (logscope.ingest.file_events).
-    events = pl.concat(frames, how="vertical")
+    events = stacked([read.events for _, read in with_events], {
+        "file": pl.Series([read.source.display for _, read in with_events], dtype=pl.String),
+        "node": pl.Series([read.source.info.node for _, read in with_events], dtype=pl.String),
+        _JOB: pl.Series([index for index, _ in with_events], dtype=pl.UInt32),
+    })
     events, shared = _resolve_nodes(events, [job.nodes for job in jobs])
     for index, job in enumerate(jobs):
         if index in shared:
             job.warnings.extend(_shared_file_warnings(shared[index], {r.source.display: r.source.info.node
                                                                       for r in reads_of_jobs[index][0]}))
     events = _resolve_ranks(events)
-    timelines = events.select(_JOB, *TIMELINE_SCHEMA).sort(
-        [_JOB, "time", "file", "line"], nulls_last=True, maintain_order=True
-    ).partition_by(_JOB, maintain_order=True, include_key=False, as_dict=True)
-    for key, timeline in timelines.items():
-        job = jobs[int(key[0])]
+    timelines = unstacked(events.select(_JOB, *TIMELINE_SCHEMA).sort(
+        [_JOB, "time", "file", "line"], nulls_last=True, maintain_order=True), _JOB, len(jobs))
+    for job, timeline in zip(jobs, timelines, strict=True):
+        if not timeline.height:  # a job none of whose files has an event keeps its empty timeline
+            continue
         job.timeline = timeline
         job.nodes = sorted(set(timeline["node"].drop_nulls().to_list()) | set(job.nodes))
     return jobs

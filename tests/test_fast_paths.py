@@ -332,16 +332,23 @@ def test_small_files_prepared_together_read_as_each_alone(monkeypatch: pytest.Mo
     pooled: list[int] = []
     pool = reading._Batch._pool
 
-    def counted(batch: reading._Batch, read: reading._Reading, framed: reading._Framed) -> None:
-        pooled.append(framed.lines.height)
+    def counted(batch: reading._Batch, read: reading._Reading, framed: reading._Framed | reading._Whole) -> None:
+        pooled.append(framed.lines if isinstance(framed, reading._Whole) else framed.lines.height)
         pool(batch, read, framed)
+
+    def prepared_alone(batch: reading._Batch, read: reading._Reading,
+                       framed: reading._Framed | reading._Whole) -> None:
+        # a whole small file's lines split by a read of its own (lines_frame), as before the pool
+        # read them together (line_frames.whole_files_lines)
+        batch._prepare(read, reading._split_whole([(read, framed)])[0][1], None)
 
     with monkeypatch.context() as patch:
         patch.setattr(reading._Batch, "_pool", counted)
         together = list(reading.read_in_order(files))
     assert len(pooled) > 3
-    with monkeypatch.context() as patch:  # each file prepared alone, as it comes
-        patch.setattr(reading._Batch, "_pool", lambda batch, read, framed: batch._prepare(read, framed, None))
+    with monkeypatch.context() as patch:  # each file read and prepared alone, as it comes
+        patch.setattr(reading._Batch, "_pool", prepared_alone)
+        patch.setattr(reading, "whole_files_lines", lambda blocks, counts: None)
         alone = list(reading.read_in_order(files))
     assert_same_reads([r for r in alone if isinstance(r, FileRead)], [r for r in together if isinstance(r, FileRead)])
     assert [type(r) for r in alone] == [type(r) for r in together]

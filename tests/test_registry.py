@@ -52,14 +52,24 @@ def test_docstring_has_every_heading(detector: type) -> None:
 
 
 def test_parsers_import_nothing_above_them() -> None:
-    """logscope.parsers may use logscope.model, logscope.errors, the catalogue and logscope.limits
-    (which imports nothing) only (one-way layering)."""
+    """logscope.parsers may use logscope.model, logscope.errors, the catalogue, logscope.limits and
+    logscope.stacking (which import no logscope module) only (one-way layering)."""
     parsers = Path(detectors_package.__file__).parent.parent / "parsers"
     for path in parsers.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("logscope"):
                 allowed = ("logscope.parsers", "logscope.model", "logscope.errors", "logscope.knowledge",
-                           "logscope.limits")
+                           "logscope.limits", "logscope.stacking")
                 assert node.module.startswith(allowed), (
                     f"{path.name} imports {node.module}")
+
+
+def test_leaf_modules_import_no_logscope_module() -> None:
+    """logscope.limits and logscope.stacking sit below every layer that imports them."""
+    package = Path(detectors_package.__file__).parent.parent
+    for name in ("limits.py", "stacking.py"):
+        tree = ast.parse((package / name).read_text())
+        imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+        imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        assert not [module for module in imported if module.startswith("logscope")], name

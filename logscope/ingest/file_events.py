@@ -1,11 +1,12 @@
-"""A file's events made ready to join its job's: control characters dropped, the file's own facts
-filled in, torchrun's multi-line records folded.
+"""A file's events made ready to join its job's: untimed events timed, control characters dropped,
+the file's own facts filled in, torchrun's multi-line records folded.
 
 Each step reads one file's rows alone, so it is done as the file's reading ends (in the read
 worker for a file read there), for the files finished together in one pass: the main process then
 holds one event per record, not its ~10 lines (a crash loop's files are a third record lines), and
 folds none of them itself.
 
+* An untimed event takes its time from the lines around it (:func:`_timed`).
 * Terminal escape sequences (a logger's colours, or hostile: clear the screen, set the title),
   other control characters and bidi controls in log text would reach the terminal as they are:
   they are dropped from the text and string fields of the events (a few rows, not the lines read).
@@ -24,23 +25,24 @@ import polars as pl
 from logscope.ingest.discovery import SourceFile
 from logscope.model import FIELD_SCHEMA
 from logscope.parsers.records import assemble_records
+from logscope.stacking import positions, stacked, unstacked
 from logscope.textsafe import CONTROL_CHARACTER, CONTROLS
 
 _FILE = "_file"  # which of the files finished together a row is of
 
 
 def completed(frames: Sequence[pl.DataFrame], sources: Sequence[SourceFile]) -> list[pl.DataFrame]:
-    """Each of ``frames`` (a file's events, EVENT_COLUMNS, thinned and timed) with its controls
-    dropped, the file's facts of ``sources`` filled in and its records folded, in order."""
+    """Each of ``frames`` (a file's events, EVENT_COLUMNS, thinned) with its untimed events timed,
+    its controls dropped, the file's facts of ``sources`` filled in and its records folded, in
+    order."""
     if not frames:
         return []
-    tagged = [frame.with_columns(
-        pl.lit(n, dtype=pl.UInt32).alias(_FILE),
-        pl.lit(source.info.host, dtype=pl.String).alias("_file_host"),
-        pl.lit(source.info.pid, dtype=pl.Int64).alias("_file_pid"),
-        pl.lit(source.info.local_rank, dtype=pl.Int64).alias("_file_local_rank"),
-    ) for n, (frame, source) in enumerate(zip(frames, sources, strict=True))]
-    events = _without_controls(pl.concat(tagged, how="vertical"))
+    events = _without_controls(_timed(stacked(frames, {
+        _FILE: positions(len(frames)),
+        "_file_host": pl.Series([source.info.host for source in sources], dtype=pl.String),
+        "_file_pid": pl.Series([source.info.pid for source in sources], dtype=pl.Int64),
+        "_file_local_rank": pl.Series([source.info.local_rank for source in sources], dtype=pl.Int64),
+    })))
     events = events.with_columns(
         pl.coalesce("host", "_file_host").alias("host"),
         pl.coalesce("pid", "_file_pid").alias("pid"),
@@ -49,9 +51,22 @@ def completed(frames: Sequence[pl.DataFrame], sources: Sequence[SourceFile]) -> 
     events = assemble_records(events, apart=[_FILE])
     if len(frames) == 1:
         return [events.drop(_FILE)]
-    by_file = events.partition_by(_FILE, as_dict=True, include_key=False, maintain_order=True)
-    empty = events.clear().drop(_FILE)
-    return [by_file.get((n,), empty) for n in range(len(frames))]
+    return unstacked(events, _FILE, len(frames))  # the folded records follow the others: sorted by file
+
+
+def _timed(events: pl.DataFrame) -> pl.DataFrame:
+    """Untimed events before a file's first timestamp take that first timestamp (inferred); an
+    untimed event at the end of a block takes the next block's first time as its latest (the
+    events of the files finished together, each file's taken alone: one query for all of them).
+
+    An untimed event lies between the timed lines around it, earliest ``time``, latest
+    ``time_latest``. Processes writing to one file do not keep its times in order (a rank's
+    buffered output lands after the agent's later lines), so the line below can be older than
+    the one above: the window is then the span between the two, whichever comes first."""
+    earliest = pl.col("time").backward_fill().over(_FILE)
+    latest = pl.col("time_latest").backward_fill().over(_FILE)
+    return events.with_columns(pl.min_horizontal(earliest, latest).alias("time"),
+                               pl.max_horizontal(earliest, latest).alias("time_latest"))
 
 
 _ESCAPES = CONTROLS  # logscope.textsafe: escapes, control and bidi characters

@@ -16,7 +16,9 @@ classified. Three limits keep this bounded by design:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from itertools import accumulate
 
 import polars as pl
 
@@ -41,6 +43,18 @@ def cut_for_matching(lines: pl.DataFrame) -> tuple[pl.DataFrame, int]:
         .otherwise(pl.col("raw"))
     )
     return lines.with_columns(cut.alias("raw")), int(count)
+
+
+def cut_for_matching_each(lines: pl.DataFrame, heights: Sequence[int]) -> tuple[pl.DataFrame, list[int]]:
+    """:func:`cut_for_matching` of several files' lines back to back (``heights`` rows each), in
+    one query when none is long (a query a file cost ~0.1 ms), and how many of each were cut."""
+    long = lines.select(pl.col("raw").str.len_chars() > MATCH_CHARS).to_series()
+    if not long.any():
+        return lines, [0] * len(heights)
+    cut, _ = cut_for_matching(lines)
+    starts = accumulate(heights, initial=0)
+    # accumulate gives one start more than there are files (the end of the last)
+    return cut, [int(long.slice(start, height).sum()) for start, height in zip(starts, heights, strict=False)]
 
 
 def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:

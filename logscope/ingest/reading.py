@@ -34,8 +34,8 @@ from logscope.ingest.coll_prefilter import Reduced, reduce_block
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.file_events import completed
-from logscope.ingest.line_frames import lines_frame
-from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching
+from logscope.ingest.line_frames import line_count, lines_frame, whole_files_lines
+from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching, cut_for_matching_each
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import KIND_KEEP, thin, thin_each, thin_within_processes
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
@@ -193,15 +193,50 @@ class _Reading:
 
     @staticmethod
     def finish(readings: list[_Reading]) -> None:
-        """The files' results complete: their events thinned (in one query for all of them), their
-        untimed events timed, and made ready to join their job's (file_events.completed, for all
+        """The files' results complete: their events thinned (in one query for all of them), and
+        made ready to join their job's, their untimed events timed (file_events.completed, for all
         of them at once)."""
         with_events = [reading for reading in readings if reading.parts]
         joined = [pl.concat(reading.parts) if len(reading.parts) > 1 else reading.parts[0] for reading in with_events]
-        timed = [_finish_times(events) for events in thin_each(joined)]
-        for reading, events in zip(with_events, completed(timed, [r.result.source for r in with_events]), strict=True):
+        thinned = thin_each(joined)
+        for reading, events in zip(with_events, completed(thinned, [r.result.source for r in with_events]),
+                                   strict=True):
             reading.result.events = events
             reading.parts = []
+
+
+def _split_whole(pooled: list[tuple[_Reading, _Framed | _Whole]]) -> list[tuple[_Reading, _Framed]]:
+    """``pooled`` with the lines of its small whole files (:class:`_Whole`) split, in one call of
+    the CSV reader for all of them, and cut for matching, as _frame and _framed take a block."""
+    wholes = [(reading, whole) for reading, whole in pooled if isinstance(whole, _Whole)]
+    if not wholes:
+        return [(reading, item) for reading, item in pooled if isinstance(item, _Framed)]
+    heights = [whole.lines for _, whole in wholes]
+    lines = whole_files_lines([whole.block for _, whole in wholes], heights)
+    if lines is None:  # never seen: each read alone, counted as the reader splits it
+        alone = [lines_frame(whole.block, 0) for _, whole in wholes]
+        for (reading, whole), frame in zip(wholes, alone, strict=True):
+            reading.result.lines_read += frame.height - whole.lines
+        heights = [frame.height for frame in alone]
+        lines = pl.concat(alone)
+    lines, cuts = cut_for_matching_each(lines, heights)
+    framed: dict[int, _Framed] = {}
+    start = 0
+    for (reading, whole), height, cut in zip(wholes, heights, cuts, strict=True):
+        reading.cut += cut
+        _say_cut(reading)  # its other warnings were said when its block was taken (_Batch._end)
+        framed[id(whole)] = _Framed(lines.slice(start, height), cut > 0 or whole.carriage_returns, False, 0,
+                                    whole.size)
+        start += height
+    return [(reading, framed[id(item)] if isinstance(item, _Whole) else item) for reading, item in pooled]
+
+
+def _say_cut(reading: _Reading) -> None:
+    """The warning of a file's lines cut for matching, once they are known (see _Batch._end)."""
+    if reading.cut:
+        reading.result.warnings.append(
+            f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on their first (and, "
+            f"after a carriage return, last) {MATCH_CHARS:,} characters")
 
 
 @cache
@@ -231,12 +266,32 @@ class _Framed:
                        self.size + later.size)
 
 
-def _frame(reading: _Reading, block: bytes) -> _Framed:
+@dataclass
+class _Whole:
+    """A small file read whole in one block, its lines not split yet: the pool splits them with
+    the other such files' in one call (see _Batch._flush_pool)."""
+
+    block: bytes
+    lines: int  # its lines, split at '\n' as the CSV reader splits them
+    carriage_returns: bool  # some line may hold '\r'
+    size: int  # bytes held until classified
+
+
+def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole:
     """A block's lines, numbered in its file, cut for matching; without the COLL lines the
-    thinning would drop when the compiled scanner could drop them from the block's bytes."""
+    thinning would drop when the compiled scanner could drop them from the block's bytes. The
+    ``last`` block of a file that is its first too (the file whole), of at most
+    COLL_ASIDE_MIN_LINES lines, is left to be split with the pool's (:class:`_Whole`): such a
+    block is pooled, and the byte pass never drops lines from it (it keeps blocks of at most
+    WRAP_MAX_LINES lines whole)."""
     controls = control_bytes(block)
     if controls.nul:
         block = without_nul(block)
+    if last and reading.result.lines_read == 0:
+        count = line_count(block)
+        if count <= COLL_ASIDE_MIN_LINES:
+            reading.result.lines_read = count
+            return _Whole(bytes(block), count, controls.carriage_return, len(block))
     reduced = reduce_block(block, reading.result.lines_read, controls)
     kept = None if reduced is None else _kept_lines(reduced, reading.result.lines_read)
     if reduced is None or kept is None:
@@ -273,7 +328,7 @@ class _Batch:
         self._rows = 0
         self._bytes = 0
         self._cost = 0  # the classification cost of what is waiting (see matching.bounded_pieces)
-        self._pooled: list[tuple[_Reading, _Framed]] = []  # whole files prepared together (see _pool)
+        self._pooled: list[tuple[_Reading, _Framed | _Whole]] = []  # whole files prepared together (see _pool)
         self._pooled_rows = 0
 
     def done(self, result: FileRead | Skipped) -> None:
@@ -287,12 +342,20 @@ class _Batch:
         result = reading.result
         with reading.stream:
 
-            def framed_blocks() -> Iterator[_Framed]:
+            def framed_blocks() -> Iterator[_Framed | _Whole]:
                 assert reading.stream is not None
-                for block in blocks(reading.stream, result.source.path, result.warnings):
+                source_blocks = blocks(reading.stream, result.source.path, result.warnings)
+                block = next(source_blocks, None)
+                while block is not None:
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
-                    yield _frame(reading, block)
+                    try:  # the next block is read first: is this one the file's last?
+                        following = next(source_blocks, None)
+                    except READ_ERRORS:  # this one is the last read: taken, then the error said
+                        yield _frame(reading, block, last=True)
+                        raise
+                    yield _frame(reading, block, last=following is None)
+                    block = following
 
             self._take(reading, framed_blocks())
         self._end(reading, reading.stream.notes if isinstance(reading.stream, InflateStream) else [])
@@ -327,7 +390,7 @@ class _Batch:
         self._end(reading, scanned.notes)
         return True
 
-    def _take(self, reading: _Reading, framed_blocks: Iterator[_Framed]) -> None:
+    def _take(self, reading: _Reading, framed_blocks: Iterator[_Framed | _Whole]) -> None:
         """Prepare a file's framed blocks into the batch, in order; a read error that stops them is
         said, and what came before it kept. A small file read whole in one block, or all of whose
         blocks were prefiltered, joins the pool (see _pool)."""
@@ -337,6 +400,9 @@ class _Batch:
         whole = True  # held or plain is all the file (nothing prepared before): it may join the pool
         try:
             for framed in framed_blocks:
+                if isinstance(framed, _Whole):  # the file's only block (see _frame)
+                    self._pool(reading, framed)
+                    continue
                 if plain is not None:
                     carry_time, plain, whole = self._prepare(reading, plain, carry_time), None, False
                 if framed.prefiltered:
@@ -370,10 +436,7 @@ class _Batch:
         """What is said of a file once all its blocks are taken: the decompressor's notes, the lines
         cut for matching."""
         reading.result.warnings.extend(notes)
-        if reading.cut:
-            reading.result.warnings.append(
-                f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on their first (and, "
-                f"after a carriage return, last) {MATCH_CHARS:,} characters")
+        _say_cut(reading)
 
     def _prepare(self, reading: _Reading, framed: _Framed, carry_time: datetime | None) -> datetime | None:
         """Take ``framed`` as far as it goes alone, into the batch (finished when full); return the
@@ -389,7 +452,7 @@ class _Batch:
         self._enqueue(reading, prepared, framed.size)
         return prepared.last_time
 
-    def _pool(self, reading: _Reading, framed: _Framed) -> None:
+    def _pool(self, reading: _Reading, framed: _Framed | _Whole) -> None:
         """A whole file (all prefiltered, or small), prepared later with others of the same
         reference year (lines.prepare_files): its few lines cost a prepare's fixed cost (~5-20 ms)
         once for many files: a job of many small files, or many jobs (logscope scan)."""
@@ -397,12 +460,13 @@ class _Batch:
             self._flush_pool()
         reading.waiting += 1  # not ready before its pool is prepared
         self._pooled.append((reading, framed))
-        self._pooled_rows += framed.lines.height
+        self._pooled_rows += framed.lines if isinstance(framed, _Whole) else framed.lines.height
         if self._pooled_rows >= HELD_ROWS:
             self._flush_pool()
 
     def _flush_pool(self) -> None:
-        pooled, self._pooled, self._pooled_rows = self._pooled, [], 0
+        pooled = _split_whole(self._pooled)
+        self._pooled, self._pooled_rows = [], 0
         if not pooled:
             return
         prepared = prepare_files([framed.lines for _, framed in pooled], [framed.set_aside for _, framed in pooled],
@@ -485,21 +549,6 @@ def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:
         reading.result.warnings.append(f"{hole:,} NUL bytes at its start skipped (a hole, as logrotate's "
                                        "copytruncate leaves); the lines after it were read")
     return reading
-
-
-def _finish_times(events: pl.DataFrame) -> pl.DataFrame:
-    """Untimed events before the file's first timestamp take that first timestamp (inferred);
-    an untimed event at the end of a block takes the next block's first time as its latest.
-
-    An untimed event lies between the timed lines around it, earliest ``time``, latest
-    ``time_latest``. Processes writing to one file do not keep its times in order (a rank's
-    buffered output lands after the agent's later lines), so the line below can be older than
-    the one above: the window is then the span between the two, whichever comes first."""
-    events = events.with_columns(pl.col("time").backward_fill(), pl.col("time_latest").backward_fill())
-    return events.with_columns(
-        pl.min_horizontal("time", "time_latest").alias("time"),
-        pl.max_horizontal("time", "time_latest").alias("time_latest"),
-    )
 
 
 def _read_error_json(source: SourceFile) -> FileRead | Skipped:

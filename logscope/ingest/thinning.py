@@ -24,6 +24,7 @@ import polars as pl
 from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL
 from logscope.model import Event
 from logscope.parsers.records import KV_EVENTS
+from logscope.stacking import positions, stacked, unstacked
 
 # NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first
 # COLL_HEAD and the last COLL_TAIL matter to the detectors (where a rank started and stopped).
@@ -58,11 +59,9 @@ def thin_each(files: Sequence[pl.DataFrame]) -> list[pl.DataFrame]:
     to_thin = [n for n, events in enumerate(files) if not _nothing_to_drop(events)]
     if len(to_thin) <= 1:
         return [thin(events) for events in files]
-    joined = pl.concat([files[n].with_columns(pl.lit(n, dtype=pl.UInt32).alias(_FILE)) for n in to_thin])
-    thinned = joined[_kept_rows(joined, [_FILE])].partition_by(_FILE, as_dict=True, include_key=False)
-    # Every file keeps some row (its first of each kind), so each has its part.
-    chosen = set(to_thin)  # a job of thousands of small files: not a list search a file
-    return [thinned[(n,)] if n in chosen else events for n, events in enumerate(files)]
+    joined = stacked([files[n] for n in to_thin], {_FILE: positions(len(to_thin))})
+    thinned = dict(zip(to_thin, unstacked(joined[_kept_rows(joined, [_FILE])], _FILE, len(to_thin)), strict=True))
+    return [thinned.get(n, events) for n, events in enumerate(files)]
 
 
 _FILE = "_thinned_file"

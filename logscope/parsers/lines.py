@@ -49,6 +49,7 @@ from logscope.parsers.prefixes import prefix_fields, split_prefix
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME, leading_time, parse_event_time
+from logscope.stacking import positions, stacked, unstacked
 
 MAX_TEXT = 4096  # characters of a line kept in the timeline; evidence never needs more
 
@@ -159,13 +160,13 @@ def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int]
     progress: prepare_chunk sets them aside in big chunks only). Times are taken within a file only."""
     if join_wraps is not None:
         files = [_join_hard_wraps(lines) if join else lines for lines, join in zip(files, join_wraps, strict=True)]
-    frame = pl.concat([lines.with_columns(pl.lit(n, dtype=pl.UInt32).alias("_file")) for n, lines in enumerate(files)])
+    frame = stacked(files, {"_file": positions(len(files))})
     segments = _split_carriage_returns(frame, by="_file") if carriage_returns else frame
     candidates, _ = _candidates(segments, reference_year, None, by="_file")
-    parts = candidates.partition_by("_file", as_dict=True, include_key=False)
-    return [PreparedChunk(parts.get((n,), _empty_candidates()), pl.Series("line", [], dtype=pl.Int64),
+    parts = unstacked(candidates, "_file", len(files))
+    return [PreparedChunk(part if part.height else _empty_candidates(), pl.Series("line", [], dtype=pl.Int64),
                           segments is not frame, None, aside)
-            for n, aside in enumerate(set_aside_before)]
+            for part, aside in zip(parts, set_aside_before, strict=True)]
 
 
 def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
@@ -201,14 +202,12 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
     one result per chunk, in order."""
     if not chunks:
         return []
-    frame = pl.concat(
-        [c.candidates.with_columns(pl.lit(n, dtype=pl.UInt32).alias("chunk")) for n, c in enumerate(chunks)]
-    ).with_row_index("idx")
+    frame = stacked([c.candidates for c in chunks], {"chunk": positions(len(chunks))}).with_row_index("idx")
     events = _events(frame) if frame.height else None
-    by_chunk = events.partition_by("chunk", as_dict=True) if events is not None and events.height else {}
+    parts = unstacked(events, "chunk", len(chunks)) if events is not None and events.height else None
     results = []
     for n, chunk in enumerate(chunks):
-        found = by_chunk.get((n,))
+        found = parts[n] if parts is not None and parts[n].height else None
         if found is None:
             results.append(ChunkResult(_empty_events(), chunk.set_aside.n_unique() + chunk.set_aside_before,
                                        chunk.last_time))
@@ -218,7 +217,7 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
         else:
             recognised = pl.concat([found["line"], chunk.set_aside]).n_unique()
         recognised += chunk.set_aside_before  # lines of their own: none holds \r (see coll_prefilter)
-        results.append(ChunkResult(found.select(list(EVENT_COLUMNS)), recognised, chunk.last_time))
+        results.append(ChunkResult(found, recognised, chunk.last_time))  # EVENT_COLUMNS (see _events)
     return results
 
 
