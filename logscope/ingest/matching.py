@@ -24,6 +24,7 @@ import polars as pl
 
 from logscope.limits import MATCH_CHARS
 from logscope.parsers.lines import PreparedChunk
+from logscope.stacking import positions, stacked, unstacked
 
 CLASSIFY_BYTES = 256 * 1024 * 1024
 
@@ -57,14 +58,38 @@ def cut_for_matching_each(lines: pl.DataFrame, heights: Sequence[int]) -> tuple[
     return cut, [int(long.slice(start, height).sum()) for start, height in zip(starts, heights, strict=False)]
 
 
+def bounded_pieces_each(prepared: Sequence[PreparedChunk]) -> list[list[tuple[PreparedChunk, int]]]:
+    """:func:`bounded_pieces` of each of ``prepared`` (a pool's files), their triggers listed once
+    and their costs worked out in two queries for all of them (two a file cost ~0.2 ms a file)."""
+    with_rows = [n for n, chunk in enumerate(prepared) if chunk.candidates.height]
+    if len(with_rows) <= 1:
+        return [bounded_pieces(chunk) for chunk in prepared]
+    joined = stacked([prepared[n].candidates for n in with_rows], {"_chunk": positions(len(with_rows))})
+    costs = joined.select(_COST).to_series()
+    parts = unstacked(joined.with_columns(_UNIQUE_TRIGGERS), "_chunk", len(with_rows))
+    out = [[(chunk, 0)] for chunk in prepared]
+    start = 0
+    for n, part in zip(with_rows, parts, strict=True):
+        total = int(costs.slice(start, part.height).sum())
+        start += part.height
+        out[n] = [(replace(prepared[n], candidates=part), total)] if total <= CLASSIFY_BYTES \
+            else bounded_pieces(prepared[n])
+    return out
+
+
+# A candidate's triggers, each listed once; the cost of classifying it: its length times those.
+_UNIQUE_TRIGGERS = pl.col("kw").list.unique(maintain_order=True)
+_COST = _UNIQUE_TRIGGERS.list.len().cast(pl.Int64) * pl.col("body").str.len_bytes().cast(pl.Int64)
+
+
 def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
     """``prepared`` with each candidate's triggers listed once, in pieces of at most
     CLASSIFY_BYTES to classify (one piece but for pathological blocks), each with its cost."""
     candidates = prepared.candidates
     if candidates.height == 0:
         return [(prepared, 0)]
-    candidates = candidates.with_columns(pl.col("kw").list.unique(maintain_order=True))
-    cost = candidates.select(pl.col("kw").list.len().cast(pl.Int64) * pl.col("body").str.len_bytes().cast(pl.Int64))
+    candidates = candidates.with_columns(_UNIQUE_TRIGGERS)
+    cost = candidates.select(_COST)
     total = int(cost.to_series().sum())
     if total <= CLASSIFY_BYTES:
         return [(replace(prepared, candidates=candidates), total)]

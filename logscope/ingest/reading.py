@@ -35,7 +35,13 @@ from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_err
 from logscope.ingest.discovery import Skipped, SourceFile
 from logscope.ingest.file_events import completed
 from logscope.ingest.line_frames import line_count, lines_frame, whole_files_lines
-from logscope.ingest.matching import CLASSIFY_BYTES, bounded_pieces, cut_for_matching, cut_for_matching_each
+from logscope.ingest.matching import (
+    CLASSIFY_BYTES,
+    bounded_pieces,
+    bounded_pieces_each,
+    cut_for_matching,
+    cut_for_matching_each,
+)
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import KIND_KEEP, thin, thin_each, thin_within_processes
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
@@ -449,7 +455,7 @@ class _Batch:
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
                                  set_aside_before=framed.set_aside,
                                  progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None)
-        self._enqueue(reading, prepared, framed.size)
+        self._enqueue(reading, bounded_pieces(prepared), framed.size)
         return prepared.last_time
 
     def _pool(self, reading: _Reading, framed: _Framed | _Whole) -> None:
@@ -473,13 +479,14 @@ class _Batch:
                                  pooled[0][0].year,
                                  carriage_returns=any(framed.carriage_returns for _, framed in pooled),
                                  join_wraps=[not framed.prefiltered for _, framed in pooled])
-        for (reading, framed), chunk in zip(pooled, prepared, strict=True):
+        for (reading, framed), pieces in zip(pooled, bounded_pieces_each(prepared), strict=True):
             reading.waiting -= 1
-            self._enqueue(reading, chunk, framed.size)
+            self._enqueue(reading, pieces, framed.size)
 
-    def _enqueue(self, reading: _Reading, prepared: PreparedChunk, size: int) -> None:
-        """A prepared chunk into the batch, in pieces; the batch finished when full."""
-        for piece, cost in bounded_pieces(prepared):
+    def _enqueue(self, reading: _Reading, pieces: list[tuple[PreparedChunk, int]], size: int) -> None:
+        """A prepared chunk's pieces (matching.bounded_pieces) into the batch; the batch finished
+        when full."""
+        for piece, cost in pieces:
             if self._pending and self._cost + cost > CLASSIFY_BYTES:
                 self.finish()
             self._pending.append((reading, piece))
