@@ -6,9 +6,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from logscope.analysis import analyze
 from logscope.errors import InputError
+from logscope.parsers import lines as lines_module
 from logscope.parsers.lines import parse_chunk
 from logscope.parsers.prefixes import strip_prefixes
 
@@ -118,3 +122,22 @@ def test_a_hard_wrapped_paste_is_joined() -> None:
     assert "store_error" in paste(lines)
     # cut at the same place but followed by a line that starts a record: not joined
     assert "store_error" not in paste([*filler, other[:width], other[width:], message[:width], "[rank0]: y"])
+
+
+_paste_line = st.sampled_from(["(Actor pid=7) ", "x" * 40, "y " * 20, "[rank0]: ", "Z", "lower text", " "])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(_paste_line, min_size=0, max_size=8), st.integers(58, 62)), min_size=2, max_size=5))
+def test_files_pasted_together_are_joined_as_each_alone(files: list[tuple[list[str], int]]) -> None:
+    # A pool's files are tested for the cut together (lines._joined_hard_wraps): each must be
+    # joined exactly when _join_hard_wraps alone joins it, at the width and cut-count edges too.
+    frames = []
+    for pieces, width in files:
+        text = "".join(f"{piece}{n}" for n, piece in enumerate(pieces * 3))
+        raw = [text[i:i + width] for i in range(0, len(text), width)] or [""]
+        frames.append(pl.DataFrame({"line": range(1, len(raw) + 1), "raw": raw}, schema={"line": pl.Int64,
+                                                                                         "raw": pl.String}))
+    together = lines_module._joined_hard_wraps(frames, [True] * len(frames))
+    for frame, got in zip(frames, together, strict=True):
+        assert_frame_equal(got, lines_module._join_hard_wraps(frame))

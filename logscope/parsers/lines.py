@@ -159,7 +159,7 @@ def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int]
     ``reference_year``; each starts with no time carried, none has lines set aside (COLL or
     progress: prepare_chunk sets them aside in big chunks only). Times are taken within a file only."""
     if join_wraps is not None:
-        files = [_join_hard_wraps(lines) if join else lines for lines, join in zip(files, join_wraps, strict=True)]
+        files = _joined_hard_wraps(files, join_wraps)
     frame = stacked(files, {"_file": positions(len(files))})
     segments = _split_carriage_returns(frame, by="_file") if carriage_returns else frame
     candidates, _ = _candidates(segments, reference_year, None, by="_file")
@@ -308,14 +308,12 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     no record."""
     if lines.height < 3 or lines.height > WRAP_MAX_LINES:
         return lines
-    length = pl.col("raw").str.len_chars()
-    width = lines.select(length.max()).item()
+    width = lines.select(_length().max()).item()
     if width is None or not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
         return lines
-    if lines.filter(length == width)["raw"].n_unique() < WRAP_MIN_CUT:
+    if lines.filter(_length() == width)["raw"].n_unique() < WRAP_MIN_CUT:
         return lines
-    cut = ((length == width) & ~pl.col("raw").str.ends_with(" ")
-           & ~pl.col("raw").shift(-1).fill_null("[").str.contains(_RECORD_START))
+    cut = _cut_at(width)
     if lines.select(cut.sum()).item() < 2:
         return lines
     for _ in range(3):  # a record wrapped over up to four lines
@@ -329,6 +327,39 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
             .alias("raw")
         ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps")
     return lines
+
+
+def _length() -> pl.Expr:
+    return pl.col("raw").str.len_chars()
+
+
+def _cut_at(width: int | pl.Expr) -> pl.Expr:
+    """Whether a line is cut by a paste ``width`` wide: it has that width, does not end in a space
+    and the next line starts no record."""
+    return ((_length() == width) & ~pl.col("raw").str.ends_with(" ")
+            & ~pl.col("raw").shift(-1).fill_null("[").str.contains(_RECORD_START))
+
+
+def _joined_hard_wraps(files: Sequence[pl.DataFrame], join_wraps: Sequence[bool]) -> list[pl.DataFrame]:
+    """:func:`_join_hard_wraps` of each of ``files`` whose ``join_wraps`` is true; whether a file
+    shows the cut (its tests before it joins anything) asked of all of them in one query: most are
+    no paste, and those tests cost ~0.2 ms a file."""
+    files = list(files)
+    maybe = [n for n, (lines, join) in enumerate(zip(files, join_wraps, strict=True))
+             if join and 3 <= lines.height <= WRAP_MAX_LINES]
+    if len(maybe) <= 1:
+        return [_join_hard_wraps(lines) if n in maybe else lines for n, lines in enumerate(files)]
+    width = _length().max()
+    shows = stacked([files[n] for n in maybe], {"_file": positions(len(maybe))}).group_by(
+        "_file", maintain_order=True).agg(
+        width.is_between(*WRAP_WIDTHS).fill_null(False)
+        & (pl.col("raw").filter(_length() == width).n_unique() >= WRAP_MIN_CUT)
+        & (_cut_at(width).sum() >= 2)
+    ).to_series(1)
+    for n, cut in zip(maybe, shows, strict=True):
+        if cut:
+            files[n] = _join_hard_wraps(files[n])
+    return files
 
 
 def _split_carriage_returns(lines: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
