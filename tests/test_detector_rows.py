@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from logscope.analysis import run_detectors
 from logscope.detectors import REGISTRY, base
@@ -164,6 +165,22 @@ def test_a_views_shared_rows_are_the_rows_of_its_frames(data: list[tuple[dict[st
             assert _seen(view.rows_where(tuple(kinds), ranked)) == _seen(dicts(view.of(*kinds).filter(ranked)))
             in_timeline.clear()
             ordered.reverse()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(event_rows, max_size=40), st.lists(st.lists(st.sampled_from([*KINDS, Event.NCCL_INIT]), min_size=1,
+                                                           max_size=3), min_size=1, max_size=4),
+       st.sampled_from([0, base.KINDS_APART_UP_TO]))
+def test_a_views_frames_are_its_timelines_rows_of_those_kinds(data: list[tuple[dict[str, Any], str]],
+                                                              asked: list[list[Event]], apart_up_to: int) -> None:
+    # of(): a kind alone sliced from the timeline kind after kind (small jobs) or gathered, several
+    # kinds gathered, a kind the job lacks none: each the timeline's own rows of those kinds, in order.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "KINDS_APART_UP_TO", apart_up_to)
+        view = _view(data)
+        for kinds in [*asked, *asked]:
+            expected = view.events.filter(pl.col("event").is_in([kind.value for kind in kinds]))
+            assert_frame_equal(view.of(*kinds), expected)
 
 
 def test_detectors_leave_the_shared_rows_as_they_were() -> None:
