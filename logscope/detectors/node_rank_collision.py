@@ -96,12 +96,14 @@ class NodeRankCollision(Detector):
     def _rendezvous_collision(job: JobView) -> tuple[list[dict[str, Any]], str]:
         """The same node rank claimed on two nodes: in rendezvous results (``group_rank=``), c10d
         join lines, or static-rendezvous launch configs (``rdzv_configs: {'rank': N}``)."""
-        claims = pl.concat([
-            job.of(Event.RENDEZVOUS).with_columns(
+        if not job.has(Event.RENDEZVOUS, Event.LAUNCH_CONFIG):
+            return [], ""
+        claimed = pl.concat([
+            job.of(Event.RENDEZVOUS).lazy().with_columns(
                 pl.col("fields").struct.field("group_rank").alias("claimed"),
                 pl.col("fields").struct.field("key").fill_null("0").alias("round"),
                 pl.lit("group_rank").alias("how")),
-            job.of(Event.LAUNCH_CONFIG).with_columns(
+            job.of(Event.LAUNCH_CONFIG).lazy().with_columns(
                 pl.col("fields").struct.field("node_rank").alias("claimed"),
                 pl.lit("static").alias("round"),
                 pl.lit("node rank (static rendezvous 'rank')").alias("how")),
@@ -110,11 +112,12 @@ class NodeRankCollision(Detector):
             # Only claims made in one rendezvous collide: nodes that each formed their own world
             # (every one is group_rank 0, with its own master) are LS203 split-world.
             pl.col("fields").struct.field("master_addr").fill_null("").alias("master"))
-        if claims.height == 0:
-            return [], ""
-        clash = claims.group_by("round", "master", "claimed", "how").agg(
-            pl.col("place").n_unique().alias("places")).filter(
-            pl.col("places") > 1).sort("claimed", "how", "round", "master")  # group_by order is not stable
+        # The claims and their clashes in one call (eight eager queries cost ~0.6 ms a small job).
+        claims, clash = pl.collect_all([
+            claimed,
+            claimed.group_by("round", "master", "claimed", "how").agg(pl.col("place").n_unique().alias("places"))
+            .filter(pl.col("places") > 1).sort("claimed", "how", "round", "master"),  # group_by order is not stable
+        ], engine="in-memory")
         if clash.height == 0:
             return [], ""
         first = clash.row(0, named=True)

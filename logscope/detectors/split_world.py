@@ -50,24 +50,26 @@ class SplitWorld(Detector):
     specificity = 75
 
     def detect(self, job: JobView) -> list[Finding]:
-        init = job.of(Event.NCCL_INIT).with_columns(
-            pl.col("fields").struct.field("nranks").alias("n"),
-            pl.col("fields").struct.field("comm_rank").alias("crank"),
-        )
+        init = job.of(Event.NCCL_INIT)
         if init.height:
-            world = int(init.select(pl.col("n").max()).item() or 0)
-            processes = init.select(pl.struct("host", "pid").n_unique()).item()
-            hosts = init["host"].drop_nulls().unique().to_list()
-            rank0_hosts = init.filter((pl.col("n") == world) & (pl.col("crank") == 0))["host"].drop_nulls().unique()
-            if processes > world and len(hosts) > 1 and rank0_hosts.len() > 1:
-                evidence = init.filter((pl.col("n") == world) & (pl.col("crank") == 0)).unique(
-                    subset=["host"], keep="first", maintain_order=True).drop("n", "crank")
+            nranks, comm_rank = pl.col("fields").struct.field("nranks"), pl.col("fields").struct.field("comm_rank")
+            # Every count in one query (five cost ~0.4 ms a small job).
+            world, processes, hosts, rank0_hosts = init.select(
+                nranks.max().fill_null(0).alias("world"),
+                pl.struct("host", "pid").n_unique().alias("processes"),
+                pl.col("host").drop_nulls().n_unique().alias("hosts"),
+                pl.col("host").filter((nranks == nranks.max()) & (comm_rank == 0)).drop_nulls().n_unique()
+                .alias("rank0_hosts"),
+            ).row(0)
+            if processes > world and hosts > 1 and rank0_hosts > 1:
+                evidence = init.filter((nranks == world) & (comm_rank == 0)).unique(
+                    subset=["host"], keep="first", maintain_order=True)
                 groups = processes // world if world else 0
                 return [self.finding(
-                    title=(f"Split world: {processes} processes on {len(hosts)} hosts formed "
+                    title=(f"Split world: {processes} processes on {hosts} hosts formed "
                            f"{groups or 'several'} separate worlds of {world} ranks"),
                     explanation=(f"The largest NCCL communicator has {world} ranks, but {processes} processes "
-                                 f"initialised NCCL and rank 0 of that size exists on {rank0_hosts.len()} hosts. "
+                                 f"initialised NCCL and rank 0 of that size exists on {rank0_hosts} hosts. "
                                  "Each group trained on its own instead of as one job."),
                     advice=self._advice(),
                     rows=evidence,
@@ -82,8 +84,8 @@ class SplitWorld(Detector):
             return []
         wanted = max(int(str(v).split(":")[-1]) for v in config.to_list() if str(v).split(":")[-1].isdigit()) \
             if any(str(v).split(":")[-1].isdigit() for v in config.to_list()) else None
-        got = rdzv.select(pl.col("fields").struct.field("group_world_size").max()).item()
-        places = rdzv.select(pl.coalesce("node", "host", "file").n_unique()).item()
+        got, places = rdzv.select(pl.col("fields").struct.field("group_world_size").max(),
+                                  pl.coalesce("node", "host", "file").n_unique()).row(0)
         if wanted and got is not None and got < wanted and places > 1:
             return [self.finding(
                 title=f"Split world: torchrun expected {wanted} nodes but each rendezvous formed {got}",
