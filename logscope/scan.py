@@ -173,8 +173,10 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
 # Jobs of at most this many bytes are analysed in batches of up to BATCH_JOBS (or BATCH_BYTES in
 # all), their files read together (logscope.analysis.analyze_jobs): reading a small job alone is
 # mostly fixed costs (~30 ms of its ~75). A bigger job is analysed alone, as `analyze` would.
+# (Sample jobs read 16 at a time took 10.8-12 ms each, 32 at a time 8.8-9.6 ms, 64 at a time
+# 7.5-7.7 ms; a scan of 200 jobs with batches of up to 32 took 0.965x the time of batches of 16.)
 SMALL_JOB_BYTES = 4 * 1024 * 1024
-BATCH_JOBS = 16
+BATCH_JOBS = 32
 BATCH_BYTES = 32 * 1024 * 1024
 
 
