@@ -162,6 +162,10 @@ def _kept_lines_of(scanned: Sequence[ScannedFile]) -> list[list[pl.DataFrame | N
 
 
 COLL_ASIDE_MIN_LINES = 4096  # see _Batch.read
+# A file's first block of at most this many bytes is held until the next is read, to know whether
+# it is the whole file (see _frame); a bigger one is framed before the next is read, as always, so
+# that a big file never holds two blocks.
+WHOLE_MAX_BYTES = 1024 * 1024
 
 # A batch of blocks waiting for classification (see read_in_order) is finished at these sizes.
 # (100,000: a block of progress lines, ~140,000 candidates, is classified alone; two of them held
@@ -355,7 +359,11 @@ class _Batch:
                 while block is not None:
                     if on_bytes is not None:
                         on_bytes(result.source, len(block))
-                    try:  # the next block is read first: is this one the file's last?
+                    if result.lines_read or len(block) > WHOLE_MAX_BYTES:  # not a small file whole
+                        yield _frame(reading, block, last=False)
+                        block = next(source_blocks, None)
+                        continue
+                    try:  # the next block is read first: is this small one the whole file?
                         following = next(source_blocks, None)
                     except READ_ERRORS:  # this one is the last read: taken, then the error said
                         yield _frame(reading, block, last=True)
