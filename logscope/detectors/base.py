@@ -97,6 +97,9 @@ class JobView:
         def merged() -> list[dict[str, Any]]:
             positions = self._rows_by_event()
             flat = [row for kind in present for row in self._kind_rows(kind)]
+            if len(flat) < SORT_IN_POLARS_FROM:  # two polars calls cost more than sorting a few rows here
+                at = [position for kind in present for position in positions[kind].to_list()]
+                return [flat[i] for i in sorted(range(len(flat)), key=at.__getitem__)]
             return [flat[i] for i in pl.concat([positions[kind] for kind in present]).arg_sort()]
 
         rows: list[dict[str, Any]] = self.remember(f"rows:{present}", merged)
