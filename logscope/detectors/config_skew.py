@@ -136,16 +136,17 @@ def odd_nodes(table: pl.DataFrame, column: str) -> tuple[str | None, dict[str, s
 
     With no strict majority (two nodes, two values) every node is returned against ``None``.
     """
-    known = table.filter(pl.col(column).is_not_null()).select("node", column)
-    if known.height < 2:
+    # A node's row each: a few rows, read in Python (a filter and its select cost ~0.1 ms a column).
+    known = [(node, value) for node, value in table.select("node", column).iter_rows() if value is not None]
+    if len(known) < 2:
         return None, {}
-    counts = Counter(known[column].to_list())
+    counts = Counter(value for _, value in known)
     if len(counts) < 2:
         return counts.most_common(1)[0][0], {}
     (top, n_top), (_, n_next) = counts.most_common(2)
     if n_top == n_next:
-        return None, {str(r["node"]): str(r[column]) for r in known.to_dicts()}
-    return str(top), {str(r["node"]): str(r[column]) for r in known.to_dicts() if r[column] != top}
+        return None, {str(node): str(value) for node, value in known}
+    return str(top), {str(node): str(value) for node, value in known if value != top}
 
 
 def render_table(table: pl.DataFrame, columns: Sequence[str], nodes: list[str] | None = None,
