@@ -193,6 +193,8 @@ def run_detectors(view: JobView, detectors: Sequence[type[Detector]]) -> tuple[l
     findings: list[Finding] = []
     errors: list[str] = []
     for detector_class in detectors:
+        if detector_class.requires and not view.has(*detector_class.requires):
+            continue  # none of the events it cannot fire without (its contract; tests/test_registry.py)
         detector = detector_class()
         try:
             findings.extend(detector.detect(view))

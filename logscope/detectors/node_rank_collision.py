@@ -54,7 +54,8 @@ class NodeRankCollision(Detector):
     code = "LS201"
     name = "node-rank-collision"
     category = Category.LAUNCH
-    requires: ClassVar[frozenset[Event]] = frozenset({Event.RENDEZVOUS, Event.LAUNCH_COMMAND})
+    # static rendezvous claims are launch configs (rdzv_configs: {'rank': N})
+    requires: ClassVar[frozenset[Event]] = frozenset({Event.RENDEZVOUS, Event.LAUNCH_COMMAND, Event.LAUNCH_CONFIG})
     specificity = 85
 
     def detect(self, job: JobView) -> list[Finding]:

@@ -190,7 +190,8 @@ class WorkerRestart(Detector):
     code = "LS302"
     name = "worker-restart"
     category = Category.CRASH
-    requires: ClassVar[frozenset[Event]] = frozenset({Event.WORKER_RESTART, Event.RENDEZVOUS, Event.LAUNCH_CONFIG})
+    # none: it also reads the attempt_N folders of a --log-dir tree, which no event names
+    requires: ClassVar[frozenset[Event]] = frozenset()
     specificity = 10
 
     def detect(self, job: JobView) -> list[Finding]:
