@@ -70,8 +70,8 @@ def run_completed(job: JobView) -> dict[str, Any] | None:
 def _completion_lines(job: JobView) -> list[dict[str, Any]]:
     step = pl.col("fields").struct.field("step")
     total = pl.col("fields").struct.field("step_total")
-    return [*job.rows(Event.CLEAN_END),
-            *job.of(Event.PROGRESS).filter((total > 0) & (step >= total)).to_dicts()]
+    finished = job.of(Event.PROGRESS).filter((total > 0) & (step >= total)).to_dicts() if job.has(Event.PROGRESS) else []
+    return [*job.rows(Event.CLEAN_END), *finished]
 
 
 def before_clean_end(finding: Finding, end: dict[str, Any], job: JobView | None = None) -> bool:

@@ -107,6 +107,8 @@ class DuplicateRank(Detector):
 
     @staticmethod
     def _from_banner(job: JobView) -> tuple[list[dict[str, Any]], list[int], str]:
+        if not job.has(Event.DUPLICATE_RANK_BANNER):
+            return [], [], ""
         rows = job.of(Event.DUPLICATE_RANK_BANNER).with_columns(
             pl.coalesce("host", "node", "file").alias("place"))
         clash = rows.group_by("rank").agg(pl.col("place").n_unique().alias("n"), pl.len().alias("count")).filter(

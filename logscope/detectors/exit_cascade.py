@@ -265,17 +265,19 @@ def _process_aliases(job: JobView) -> dict[tuple[str, str], tuple[str, str]]:
     the lines of that place tie to exactly one rank count under the rank, a pid tied to exactly
     one local rank under the local rank (and its rank)."""
     def compute() -> dict[tuple[str, str], tuple[str, str]]:
-        events = job.events.select(pl.coalesce("node", "host", "file").alias("place"), "rank", "local_rank", "pid")
+        events = job.events.lazy().select(pl.coalesce("node", "host", "file").alias("place"), "rank", "local_rank",
+                                          "pid")
 
-        def unique_pairs(key: str, target: str) -> dict[tuple[str, int], int]:
-            tied = (events.filter(pl.col(key).is_not_null() & pl.col(target).is_not_null())
+        def unique_pairs(key: str, target: str) -> pl.LazyFrame:
+            return (events.filter(pl.col(key).is_not_null() & pl.col(target).is_not_null())
                     .group_by("place", key).agg(pl.col(target).unique().alias("_to"))
                     .filter(pl.col("_to").list.len() == 1))
-            return {(str(r["place"]), int(r[key])): int(r["_to"][0]) for r in tied.iter_rows(named=True)}
 
-        local_rank = unique_pairs("local_rank", "rank")
-        pid_rank = unique_pairs("pid", "rank")
-        pid_local = unique_pairs("pid", "local_rank")
+        # The three ties in one call (seven eager queries cost ~0.6 ms a small job).
+        local_rank, pid_rank, pid_local = (
+            {(str(place), int(key)): int(to[0]) for place, key, to in tied.iter_rows()}
+            for tied in pl.collect_all([unique_pairs("local_rank", "rank"), unique_pairs("pid", "rank"),
+                                        unique_pairs("pid", "local_rank")], engine="in-memory"))
         out: dict[tuple[str, str], tuple[str, str]] = {}
         for (place, local), rank in local_rank.items():
             out[(place, f"l{local}")] = (place, f"r{rank}")

@@ -54,7 +54,7 @@ class NodeFailure(Detector):
     def detect(self, job: JobView) -> list[Finding]:
         srun = job.rows_in_order(Event.NODE_FAILURE)
         cancelled = ordered_dicts(job.of(Event.CANCELLED).filter(
-            pl.col("fields").struct.field("reason").str.starts_with("NODE FAIL")))
+            pl.col("fields").struct.field("reason").str.starts_with("NODE FAIL"))) if job.has(Event.CANCELLED) else []
         if not srun and not cancelled:
             return []
         failed: list[str] = []
