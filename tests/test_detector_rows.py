@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -144,9 +144,17 @@ def _seen(got: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(r["event"], r["file"], r["line"], r["rank"], field_of(r, "step")) for r in got]
 
 
+def _interleaved() -> list[tuple[dict[str, Any], str]]:
+    """Rows of two kinds, one after the other's: merged, they must keep the timeline's order."""
+    row = {"file": "a.out", "time": None, "time_inferred": None, "time_latest": None, "rank": None, "step": None}
+    return [({**row, "line": n}, kind.value) for n, kind in enumerate([Event.EXCEPTION, Event.XID, Event.EXCEPTION])]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(event_rows, max_size=40), st.lists(st.sampled_from(KINDS), min_size=1, max_size=3),
        st.sampled_from([4, COLUMNWISE_FROM]))
+@example(_interleaved(), [Event.EXCEPTION, Event.XID], COLUMNWISE_FROM)  # merged in Python (few rows)
+@example(_interleaved(), [Event.EXCEPTION, Event.XID], 2)  # merged by polars
 def test_a_views_shared_rows_are_the_rows_of_its_frames(data: list[tuple[dict[str, Any], str]], kinds: list[Event],
                                                         narrow_from: int) -> None:
     # rows / rows_in_order / rows_where give what dicts / ordered_dicts of the view's frame give (of
