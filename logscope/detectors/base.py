@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any, ClassVar
 
 import polars as pl
@@ -132,8 +132,8 @@ class JobView:
         threads) cost more than this one gather of every row."""
         def compute() -> tuple[pl.DataFrame, dict[str, tuple[int, int]]]:
             rows = self._rows_by_event()
-            counts = [positions.len() for positions in rows.values()]
-            where = dict(zip(rows, zip(accumulate(counts, initial=0), counts, strict=False), strict=True))
+            bounds = pairwise(accumulate((positions.len() for positions in rows.values()), initial=0))
+            where = {kind: (start, end - start) for kind, (start, end) in zip(rows, bounds, strict=True)}
             return self.events[pl.concat(list(rows.values()))], where
         apart: tuple[pl.DataFrame, dict[str, tuple[int, int]]] = self.remember("kinds apart", compute)
         return apart

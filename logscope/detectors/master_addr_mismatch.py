@@ -62,8 +62,8 @@ class MasterAddrMismatch(Detector):
         kind = next((k for k in sorted(per_place) if _groups_apart(per_place[k]) > 1), None)
         if kind is None:
             return []
-        subset = said.collect(engine="in-memory").filter(pl.col("event") == kind).unique(subset=["place", "endpoint"], keep="first",
-                                                             maintain_order=True)
+        subset = said.collect(engine="in-memory").filter(pl.col("event") == kind).unique(
+            subset=["place", "endpoint"], keep="first", maintain_order=True)
         endpoints = sorted(set(subset["endpoint"].to_list()))
         return [self.finding(
             title=f"Nodes used different rendezvous endpoints: {', '.join(endpoints[:4])}",

@@ -76,7 +76,7 @@ def whole_files_lines(blocks: Sequence[bytes], counts: Sequence[int]) -> pl.Data
 
 
 def line_count(block: bytes) -> int:
-    """The lines of ``block`` as :func:`lines_frame` splits them: at '\n', a last line without one
+    """The lines of ``block`` as :func:`lines_frame` splits them: at '\\n', a last line without one
     counted (``tests/test_stacking.py`` holds the reader to it)."""
     return block.count(b"\n") + (bool(block) and not block.endswith(b"\n"))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 import polars as pl
 
@@ -53,9 +53,7 @@ def cut_for_matching_each(lines: pl.DataFrame, heights: Sequence[int]) -> tuple[
     if not long.any():
         return lines, [0] * len(heights)
     cut, _ = cut_for_matching(lines)
-    starts = accumulate(heights, initial=0)
-    # accumulate gives one start more than there are files (the end of the last)
-    return cut, [int(long.slice(start, height).sum()) for start, height in zip(starts, heights, strict=False)]
+    return cut, [int(long.slice(start, end - start).sum()) for start, end in pairwise(accumulate(heights, initial=0))]
 
 
 def bounded_pieces_each(prepared: Sequence[PreparedChunk]) -> list[list[tuple[PreparedChunk, int]]]:

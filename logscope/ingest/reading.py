@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cache
+from itertools import accumulate, pairwise
 
 import polars as pl
 
@@ -230,15 +231,15 @@ def _split_whole(pooled: list[tuple[_Reading, _Framed | _Whole]]) -> list[tuple[
         heights = [frame.height for frame in alone]
         lines = pl.concat(alone)
     lines, cuts = cut_for_matching_each(lines, heights)
-    framed: dict[int, _Framed] = {}
-    start = 0
-    for (reading, whole), height, cut in zip(wholes, heights, cuts, strict=True):
+    framed: list[_Framed] = []
+    for (reading, whole), (start, end), cut in zip(wholes, pairwise(accumulate(heights, initial=0)), cuts,
+                                                    strict=True):
         reading.cut += cut
         _say_cut(reading)  # its other warnings were said when its block was taken (_Batch._end)
-        framed[id(whole)] = _Framed(lines.slice(start, height), cut > 0 or whole.carriage_returns, False, 0,
-                                    whole.size)
-        start += height
-    return [(reading, framed[id(item)] if isinstance(item, _Whole) else item) for reading, item in pooled]
+        framed.append(_Framed(lines.slice(start, end - start), cut > 0 or whole.carriage_returns, False, 0,
+                              whole.size))
+    in_order = iter(framed)  # the wholes' framings, in the pool's order
+    return [(reading, next(in_order) if isinstance(item, _Whole) else item) for reading, item in pooled]
 
 
 def _say_cut(reading: _Reading) -> None:

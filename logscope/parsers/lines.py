@@ -308,14 +308,10 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     no record."""
     if lines.height < 3 or lines.height > WRAP_MAX_LINES:
         return lines
-    width = lines.select(_length().max()).item()
-    if width is None or not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
-        return lines
-    if lines.filter(_length() == width)["raw"].n_unique() < WRAP_MIN_CUT:
+    width, shows = lines.select(_length().max().alias("width"), _shows_cut().alias("shows")).row(0)
+    if not shows:
         return lines
     cut = _cut_at(width)
-    if lines.select(cut.sum()).item() < 2:
-        return lines
     for _ in range(3):  # a record wrapped over up to four lines
         marked = lines.with_columns(cut.alias("_wraps"))
         # a continuation that is cut again is joined on the next pass
@@ -340,22 +336,27 @@ def _cut_at(width: int | pl.Expr) -> pl.Expr:
             & ~pl.col("raw").shift(-1).fill_null("[").str.contains(_RECORD_START))
 
 
+def _shows_cut() -> pl.Expr:
+    """Whether lines show a paste's cut (an aggregate: of a frame, or of each file in a group):
+    the widest line is WRAP_WIDTHS wide, at least WRAP_MIN_CUT distinct lines have that width,
+    and at least two of them are cut (:func:`_cut_at`)."""
+    width = _length().max()
+    return (width.is_between(*WRAP_WIDTHS).fill_null(False)
+            & (pl.col("raw").filter(_length() == width).n_unique() >= WRAP_MIN_CUT)
+            & (_cut_at(width).sum() >= 2))
+
+
 def _joined_hard_wraps(files: Sequence[pl.DataFrame], join_wraps: Sequence[bool]) -> list[pl.DataFrame]:
     """:func:`_join_hard_wraps` of each of ``files`` whose ``join_wraps`` is true; whether a file
-    shows the cut (its tests before it joins anything) asked of all of them in one query: most are
-    no paste, and those tests cost ~0.2 ms a file."""
+    shows the cut (:func:`_shows_cut`) asked of all of them in one query: most are no paste, and
+    a query a file cost ~0.1-0.2 ms."""
     files = list(files)
     maybe = [n for n, (lines, join) in enumerate(zip(files, join_wraps, strict=True))
              if join and 3 <= lines.height <= WRAP_MAX_LINES]
     if len(maybe) <= 1:
         return [_join_hard_wraps(lines) if n in maybe else lines for n, lines in enumerate(files)]
-    width = _length().max()
     shows = stacked([files[n] for n in maybe], {"_file": positions(len(maybe))}).group_by(
-        "_file", maintain_order=True).agg(
-        width.is_between(*WRAP_WIDTHS).fill_null(False)
-        & (pl.col("raw").filter(_length() == width).n_unique() >= WRAP_MIN_CUT)
-        & (_cut_at(width).sum() >= 2)
-    ).to_series(1)
+        "_file", maintain_order=True).agg(_shows_cut()).to_series(1)
     for n, cut in zip(maybe, shows, strict=True):
         if cut:
             files[n] = _join_hard_wraps(files[n])
