@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from polars.testing import assert_frame_equal
 
-from logscope.ingest import FileRead, Skipped
+from logscope.ingest import FileRead, Skipped, compiled, discover, read_file, reading
 
 # For a test's subprocess that measures its own peak memory: ``peak_kib()``, the high-water mark of
 # the process's own pages since it started (/proc's VmHWM), in KiB. Not ``ru_maxrss``: Linux carries a
@@ -40,6 +41,19 @@ def assert_same_reads(expected: Sequence[FileRead | Skipped], got: Sequence[File
         assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
                                                                              b.warnings)
         assert_frame_equal(a.events, b.events)
+
+
+def read_without_setting_aside(path: Path, monkeypatch: pytest.MonkeyPatch) -> FileRead:
+    """The file read with no COLL line set aside anywhere: what every way of setting them aside
+    must give."""
+    prepare_chunk = reading.prepare_chunk
+    with monkeypatch.context() as patch:
+        patch.setattr(compiled, "COMPILED", False)
+        patch.setattr(reading, "prepare_chunk", lambda *args, **kwargs: prepare_chunk(
+            *args, **{**kwargs, "coll_keep": None}))
+        truth = read_file(discover([path])[0][0])
+    assert isinstance(truth, FileRead)
+    return truth
 
 
 def coll_heavy_log(path: Path, count: int = 24000) -> Path:

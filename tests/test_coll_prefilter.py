@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from reading_support import assert_same_reads, coll_heavy_log, jobsim
+from reading_support import assert_same_reads, coll_heavy_log, jobsim, read_without_setting_aside
 
 from logscope.ingest import FileRead, blocks, coll_prefilter, compiled, discover, read_file, reading
 from logscope.ingest.line_frames import lines_frame
@@ -92,18 +92,6 @@ def test_coll_lines_with_nccl_timestamps_read_the_same_with_the_scanner(
         fast, plain, aside = read_both_ways(path, monkeypatch)
         assert_same_reads([plain], [fast])
         assert aside > fast.lines_read // 2
-
-
-def read_without_setting_aside(path: Path, monkeypatch: pytest.MonkeyPatch) -> FileRead:
-    """The file read with no COLL line set aside anywhere: what both ways must give."""
-    prepare_chunk = reading.prepare_chunk
-    with monkeypatch.context() as patch:
-        patch.setattr(compiled, "COMPILED", False)
-        patch.setattr(reading, "prepare_chunk", lambda *args, **kwargs: prepare_chunk(
-            *args, **{**kwargs, "coll_keep": None}))
-        truth = read_file(discover([path])[0][0])
-    assert isinstance(truth, FileRead)
-    return truth
 
 
 @needs_scanner
@@ -193,7 +181,7 @@ def test_any_file_of_several_blocks_reads_the_same_with_the_scanner(monkeypatch:
                                                                    text: str) -> None:
     # Three blocks each of which the scanner reduces: once a read worker's byte pass has scanned
     # them all, it drops what each kept of a group that the others make surplus (those of its
-    # blocks whose COLL lines carry no time: coll_prefilter.drop_surplus_across).
+    # coll_prefilter.drop_surplus_across).
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
     data = text.encode("utf-8", "surrogatepass")
     monkeypatch.setattr(blocks, "CHUNK_BYTES", len(data) // 3 + 1)
@@ -250,6 +238,28 @@ def test_the_scanner_refuses_pairs_that_do_not_fit_the_block() -> None:
                 (text[: len(text) // 3], lines, pairs, merged, timed)]:
         with pytest.raises(ValueError):
             _collscan.reduce(*bad, 1, 1, 0)
+
+
+@needs_scanner
+def test_the_scanner_drops_across_blocks_only_what_fits_them() -> None:
+    from logscope.ingest import _collscan
+
+    line = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1\n"
+    text = line * 3
+    lines, pairs, _ = _collscan.scan(text, False, 4096)
+    merged, timed = array.array("i", [0]).tobytes(), b"\0"
+    kept, _, _, coll_lines, _ = _collscan.reduce(text, lines, pairs, merged, timed, 1, 1, 40, True)
+    assert kept == b"41\x1f" + line + b"43\x1f" + line
+    everything, nothing = array.array("q", [0, 9]).tobytes(), array.array("q", [0, 0]).tobytes()
+    assert _collscan.drop_across([kept, kept], [coll_lines, coll_lines], [everything, nothing]) == \
+        [(b"", 2), (kept, 0)]
+    out_of_range = array.array("I", [0, 1, 0, len(kept) + 1]).tobytes()
+    backwards = array.array("I", [0, 1, 4, 4, 0, 1, 0, 4]).tobytes()
+    for bad in [([kept], [coll_lines], []), ([kept], [coll_lines], [everything[:-1]]),
+                ([kept], [coll_lines[:-1]], [everything]), ([kept], [out_of_range], [everything]),
+                ([kept], [backwards], [everything]), ([kept], [coll_lines], [b""])]:
+        with pytest.raises(ValueError):
+            _collscan.drop_across(*bad)
 
 
 @pytest.mark.parametrize("use_scanner", [False, pytest.param(True, marks=needs_scanner)])

@@ -38,15 +38,21 @@
  *     number in the file being ``first_line`` + 1 + its index in the block (the caller reads them
  *     with a CSV reader, 0x1f the separator); ``kept_count`` lines; ``set_aside``: how many were.
  *     With ``with_lines`` true, two more: ``coll_lines``, for each valid line kept, in order, four
- *     native uint32: its merged group, its place among that group's lines in the block, and where
- *     it starts and how long it is in ``kept`` (its number and separator included); and
- *     ``counts``, one native uint32 per merged group: its lines in the block. The caller can then
- *     drop kept lines that other blocks make surplus (logscope/ingest/scanning.py).
+ *     native uint32: its merged group (its top bits: TIMED_LINE, the line carries a time, being
+ *     of a timed group with a certain stamp; KEPT_LINE, it must stay, being of a timed group with
+ *     a stamp that is not), its place among that group's lines in the block, and where it starts
+ *     and how long it is in ``kept`` (its number and separator included); and ``counts``, one
+ *     native uint32 per merged group: its lines in the block. The caller can then drop kept lines
+ *     that other blocks make surplus (drop_across).
  *
- * drop_kept(kept, coll_lines, bounds) -> (kept, dropped)
- *     ``kept`` (a reduce's, with ``coll_lines`` from it) without each valid line whose place p in
- *     its merged group m has bounds[2m] <= p < bounds[2m + 1] (native int64 pairs, one per merged
- *     group); ``dropped``: how many were left out.
+ * drop_across(kepts, coll_lines, bounds) -> [(kept, dropped), ...]
+ *     A file's consecutive reduced blocks (lists: each block's ``kept`` and ``coll_lines`` from a
+ *     reduce with_lines, and its bounds: native int64 pairs, one per merged group), each without
+ *     the valid lines whose place p in their merged group m has bounds[2m] <= p < bounds[2m + 1]
+ *     and that are not KEPT_LINE, except, as reduce does, the first and the last TIMED_LINE of
+ *     each run of such lines back to back in the kept lines (a run goes on from one block's last
+ *     kept line to the next block's first): the kept lines around a run take their times from
+ *     those. ``dropped``: how many lines of the block were left out.
  *
  * controls(block) -> int
  *     Which of NUL (1), '\r' (2) and 0x1f (4) ``block`` holds, in one pass: the reader's three
@@ -68,6 +74,12 @@
 /* In a pair's group id: the line's NCCL timestamp may not read as a time (see certain_stamp). */
 #define UNSURE_STAMP 0x80000000u
 #define GROUP_OF(id) ((id) & ~UNSURE_STAMP)
+/* In reduce's coll_lines, over a line's merged group: it carries a time (of a timed group, its
+ * stamp certain), or it must stay (of a timed group, its stamp unsure). Merged groups are fewer
+ * than MAX_GROUPS. */
+#define TIMED_LINE 0x80000000u
+#define KEPT_LINE 0x40000000u
+#define MERGED_OF(field) ((field) & ~(TIMED_LINE | KEPT_LINE))
 #define TABLE_BITS 17 /* 2 * MAX_GROUPS slots: the open-addressing table stays at most half full */
 #define COMM_SLICE 20
 #define OP_SLICE 20
@@ -534,7 +546,9 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
                 if (at < n_pairs && pair[2 * at] == line && merge[GROUP_OF(pair[2 * at + 1])] >= 0
                     && n_valid_kept < n_pairs - n_aside) {
                     uint32_t *out = valid_kept + 4 * n_valid_kept++;
-                    out[0] = (uint32_t)merge[GROUP_OF(pair[2 * at + 1])];
+                    uint32_t gid = GROUP_OF(pair[2 * at + 1]);
+                    uint32_t flags = !is_timed[gid] ? 0 : pair[2 * at + 1] & UNSURE_STAMP ? KEPT_LINE : TIMED_LINE;
+                    out[0] = (uint32_t)merge[gid] | flags;
                     out[1] = place[at];
                     out[2] = (uint32_t)starts;
                     out[3] = (uint32_t)(written - starts);
@@ -573,49 +587,150 @@ done:
     return result;
 }
 
-static PyObject *drop_kept(PyObject *Py_UNUSED(self), PyObject *args) {
-    Py_buffer kept, coll_lines, bounds;
-    if (!PyArg_ParseTuple(args, "y*y*y*", &kept, &coll_lines, &bounds))
-        return NULL;
-    PyObject *result = NULL, *out = NULL;
-    Py_ssize_t n_lines = coll_lines.len / 16, n_groups = bounds.len / 16;
-    const uint32_t *line = coll_lines.buf;
-    const int64_t *bound = bounds.buf;
-    if (coll_lines.len % 16 || bounds.len % 16) {
-        PyErr_SetString(PyExc_ValueError, "coll_lines and bounds do not fit together");
-        goto done;
-    }
+/* One block of drop_across: its buffers, and what to drop of its coll lines. */
+typedef struct {
+    Py_buffer kept, lines, bounds;
+    int held; /* how many of the three buffers are held */
+    unsigned char *drop;
+} Across;
+
+/* Whether a block's coll lines and bounds fit its kept lines. */
+static int fits(const Across *block) {
+    const uint32_t *line = block->lines.buf;
+    Py_ssize_t n_lines = block->lines.len / 16, n_groups = block->bounds.len / 16;
+    if (block->lines.len % 16 || block->bounds.len % 16)
+        return 0;
     for (Py_ssize_t i = 0; i < n_lines; i++)
-        if (line[4 * i] >= (uint64_t)n_groups || (Py_ssize_t)line[4 * i + 2] + line[4 * i + 3] > kept.len
-            || (i && line[4 * i + 2] < line[4 * i - 2] + line[4 * i - 1])) {
+        if (MERGED_OF(line[4 * i]) >= (uint64_t)n_groups
+            || (Py_ssize_t)line[4 * i + 2] + line[4 * i + 3] > block->kept.len
+            || (i && line[4 * i + 2] < line[4 * i - 2] + line[4 * i - 1]))
+            return 0;
+    return 1;
+}
+
+static PyObject *drop_across(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *kepts, *lines_list, *bounds_list;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &kepts, &PyList_Type, &lines_list, &PyList_Type,
+                          &bounds_list))
+        return NULL;
+    Py_ssize_t n_blocks = PyList_GET_SIZE(kepts);
+    if (PyList_GET_SIZE(lines_list) != n_blocks || PyList_GET_SIZE(bounds_list) != n_blocks) {
+        PyErr_SetString(PyExc_ValueError, "kepts, coll_lines and bounds do not fit together");
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Across *blocks = PyMem_Calloc((size_t)n_blocks + 1, sizeof(Across));
+    if (blocks == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        Across *block = &blocks[b];
+        if (PyObject_GetBuffer(PyList_GET_ITEM(kepts, b), &block->kept, PyBUF_SIMPLE) < 0)
+            goto done;
+        block->held++;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(lines_list, b), &block->lines, PyBUF_SIMPLE) < 0)
+            goto done;
+        block->held++;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(bounds_list, b), &block->bounds, PyBUF_SIMPLE) < 0)
+            goto done;
+        block->held++;
+        if (!fits(block)) {
             PyErr_SetString(PyExc_ValueError, "coll_lines out of order or out of range");
             goto done;
         }
-    out = PyBytes_FromStringAndSize(NULL, kept.len);
-    if (out == NULL)
-        goto done;
-    char *to = PyBytes_AS_STRING(out);
-    const char *from = kept.buf;
-    Py_ssize_t written = 0, copied_to = 0, dropped = 0;
-    for (Py_ssize_t i = 0; i < n_lines; i++) {
-        const uint32_t *l = line + 4 * i;
-        if ((int64_t)l[1] < bound[2 * l[0]] || (int64_t)l[1] >= bound[2 * l[0] + 1])
-            continue;
-        memcpy(to + written, from + copied_to, (size_t)(l[2] - copied_to));
-        written += l[2] - copied_to;
-        copied_to = (Py_ssize_t)l[2] + l[3];
-        dropped++;
+        block->drop = PyMem_Calloc((size_t)block->lines.len / 16 + 1, 1);
+        if (block->drop == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
-    memcpy(to + written, from + copied_to, (size_t)(kept.len - copied_to));
-    written += kept.len - copied_to;
-    if (_PyBytes_Resize(&out, written) < 0)
+    /* The run of lines dropped back to back so far: whether its first timed line was met (it
+     * stays), and its last timed line after that, to stay when the run ends. */
+    int first_met = 0;
+    unsigned char *last_timed = NULL;
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        Across *block = &blocks[b];
+        const uint32_t *line = block->lines.buf;
+        const int64_t *bound = block->bounds.buf;
+        Py_ssize_t n_lines = block->lines.len / 16, at = 0; /* kept bytes up to the end of the line before */
+        for (Py_ssize_t i = 0; i <= n_lines; i++) {
+            const uint32_t *l = line + 4 * i;
+            int surplus = 0;
+            if (i < n_lines) {
+                uint32_t m = MERGED_OF(l[0]);
+                surplus = !(l[0] & KEPT_LINE) && (int64_t)l[1] >= bound[2 * m] && (int64_t)l[1] < bound[2 * m + 1];
+            }
+            /* Another kept line before this one (or after the block's last), or one that stays, ends the run. */
+            int ends = i < n_lines ? (Py_ssize_t)l[2] != at || !surplus : at != block->kept.len;
+            if (ends) {
+                if (last_timed != NULL)
+                    *last_timed = 0;
+                first_met = 0;
+                last_timed = NULL;
+            }
+            if (i == n_lines)
+                break;
+            at = (Py_ssize_t)l[2] + l[3];
+            if (!surplus)
+                continue;
+            block->drop[i] = 1;
+            if (l[0] & TIMED_LINE) {
+                if (!first_met) {
+                    first_met = 1;
+                    block->drop[i] = 0;
+                } else {
+                    last_timed = &block->drop[i];
+                }
+            }
+        }
+    }
+    if (last_timed != NULL)
+        *last_timed = 0;
+    result = PyList_New(n_blocks);
+    if (result == NULL)
         goto done;
-    result = Py_BuildValue("(On)", out, dropped);
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        Across *block = &blocks[b];
+        const uint32_t *line = block->lines.buf;
+        Py_ssize_t n_lines = block->lines.len / 16, written = 0, copied_to = 0, dropped = 0;
+        PyObject *out = PyBytes_FromStringAndSize(NULL, block->kept.len);
+        if (out == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        char *to = PyBytes_AS_STRING(out);
+        const char *from = block->kept.buf;
+        for (Py_ssize_t i = 0; i < n_lines; i++) {
+            const uint32_t *l = line + 4 * i;
+            if (!block->drop[i])
+                continue;
+            memcpy(to + written, from + copied_to, (size_t)(l[2] - copied_to));
+            written += l[2] - copied_to;
+            copied_to = (Py_ssize_t)l[2] + l[3];
+            dropped++;
+        }
+        memcpy(to + written, from + copied_to, (size_t)(block->kept.len - copied_to));
+        written += block->kept.len - copied_to;
+        PyObject *item = NULL;
+        if (_PyBytes_Resize(&out, written) == 0)
+            item = Py_BuildValue("(Nn)", out, dropped);
+        if (item == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, b, item);
+    }
 done:
-    Py_XDECREF(out);
-    PyBuffer_Release(&kept);
-    PyBuffer_Release(&coll_lines);
-    PyBuffer_Release(&bounds);
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        Across *block = &blocks[b];
+        if (block->held > 0)
+            PyBuffer_Release(&block->kept);
+        if (block->held > 1)
+            PyBuffer_Release(&block->lines);
+        if (block->held > 2)
+            PyBuffer_Release(&block->bounds);
+        PyMem_Free(block->drop);
+    }
+    PyMem_Free(blocks);
     return result;
 }
 
@@ -647,8 +762,8 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"drop_kept", drop_kept, METH_VARARGS, "Kept lines without the valid ones whose place is within their group's "
-                                           "bounds: (kept, dropped)."},
+    {"drop_across", drop_across, METH_VARARGS, "A file's reduced blocks without the kept lines other blocks make "
+                                               "surplus: [(kept, dropped), ...]."},
     {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2) and 0x1f (4) the block holds."},
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
     {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, "

@@ -40,6 +40,10 @@ _KNOWN: dict[tuple[bytes, bytes], tuple[str, bool] | None] = {}
 KNOWN_MAX = 100_000
 
 
+# A block's merged groups, each as the scanner's (head, comm) or as (the process's key, comm).
+Identities = list[tuple[bytes, bytes]] | list[tuple[str, bytes]]
+
+
 @dataclass
 class Reduced:
     """What is left of a block once its surplus COLL lines are dropped."""
@@ -48,9 +52,9 @@ class Reduced:
     kept_count: int  # how many
     lines_read: int  # every line of the block, kept or not
     set_aside: int  # COLL lines dropped: recognised, never classified
-    # With reduce_block's ``with_groups``, for a block no COLL line of which has a leading time: its
-    # groups' identities (the scanner's (head, comm), by merged group), each group's COLL lines in
-    # the block, and where each COLL line kept stands (see _collscan.c's reduce and drop_kept).
+    # With reduce_block's ``with_groups``: its groups' identities (by merged group), each group's
+    # COLL lines in the block, and where each COLL line kept stands (see _collscan.c's reduce and
+    # drop_across).
     groups: GroupLines | None = None
 
 
@@ -58,9 +62,11 @@ class Reduced:
 class GroupLines:
     """A reduced block's COLL groups and the COLL lines it kept (see :class:`Reduced`)."""
 
-    identities: list[tuple[bytes, bytes]]  # by merged group
+    # By merged group: the scanner's (head, comm) in a block whose COLL lines carry no time (each
+    # group its own merged group), else (the process's key, comm) (see _merged).
+    identities: Identities
     counts: bytes  # native uint32 by merged group: its lines in the block
-    coll_lines: bytes  # native uint32 (group, place in group, start, length) per COLL line kept
+    coll_lines: bytes  # native uint32 (group and flags, place in group, start, length) per COLL line kept
 
 
 def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls, *,
@@ -79,11 +85,11 @@ def reduce_block(block: bytes | memoryview, first_line: int, controls: Controls,
     total, pairs, groups = compiled.scanner.scan(block, controls.carriage_return, MATCH_CHARS)
     if total <= WRAP_MAX_LINES or not groups:
         return None
-    merged, timed = _merged(groups)
-    if with_groups and not any(timed):  # each group its own merged group: identified by (head, comm)
+    merged, timed, identities = _merged(groups)
+    if with_groups:
         kept, kept_count, set_aside, coll_lines, counts = compiled.scanner.reduce(
             block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL, first_line, True)
-        return Reduced(kept, kept_count, total, set_aside, GroupLines(groups, counts, coll_lines)) \
+        return Reduced(kept, kept_count, total, set_aside, GroupLines(identities, counts, coll_lines)) \
             if set_aside else None
     kept, kept_count, set_aside = compiled.scanner.reduce(block, total, pairs, merged, timed, COLL_HEAD, COLL_TAIL,
                                                    first_line)
@@ -99,11 +105,13 @@ def drop_surplus_across(blocks: Sequence[Reduced | None]) -> list[Reduced | None
     (:mod:`logscope.ingest.thinning`), so a block's last lines of a group that goes on in later
     blocks (and its first, after earlier ones) are dropped here, before they are parsed.
 
-    Only blocks reduced ``with_groups`` are counted and changed: their COLL lines carry no time, so
-    no line takes its time from them and dropping them changes no other line's event. A line is
-    dropped only when its place in its group over the whole file is neither among the first
-    COLL_HEAD nor the last COLL_TAIL: counting the lines of the blocks that are not counted would
-    only move it further from both ends, so what is dropped is what the thinning drops."""
+    Only blocks reduced ``with_groups`` are counted and changed. A line is dropped only when its
+    place in its group over the file is neither among the first COLL_HEAD nor the last COLL_TAIL:
+    counting the lines of the blocks that are not counted would only move it further from both
+    ends, so what is dropped is what the thinning drops. Lines with NCCL's time are dropped as
+    the scanner sets them aside in a block: of each run of lines dropped back to back (across
+    blocks too), the first and the last that carry a time stay, as those are the only ones the
+    untimed lines around the run take their times from; they become events the thinning drops."""
     # What the blocks say of their groups is not needed beyond this (nor sent to the main process).
     out = [None if reduced is None else dataclasses.replace(reduced, groups=None) for reduced in blocks]
     counted = [(n, reduced, reduced.groups) for n, reduced in enumerate(blocks)
@@ -111,32 +119,46 @@ def drop_surplus_across(blocks: Sequence[Reduced | None]) -> list[Reduced | None
     if len(counted) < 2:
         return out
     in_block = [_lines_by_group(groups) for _, _, groups in counted]
-    total: Counter[tuple[bytes, bytes]] = Counter()
+    total: Counter[tuple[bytes, bytes] | tuple[str, bytes]] = Counter()
     for lines in in_block:
         total.update(lines)
-    before: Counter[tuple[bytes, bytes]] = Counter()
-    for (n, reduced, groups), lines in zip(counted, in_block, strict=True):
+    before: Counter[tuple[bytes, bytes] | tuple[str, bytes]] = Counter()
+    bounds: list[bytes] = []
+    for (_, _, groups), lines in zip(counted, in_block, strict=True):
         # Per merged group: the places in the block whose place in the file is in neither end.
-        bounds = array.array("q")
+        block_bounds = array.array("q")
         for identity in groups.identities:
             earlier = before[identity]
-            bounds.extend((COLL_HEAD - earlier, total[identity] - COLL_TAIL - earlier))
-        kept, dropped = compiled.scanner.drop_kept(reduced.kept, groups.coll_lines, bounds.tobytes())
-        if dropped:
-            out[n] = Reduced(kept, reduced.kept_count - dropped, reduced.lines_read, reduced.set_aside + dropped)
+            block_bounds.extend((COLL_HEAD - earlier, total[identity] - COLL_TAIL - earlier))
+        bounds.append(block_bounds.tobytes())
         before.update(lines)
+    # A run of dropped lines goes on only through blocks that follow one another.
+    runs: list[list[int]] = []
+    for at, (n, _, _) in enumerate(counted):
+        if runs and counted[runs[-1][-1]][0] == n - 1:
+            runs[-1].append(at)
+        else:
+            runs.append([at])
+    for run in runs:
+        thinner = compiled.scanner.drop_across([counted[at][1].kept for at in run],
+                                               [counted[at][2].coll_lines for at in run], [bounds[at] for at in run])
+        for at, (kept, dropped) in zip(run, thinner, strict=True):
+            n, reduced, _ = counted[at]
+            if dropped:
+                out[n] = Reduced(kept, reduced.kept_count - dropped, reduced.lines_read, reduced.set_aside + dropped)
     return out
 
 
-def _lines_by_group(groups: GroupLines) -> dict[tuple[bytes, bytes], int]:
+def _lines_by_group(groups: GroupLines) -> dict[tuple[bytes, bytes] | tuple[str, bytes], int]:
     counts = array.array("I", groups.counts)
     return {groups.identities[m]: count for m, count in enumerate(counts) if count}
 
 
-def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
-    """For the scanner's groups: the merged group of each (int32, -1 when not valid) and whether
-    its lines carry a leading time (one byte each), as the polars path groups them: alone when no
-    line has a time, else one group per (key, comm)."""
+def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes, Identities]:
+    """For the scanner's groups: the merged group of each (int32, -1 when not valid), whether its
+    lines carry a leading time (one byte each), as the polars path groups them (alone when no line
+    has a time, else one group per (key, comm)), and each merged group's identity: the scanner's
+    (head, comm) when alone, else (key, comm)."""
     unknown = [group for group in groups if group not in _KNOWN]
     if unknown:
         if len(_KNOWN) + len(unknown) > KNOWN_MAX:
@@ -145,8 +167,8 @@ def _merged(groups: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
     keys = [_KNOWN[group] for group in groups]
     timed = bytes(key is not None and key[1] for key in keys)
     if not any(timed):
-        return array.array("i", [-1 if key is None else n for n, key in enumerate(keys)]).tobytes(), timed
+        return array.array("i", [-1 if key is None else n for n, key in enumerate(keys)]).tobytes(), timed, groups
     ids: dict[tuple[str, bytes], int] = {}
     merged = [-1 if key is None else ids.setdefault((key[0], comm), len(ids))
               for key, (_, comm) in zip(keys, groups, strict=True)]
-    return array.array("i", merged).tobytes(), timed
+    return array.array("i", merged).tobytes(), timed, list(ids)
