@@ -104,7 +104,8 @@ def strip_compression(name: str) -> tuple[str, str | None]:
 
 def describe(path: PurePath, patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> NameInfo:
     """Read the facts a file's path holds, trying torchrun trees, SLURM patterns, then NCCL files."""
-    name, _ = strip_compression(path.name)
+    # A name that is a compression suffix alone (".gz") is read as it stands: no path has an empty name.
+    name = strip_compression(path.name)[0] or path.name
     posix = path.with_name(name).as_posix()
     if m := _TORCHRUN.search(posix):
         return NameInfo("torchrun-worker", local_rank=int(m["local_rank"]), attempt=int(m["attempt"]))
