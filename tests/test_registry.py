@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import ast
-import json
 import pkgutil
 import re
 from pathlib import Path
 
 import pytest
+from corpus_support import corpus_views
 
 import logscope.detectors as detectors_package
 from logscope.detectors import REGISTRY
-from logscope.detectors.base import DOC_HEADINGS, JobView
-from logscope.errors import InputError
+from logscope.detectors.base import DOC_HEADINGS
 from logscope.model import Category
-from logscope.timeline import load_job
 
 PACKAGE = Path(detectors_package.__file__).parent
 HELPERS = {"base", "__init__"}
@@ -78,34 +76,12 @@ def test_leaf_modules_import_no_logscope_module() -> None:
         assert not [module for module in imported if module.startswith("logscope")], name
 
 
-def _corpus() -> list[list[Path]]:
-    """Every job the tests know: the samples, the golden cases, the real third-party logs."""
-    root = Path(__file__).resolve().parents[1]
-    shared = root.parent / "shared"
-    cases = [[folder] for folder in sorted((root / "sample_logs").iterdir()) if folder.is_dir()]
-    if (shared / "real_logs").is_dir():
-        cases += [[p for p in sorted(folder.iterdir()) if p.name not in ("SOURCE.md", "expected.json")]
-                  for folder in sorted((shared / "real_logs").iterdir()) if folder.is_dir()]
-    for folder in sorted((root / "tests" / "goldens").iterdir()):
-        spec = json.loads((folder / "case.json").read_text())
-        named = [shared / name for name in spec.get("shared_logs", [])]
-        if all(path.exists() for path in named):
-            cases.append(([folder / "logs"] if (folder / "logs").is_dir() else []) + named)
-    return cases
-
-
 def test_a_detector_never_fires_without_the_events_it_requires() -> None:
     """``requires`` is a detector's contract (logscope.detectors.base), and run_detectors skips a
     detector whose events a job lacks: run anyway, on every job the tests know, it finds nothing."""
     fired: list[tuple[str, str]] = []
-    for paths in _corpus():
-        try:
-            job = load_job(paths)
-        except InputError:
-            continue
-        view = JobView(job.timeline, tuple(job.nodes), tuple(f.display for f in job.files),
-                       {f.display: f.info.node for f in job.files})
+    for name, view in corpus_views():
         for detector in REGISTRY:
             if detector.requires and not view.has(*detector.requires) and detector().detect(view):
-                fired.append((detector.code, str(paths[0])))
+                fired.append((detector.code, name))
     assert not fired

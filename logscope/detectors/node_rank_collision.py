@@ -47,6 +47,8 @@ from logscope.detectors.base import Detector, JobView, field_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
 _NODE_RANK = re.compile(r"--node[_-]rank[= ](\S+)")
+# How a claim of each kind is named.
+_HOW = {Event.RENDEZVOUS: "group_rank", Event.LAUNCH_CONFIG: "node rank (static rendezvous 'rank')"}
 _NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
 
 
@@ -99,35 +101,34 @@ class NodeRankCollision(Detector):
         join lines, or static-rendezvous launch configs (``rdzv_configs: {'rank': N}``)."""
         if not job.has(Event.RENDEZVOUS, Event.LAUNCH_CONFIG):
             return [], ""
-        claimed = pl.concat([
-            job.of(Event.RENDEZVOUS).lazy().with_columns(
-                pl.col("fields").struct.field("group_rank").alias("claimed"),
-                pl.col("fields").struct.field("key").fill_null("0").alias("round"),
-                pl.lit("group_rank").alias("how")),
-            job.of(Event.LAUNCH_CONFIG).lazy().with_columns(
-                pl.col("fields").struct.field("node_rank").alias("claimed"),
-                pl.lit("static").alias("round"),
-                pl.lit("node rank (static rendezvous 'rank')").alias("how")),
-        ]).filter(pl.col("claimed").is_not_null()).with_columns(
-            pl.coalesce("node", "host", "file").alias("place"),
-            # Only claims made in one rendezvous collide: nodes that each formed their own world
-            # (every one is group_rank 0, with its own master) are LS203 split-world.
-            pl.col("fields").struct.field("master_addr").fill_null("").alias("master"))
-        # The claims and their clashes in one call (eight eager queries cost ~0.6 ms a small job).
-        claims, clash = pl.collect_all([
-            claimed,
-            claimed.group_by("round", "master", "claimed", "how").agg(pl.col("place").n_unique().alias("places"))
-            .filter(pl.col("places") > 1).sort("claimed", "how", "round", "master"),  # group_by order is not stable
-        ], engine="in-memory")
-        if clash.height == 0:
+        # Only claims made in one rendezvous collide: nodes that each formed their own world
+        # (every one is group_rank 0, with its own master) are LS203 split-world.
+        said = pl.col("fields").struct
+        place = pl.coalesce("node", "host", "file")
+        master = said.field("master_addr").fill_null("")
+        # A claim: (round, master, claimed, how). A node's claims are a few lines per rendezvous:
+        # looked at here, one select of each kind (a polars group_by costs ~0.6 ms a small job).
+        places: dict[tuple[Any, ...], set[str]] = {}
+        for kind, claim in ((Event.RENDEZVOUS, said.field("group_rank")), (Event.LAUNCH_CONFIG, said.field("node_rank"))):
+            static = kind == Event.LAUNCH_CONFIG
+            round_of = pl.lit("static") if static else said.field("key").fill_null("0")
+            how = _HOW[kind]
+            for claimed, round_, master_addr, where in job.of(kind).select(claim, round_of, master, place).rows():
+                if claimed is not None:
+                    places.setdefault((round_, master_addr, claimed, how), set()).add(where)
+        clashes = [key for key, where in places.items() if len(where) > 1]
+        if not clashes:
             return [], ""
-        first = clash.row(0, named=True)
-        rows = claims.filter((pl.col("claimed") == first["claimed"]) & (pl.col("round") == first["round"])
-                             & (pl.col("master") == first["master"]))
-        places = sorted({str(p) for p in rows["place"].to_list()})
-        how = (f"{first['how']} {first['claimed']} on {len(places)} nodes "
-               f"({', '.join(places[:4])}{'...' if len(places) > 4 else ''})")
-        return rows.drop("claimed", "place", "round", "how", "master").to_dicts(), how
+        round_, master_addr, claimed, how = min(clashes, key=lambda key: (key[2], key[3], key[0], key[1]))
+        rows = pl.concat([
+            job.of(Event.RENDEZVOUS).filter((said.field("group_rank") == claimed)
+                                            & (said.field("key").fill_null("0") == round_)),
+            job.of(Event.LAUNCH_CONFIG).filter((said.field("node_rank") == claimed) & (pl.lit("static") == round_)),
+        ]).filter(master == master_addr)
+        where = sorted({str(p) for p in rows.select(place).to_series().to_list()})
+        said_how = (f"{how} {claimed} on {len(where)} nodes "
+                    f"({', '.join(where[:4])}{'...' if len(where) > 4 else ''})")
+        return rows.to_dicts(), said_how
 
     @staticmethod
     def _expanded_in_trace(job: JobView) -> list[dict[str, Any]]:
