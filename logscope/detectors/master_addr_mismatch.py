@@ -32,6 +32,7 @@ Advice
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import ClassVar
 
 import polars as pl
@@ -54,12 +55,12 @@ class MasterAddrMismatch(Detector):
                           ).alias("endpoint"),
             pl.coalesce("node", "host", "file").alias("place"),
         ).filter(pl.col("endpoint").is_not_null())
-        # Each kind's endpoints per place, in one query (a few a kind cost ~0.6 ms a small job).
-        per_place: dict[str, list[list[str]]] = {}
-        for kind, _, endpoints in said.group_by("event", "place").agg(pl.col("endpoint").unique()).collect(
-                engine="in-memory").iter_rows():
-            per_place.setdefault(kind, []).append(endpoints)
-        kind = next((k for k in sorted(per_place) if _groups_apart(per_place[k]) > 1), None)
+        # Each kind's endpoints per place: a few lines a node and round, grouped here from one
+        # query (a polars group_by cost ~0.3 ms more a small job).
+        per_place: dict[str, dict[str, set[str]]] = {}
+        for kind, place, endpoint in said.select("event", "place", "endpoint").collect(engine="in-memory").rows():
+            per_place.setdefault(kind, {}).setdefault(place, set()).add(endpoint)
+        kind = next((k for k in sorted(per_place) if _groups_apart(list(per_place[k].values())) > 1), None)
         if kind is None:
             return []
         subset = said.collect(engine="in-memory").filter(pl.col("event") == kind).unique(
@@ -76,7 +77,7 @@ class MasterAddrMismatch(Detector):
         )]
 
 
-def _groups_apart(per_place: list[list[str]]) -> int:
+def _groups_apart(per_place: Sequence[Collection[str]]) -> int:
     """How many groups of nodes (``per_place``: each node's endpoints) never shared an endpoint. A
     node's endpoints can change between rendezvous rounds (torchrun restarts; older torch picks a
     new master port each round), but the nodes of one job share each round's: only nodes with no
