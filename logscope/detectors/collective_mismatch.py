@@ -39,7 +39,7 @@ Advice
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -58,14 +58,40 @@ def communicator_ids(job: JobView) -> pl.DataFrame:
     return ids
 
 
+# Up to this many NCCL init and COLL lines, the ids are worked out in Python (two selects, ~0.25 ms a
+# small job) rather than by one polars query (~0.6 ms).
+IDS_IN_PYTHON_UP_TO = 4096
+_IDS_SCHEMA = {"host": pl.String(), "pid": pl.Int64(), "comm": pl.String(), "communicator": pl.String()}
+
+
 def _communicator_ids(job: JobView) -> pl.DataFrame:
-    init = job.of(Event.NCCL_INIT).lazy().select(
+    init, coll = job.of(Event.NCCL_INIT), job.of(Event.NCCL_COLL)
+    if init.height + coll.height > IDS_IN_PYTHON_UP_TO:
+        return _communicator_ids_in_polars(init, coll)
+    said = pl.col("fields").struct
+    first: dict[tuple[Any, Any, Any], tuple[Any, Any]] = {}  # (host, pid, comm) -> its first (comm_id, nranks)
+    for host, pid, comm, comm_id, nranks in init.select("host", "pid", said.field("comm"), said.field("comm_id"),
+                                                        said.field("nranks")).rows():
+        first.setdefault((host, pid, comm), (comm_id, nranks))
+    for host, pid, comm, nranks in coll.select("host", "pid", said.field("comm"), said.field("nranks")).rows():
+        first.setdefault((host, pid, comm), (None, nranks))
+    ordinal: dict[tuple[Any, Any], int] = {}
+    communicators = []
+    for (host, pid, _), (comm_id, nranks) in first.items():
+        n = ordinal[(host, pid)] = ordinal.get((host, pid), -1) + 1
+        communicators.append(comm_id if comm_id is not None else f"n{'?' if nranks is None else nranks}#{n}")
+    return pl.DataFrame([(*key, communicator) for key, communicator in zip(first, communicators, strict=True)],
+                        schema=_IDS_SCHEMA, orient="row")
+
+
+def _communicator_ids_in_polars(init_rows: pl.DataFrame, coll_rows: pl.DataFrame) -> pl.DataFrame:
+    init = init_rows.lazy().select(
         "host", "pid",
         pl.col("fields").struct.field("comm").alias("comm"),
         pl.col("fields").struct.field("comm_id").alias("comm_id"),
         pl.col("fields").struct.field("nranks").alias("nranks"),
     )
-    coll = job.of(Event.NCCL_COLL).lazy().select(
+    coll = coll_rows.lazy().select(
         "host", "pid",
         pl.col("fields").struct.field("comm").alias("comm"),
         pl.lit(None, dtype=pl.String).alias("comm_id"),
