@@ -48,7 +48,7 @@ from logscope.model import Category, Event, Finding, Role, Severity
 
 _NODE_RANK = re.compile(r"--node[_-]rank[= ](\S+)")
 # How a claim of each kind is named.
-_HOW = {Event.RENDEZVOUS.value: "group_rank", Event.LAUNCH_CONFIG.value: "node rank (static rendezvous 'rank')"}
+_HOW = {Event.RENDEZVOUS: "group_rank", Event.LAUNCH_CONFIG: "node rank (static rendezvous 'rank')"}
 _NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
 
 
@@ -102,33 +102,35 @@ class NodeRankCollision(Detector):
         if not job.has(Event.RENDEZVOUS, Event.LAUNCH_CONFIG):
             return [], ""
         # Only claims made in one rendezvous collide: nodes that each formed their own world
-        # (every one is group_rank 0, with its own master) are LS203 split-world.
-        said = pl.col("fields").struct
-        place = pl.coalesce("node", "host", "file")
-        master = said.field("master_addr").fill_null("")
-        # A claim: (round, master, claimed, how). A node's claims are a few lines per rendezvous:
-        # looked at here, from one select (a polars group_by costs ~0.6 ms a small job) of the rows
-        # LS204 reads too.
-        static = pl.col("event") == Event.LAUNCH_CONFIG.value
+        # (every one is group_rank 0, with its own master) are LS203 split-world. A claim: (round,
+        # master, claimed, how); a node makes a few per rendezvous: grouped here, from the rows'
+        # dicts other detectors read too (a polars group_by cost ~0.6 ms a small job).
         places: dict[tuple[Any, ...], set[str]] = {}
-        for kind, claimed, round_, master_addr, where in job.of(Event.LAUNCH_CONFIG, Event.RENDEZVOUS).select(
-                "event", pl.when(static).then(said.field("node_rank")).otherwise(said.field("group_rank")),
-                pl.when(static).then(pl.lit("static")).otherwise(said.field("key").fill_null("0")),
-                master, place).rows():
-            if claimed is not None:
-                places.setdefault((round_, master_addr, claimed, _HOW[kind]), set()).add(where)
+        for kind, claim in ((Event.RENDEZVOUS, "group_rank"), (Event.LAUNCH_CONFIG, "node_rank")):
+            for row in job.rows(kind):
+                claimed = field_of(row, claim)
+                if claimed is None:
+                    continue
+                key, master_addr = field_of(row, "key"), field_of(row, "master_addr")
+                round_ = "static" if kind == Event.LAUNCH_CONFIG else "0" if key is None else key
+                where = next(str(row[name]) for name in ("node", "host", "file") if row.get(name) is not None)
+                places.setdefault((round_, "" if master_addr is None else master_addr, claimed, _HOW[kind]),
+                                  set()).add(where)
         clashes = [key for key, where in places.items() if len(where) > 1]
         if not clashes:
             return [], ""
         round_, master_addr, claimed, how = min(clashes, key=lambda key: (key[2], key[3], key[0], key[1]))
+        said = pl.col("fields").struct
+        master = said.field("master_addr").fill_null("")
+        place = pl.coalesce("node", "host", "file")
         rows = pl.concat([
             job.of(Event.RENDEZVOUS).filter((said.field("group_rank") == claimed)
                                             & (said.field("key").fill_null("0") == round_)),
             job.of(Event.LAUNCH_CONFIG).filter((said.field("node_rank") == claimed) & (pl.lit("static") == round_)),
         ]).filter(master == master_addr)
-        where = sorted({str(p) for p in rows.select(place).to_series().to_list()})
-        said_how = (f"{how} {claimed} on {len(where)} nodes "
-                    f"({', '.join(where[:4])}{'...' if len(where) > 4 else ''})")
+        nodes = sorted({str(p) for p in rows.select(place).to_series().to_list()})
+        said_how = (f"{how} {claimed} on {len(nodes)} nodes "
+                    f"({', '.join(nodes[:4])}{'...' if len(nodes) > 4 else ''})")
         return rows.to_dicts(), said_how
 
     @staticmethod
