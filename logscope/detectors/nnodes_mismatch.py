@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of, ordered_dicts
+from logscope.detectors.base import Detector, JobView, field_of
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Event, Finding, Role, Severity
 
@@ -70,8 +70,8 @@ class NnodesMismatch(Detector):
     specificity = 80
 
     def detect(self, job: JobView) -> list[Finding]:
-        configs = ordered_dicts(job.of(Event.LAUNCH_CONFIG).filter(
-            pl.col("fields").struct.field("nnodes").is_not_null()))
+        # A few rows a node (read as the dicts other detectors read too, not filtered by polars).
+        configs = [r for r in job.rows_in_order(Event.LAUNCH_CONFIG) if field_of(r, "nnodes") is not None]
         if not configs:
             return []
         bounds = {_bounds(field_of(r, "nnodes")) for r in configs}
@@ -80,9 +80,8 @@ class NnodesMismatch(Detector):
             return []
         agents = self._agents(configs)
         slurm_rows, slurm_nodes = self._slurm_nodes(job)
-        rdzv = job.of(Event.RENDEZVOUS).filter(pl.col("fields").struct.field("group_world_size").is_not_null())
-        world_sizes = sorted({int(v) for v in rdzv.select(
-            pl.col("fields").struct.field("group_world_size")).to_series().to_list() if v is not None})
+        rdzv = [r for r in job.rows(Event.RENDEZVOUS) if field_of(r, "group_world_size") is not None]
+        world_sizes = sorted({int(field_of(r, "group_world_size")) for r in rdzv})
         lo = min(b[0] for b in known if b[0] is not None) if any(b[0] is not None for b in known) else None
         hi = max(b[1] for b in known if b[1] is not None) if any(b[1] is not None for b in known) else None
         if hi == 1 and world_sizes == [1] and agents > 1:
@@ -130,7 +129,7 @@ class NnodesMismatch(Detector):
             + ". Problem: " + "; ".join(full for _, full in problems) + ". "
             + ("Rendezvous errors follow from it." if rdzv_errors else "")
         )
-        evidence: list[dict[str, Any]] = [*configs[:3], *slurm_rows[:1], *rdzv.head(2).to_dicts(), *rdzv_errors]
+        evidence: list[dict[str, Any]] = [*configs[:3], *slurm_rows[:1], *rdzv[:2], *rdzv_errors]
         return [self.finding(
             title=title,
             explanation=explanation.strip(),

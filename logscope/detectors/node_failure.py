@@ -37,10 +37,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import polars as pl
-
 from logscope.accounting.hostlist import hosts_named
-from logscope.detectors.base import Detector, JobView, evidence_of, ordered_dicts, when
+from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when
 from logscope.model import Category, Culprit, Event, Finding, Severity
 
 
@@ -53,8 +51,8 @@ class NodeFailure(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         srun = job.rows_in_order(Event.NODE_FAILURE)
-        cancelled = ordered_dicts(job.of(Event.CANCELLED).filter(
-            pl.col("fields").struct.field("reason").str.starts_with("NODE FAIL"))) if job.has(Event.CANCELLED) else []
+        cancelled = [r for r in job.rows_in_order(Event.CANCELLED)
+                     if str(field_of(r, "reason") or "").startswith("NODE FAIL")]
         if not srun and not cancelled:
             return []
         failed: list[str] = []
