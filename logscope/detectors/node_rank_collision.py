@@ -91,9 +91,8 @@ class NodeRankCollision(Detector):
 
     @staticmethod
     def _backend(job: JobView) -> str | None:
-        config = job.of(Event.LAUNCH_CONFIG)
-        backends = config.select(pl.col("fields").struct.field("rdzv_backend").drop_nulls()).to_series().to_list()
-        return backends[0] if backends else None
+        return next((backend for backend in (field_of(r, "rdzv_backend") for r in job.rows(Event.LAUNCH_CONFIG))
+                     if backend is not None), None)
 
     @staticmethod
     def _rendezvous_collision(job: JobView) -> tuple[list[dict[str, Any]], str]:

@@ -38,7 +38,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView
+from logscope.detectors.base import Detector, JobView, field_of
 from logscope.model import Category, Event, Finding, Severity
 
 
@@ -78,21 +78,22 @@ class SplitWorld(Detector):
         return self._from_rendezvous(job)
 
     def _from_rendezvous(self, job: JobView) -> list[Finding]:
-        config = job.of(Event.LAUNCH_CONFIG).select(pl.col("fields").struct.field("nnodes").drop_nulls()).to_series()
-        rdzv = job.of(Event.RENDEZVOUS).filter(pl.col("fields").struct.field("group_world_size").is_not_null())
-        if config.len() == 0 or rdzv.height == 0:
+        # A few rows a node and round: read as the dicts other detectors read too.
+        config = [v for v in (field_of(r, "nnodes") for r in job.rows(Event.LAUNCH_CONFIG)) if v is not None]
+        rdzv = [r for r in job.rows(Event.RENDEZVOUS) if field_of(r, "group_world_size") is not None]
+        if not config or not rdzv:
             return []
-        wanted = max(int(str(v).split(":")[-1]) for v in config.to_list() if str(v).split(":")[-1].isdigit()) \
-            if any(str(v).split(":")[-1].isdigit() for v in config.to_list()) else None
-        got, places = rdzv.select(pl.col("fields").struct.field("group_world_size").max(),
-                                  pl.coalesce("node", "host", "file").n_unique()).row(0)
+        wanted = max(int(str(v).split(":")[-1]) for v in config if str(v).split(":")[-1].isdigit()) \
+            if any(str(v).split(":")[-1].isdigit() for v in config) else None
+        got = max(field_of(r, "group_world_size") for r in rdzv)
+        places = len({next(r[name] for name in ("node", "host", "file") if r.get(name) is not None) for r in rdzv})
         if wanted and got is not None and got < wanted and places > 1:
             return [self.finding(
                 title=f"Split world: torchrun expected {wanted} nodes but each rendezvous formed {got}",
                 explanation=("The launch config asks for several nodes, yet the rendezvous on each node completed "
                              f"with a group of {got}: the nodes did not meet at the same rendezvous."),
                 advice=self._advice(),
-                rows=rdzv.head(4),
+                rows=rdzv[:4],
                 severity=Severity.CRITICAL,
             )]
         return []
