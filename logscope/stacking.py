@@ -17,8 +17,13 @@ import polars as pl
 def stacked(frames: Sequence[pl.DataFrame], columns: Mapping[str, pl.Series]) -> pl.DataFrame:
     """``frames`` one after another, each of ``columns`` added after their own: a Series of one
     value a frame, giving each row its frame's value (what ``frame.with_columns(pl.lit(value))``
-    of each frame before ``pl.concat`` gives). ``frames`` must not be empty."""
-    joined = pl.concat(frames, how="vertical")
+    of each frame before ``pl.concat`` gives). ``frames`` must not be empty.
+
+    The stack is made one chunk: left as the frames' chunks, every later step on it pays per chunk
+    and per column (a scan batch's events, 64 chunks of ~200 rows: the control-character check
+    over 22 string columns 20 -> 9 ms, and each job's timeline a slice of them), more than the copy
+    (~1.4 ms for those 13,000 rows)."""
+    joined = pl.concat(frames, how="vertical", rechunk=True)
     if not columns:
         return joined
     which = frame_of_row([frame.height for frame in frames])
