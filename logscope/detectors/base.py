@@ -361,6 +361,12 @@ def place_of(row: dict[str, Any]) -> str | None:
     return str(value) if value else None
 
 
+def node_host_or_file(row: dict[str, Any]) -> Any:
+    """A row's node, else its host, else its file: ``pl.coalesce("node", "host", "file")`` for one
+    row (an empty name counts, as in polars)."""
+    return next((row[name] for name in ("node", "host", "file") if row.get(name) is not None), None)
+
+
 def culprit_of(row: dict[str, Any]) -> Culprit:
     return Culprit(
         host=row.get("host"),

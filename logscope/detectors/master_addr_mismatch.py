@@ -37,7 +37,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of
+from logscope.detectors.base import Detector, JobView, field_of, node_host_or_file
 from logscope.model import Category, Event, Finding, Severity
 
 
@@ -55,8 +55,8 @@ class MasterAddrMismatch(Detector):
         for row in job.rows(Event.LAUNCH_CONFIG, Event.RENDEZVOUS):
             address, port = field_of(row, "master_addr"), field_of(row, "master_port")
             if address is not None and port is not None:
-                place = next(str(row[name]) for name in ("node", "host", "file") if row.get(name) is not None)
-                per_place.setdefault(row["event"], {}).setdefault(place, set()).add(f"{address}:{port}")
+                per_place.setdefault(row["event"], {}).setdefault(str(node_host_or_file(row)), set()).add(
+                    f"{address}:{port}")
         kind = next((k for k in sorted(per_place) if _groups_apart(list(per_place[k].values())) > 1), None)
         if kind is None:
             return []

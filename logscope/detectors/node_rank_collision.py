@@ -43,13 +43,13 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of
+from logscope.detectors.base import Detector, JobView, field_of, node_host_or_file
 from logscope.model import Category, Event, Finding, Role, Severity
 
 _NODE_RANK = re.compile(r"--node[_-]rank[= ](\S+)")
+_NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
 # How a claim of each kind is named.
 _HOW = {Event.RENDEZVOUS: "group_rank", Event.LAUNCH_CONFIG: "node rank (static rendezvous 'rank')"}
-_NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
 
 
 class NodeRankCollision(Detector):
@@ -112,9 +112,8 @@ class NodeRankCollision(Detector):
                     continue
                 key, master_addr = field_of(row, "key"), field_of(row, "master_addr")
                 round_ = "static" if kind == Event.LAUNCH_CONFIG else "0" if key is None else key
-                where = next(str(row[name]) for name in ("node", "host", "file") if row.get(name) is not None)
                 places.setdefault((round_, "" if master_addr is None else master_addr, claimed, _HOW[kind]),
-                                  set()).add(where)
+                                  set()).add(str(node_host_or_file(row)))
         clashes = [key for key, where in places.items() if len(where) > 1]
         if not clashes:
             return [], ""

@@ -38,7 +38,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, field_of
+from logscope.detectors.base import Detector, JobView, field_of, node_host_or_file
 from logscope.model import Category, Event, Finding, Severity
 
 
@@ -86,7 +86,7 @@ class SplitWorld(Detector):
         wanted = max(int(str(v).split(":")[-1]) for v in config if str(v).split(":")[-1].isdigit()) \
             if any(str(v).split(":")[-1].isdigit() for v in config) else None
         got = max(field_of(r, "group_world_size") for r in rdzv)
-        places = len({next(r[name] for name in ("node", "host", "file") if r.get(name) is not None) for r in rdzv})
+        places = len({node_host_or_file(r) for r in rdzv})
         if wanted and got is not None and got < wanted and places > 1:
             return [self.finding(
                 title=f"Split world: torchrun expected {wanted} nodes but each rendezvous formed {got}",

@@ -55,7 +55,7 @@ ROWS_IN_PYTHON_UP_TO = 4096
 def last_starts(job: JobView) -> tuple[list[tuple[str, int]], set[str]]:
     """Each file's last traceback start (a frame line carries its function in fields.key), by file,
     and the files among them with an ending on a later line, done with. (An ending on the start's
-    own line, a \r, is looked at by the caller.) What a file printed before its last traceback
+    own line, after a carriage return, is looked at by the caller.) What a file printed before its last traceback
     does not matter."""
     tracebacks, endings = job.of(Event.TRACEBACK), job.of(*_ENDINGS)
     is_start = pl.col("fields").struct.field("key").is_null()
