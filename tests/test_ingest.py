@@ -207,3 +207,30 @@ def test_a_file_that_shrinks_while_mapped_is_read_not_mapped(tmp_path: Path, mon
         rest = [(type(block), len(block)) for block in produced]
     assert all(kind is bytes for kind, _ in rest)
     assert sum(n for _, n in rest) == 50_000
+
+
+@pytest.mark.parametrize("use_scanner", [False, True])
+def test_an_untimed_event_at_a_blocks_end_is_no_later_than_the_next_blocks_first_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_scanner: bool) -> None:
+    # An untimed event lies between the timed lines around it. The last one of a block has no timed
+    # line after it in its block: the next block's first line with a time is its latest time, even
+    # when that line's own event is thinned away (a COLL line of a communicator far from its ends);
+    # the next event kept is much later (found by the scanner's hypothesis test: the two ways of
+    # reading COLL lines cut the file in different chunks).
+    from logscope.ingest import coll_prefilter, compiled
+
+    coll = "gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 comm 0x55aa01 [nranks=8]"
+    first = [coll.format(n=n) for n in range(3000)] + ["ValueError: boom"]
+    second = ["[2026-05-05 06:16:01] " + coll.format(n=3001)] + [coll.format(n=n) for n in range(3002, 7000)]
+    second.append("[2026-05-05 07:00:00] " + coll.format(n=7000))
+    head = ("\n".join(first) + "\n").encode()
+    path = tmp_path / "train-1-node01.out"
+    path.write_bytes(head + ("\n".join(second) + "\n").encode())
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", len(head))  # the first block ends with the ValueError
+    monkeypatch.setattr(compiled, "COMPILED", use_scanner and compiled.COMPILED)
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    read = read_file(discover([path])[0][0])
+    assert not isinstance(read, Skipped)
+    boom = read.events.filter(pl.col("event") == "exception").row(0, named=True)
+    assert boom["line"] == 3001
+    assert (str(boom["time"]), str(boom["time_latest"])) == ("2026-05-05 06:16:01", "2026-05-05 06:16:01")

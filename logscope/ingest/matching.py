@@ -100,8 +100,10 @@ def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
         "_piece", maintain_order=True)
     return [
         # The lines set aside are counted once, with the first piece.
+        # (and the chunk's first time, with the first piece: see lines.ChunkResult).
         (replace(prepared, candidates=part.drop("_piece", "_cost"), set_aside=prepared.set_aside.clear(),
-                 set_aside_before=0) if n else replace(prepared, candidates=part.drop("_piece", "_cost")),
+                 set_aside_before=0, first_time=None) if n
+         else replace(prepared, candidates=part.drop("_piece", "_cost")),
          int(part["_cost"].sum()))
         for n, part in enumerate(parts)
     ]

@@ -196,6 +196,14 @@ class _Reading:
     def add(self, chunk: ChunkResult) -> None:
         self.waiting -= 1
         self.result.lines_recognised += chunk.lines_recognised
+        if chunk.first_time is not None:
+            # The untimed events at the end of the chunks before it have no timed line after them
+            # in their own chunk (time_latest null): the first line of this one with a time is the
+            # nearest below them. (Left to file_events._timed, after the thinning, they would take
+            # the time of the next event kept, maybe far below the line that gives it.)
+            latest = pl.col("time_latest").fill_null(pl.lit(chunk.first_time, dtype=pl.Datetime("us")))
+            self.parts = [part.with_columns(latest) if part["time_latest"].null_count() else part
+                          for part in self.parts]
         if chunk.events.height:
             self.parts.append(chunk.events)
             if len(self.parts) >= 8:  # keep memory flat on huge files

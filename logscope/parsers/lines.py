@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from typing import overload
 
 import polars as pl
 
@@ -81,6 +82,9 @@ class ChunkResult:
     events: pl.DataFrame
     lines_recognised: int
     last_time: datetime | None  # the last timestamp seen in the chunk, carried into the next one
+    # The first timestamp of the chunk's lines: the latest time of the untimed events at the end of
+    # the file's chunks before it, which no line of their own chunk gives (reading._Reading.add).
+    first_time: datetime | None = None
 
 
 @cache
@@ -99,6 +103,7 @@ class PreparedChunk:
     last_time: datetime | None  # the last timestamp seen in the chunk, carried into the next one
     # COLL lines dropped before the chunk was framed (logscope.ingest.coll_prefilter): recognised.
     set_aside_before: int = 0
+    first_time: datetime | None = None  # the first timestamp of its lines (see ChunkResult)
 
 
 def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
@@ -136,12 +141,12 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
         segments = _without_rows(segments, surplus)
     else:
         set_aside = segments["line"].clear()
-    candidates, last_time = _candidates(segments, reference_year, carry_time)
+    candidates, last_time, first_time = _candidates(segments, reference_year, carry_time)
     progress = progress_surplus(candidates, *progress_keep) if progress_keep is not None else None
     if progress is not None:
         set_aside = pl.concat([set_aside, candidates["line"].gather(progress)])
         candidates = _without_rows(candidates, progress)
-    return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before)
+    return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before, first_time)
 
 
 def _without_rows(frame: pl.DataFrame, positions: pl.Series) -> pl.DataFrame:
@@ -162,21 +167,28 @@ def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int]
         files = _joined_hard_wraps(files, join_wraps)
     frame = stacked(files, {"_file": positions(len(files))})
     segments = _split_carriage_returns(frame, by="_file") if carriage_returns else frame
-    candidates, _ = _candidates(segments, reference_year, None, by="_file")
+    candidates, _, first_times = _candidates(segments, reference_year, None, by="_file")
     parts = unstacked(candidates, "_file", len(files))
     return [PreparedChunk(part if part.height else _empty_candidates(), pl.Series("line", [], dtype=pl.Int64),
-                          segments is not frame, None, aside)
-            for part, aside in zip(parts, set_aside_before, strict=True)]
+                          segments is not frame, None, aside, first_times.get(n))
+            for n, (part, aside) in enumerate(zip(parts, set_aside_before, strict=True))]
 
 
+@overload
 def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
-                by: str | None = None) -> tuple[pl.DataFrame, datetime | None]:
+                by: None = None) -> tuple[pl.DataFrame, datetime | None, datetime | None]: ...
+@overload
+def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
+                by: str) -> tuple[pl.DataFrame, datetime | None, dict[int, datetime]]: ...
+def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
+                by: str | None = None) -> tuple[pl.DataFrame, datetime | None, datetime | dict[int, datetime] | None]:
     """Steps 3-5: the candidate lines of ``segments`` (``line``, ``raw``, and ``by`` when given:
-    the file each line is of, times then taken within a file), and the last time seen."""
+    the file each line is of, times then taken within a file), the last time seen, and the first
+    (with ``by``: each file's, by its value of ``by``)."""
     frame = split_prefix(segments.with_row_index("idx"), "raw").drop("raw")
     if frame.height == 0:
         return (_empty_candidates() if by is None else segments.select(by).clear().hstack(_empty_candidates()),
-                carry_time)
+                carry_time, None if by is None else {})
     prefixes = prefix_fields(frame["prefix"])
     frame = frame.with_columns(_leading_times(frame, prefixes, reference_year))
     # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour
@@ -193,8 +205,11 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
         later.alias("next_time"),
         pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw"),
     ).filter(pl.col("kw").list.len() > 0)
+    if by is not None:
+        firsts = frame.select(by, "lead_time").drop_nulls("lead_time").unique(by, keep="first", maintain_order=True)
+        return candidates, None, dict(firsts.iter_rows())
     timed = frame["lead_time"].drop_nulls()
-    return candidates, timed[-1] if timed.len() else carry_time
+    return candidates, timed[-1] if timed.len() else carry_time, timed[0] if timed.len() else None
 
 
 def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
@@ -210,14 +225,14 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
         found = parts[n] if parts is not None and parts[n].height else None
         if found is None:
             results.append(ChunkResult(_empty_events(), chunk.set_aside.n_unique() + chunk.set_aside_before,
-                                       chunk.last_time))
+                                       chunk.last_time, chunk.first_time))
             continue
         if not chunk.was_split:  # one row per line, and the two sets are disjoint
             recognised = found.height + chunk.set_aside.len()
         else:
             recognised = pl.concat([found["line"], chunk.set_aside]).n_unique()
         recognised += chunk.set_aside_before  # lines of their own: none holds \r (see coll_prefilter)
-        results.append(ChunkResult(found, recognised, chunk.last_time))  # EVENT_COLUMNS (see _events)
+        results.append(ChunkResult(found, recognised, chunk.last_time, chunk.first_time))  # EVENT_COLUMNS
     return results
 
 
