@@ -234,3 +234,36 @@ def test_an_untimed_event_at_a_blocks_end_is_no_later_than_the_next_blocks_first
     boom = read.events.filter(pl.col("event") == "exception").row(0, named=True)
     assert boom["line"] == 3001
     assert (str(boom["time"]), str(boom["time_latest"])) == ("2026-05-05 06:16:01", "2026-05-05 06:16:01")
+
+
+@pytest.mark.parametrize("first", [80, 8000, 80_517, 800_000, 81, 7])
+def test_numbered_lines_read_whatever_their_first_number(first: int) -> None:
+    # A numbered block (the lines the byte pass kept) starts with its first line's number: "80..."
+    # is also a zlib header (0x38 0x30), which the CSV reader would inflate; shielded by a first
+    # line of the block's own shape, it reads as any other.
+    from logscope.ingest.line_frames import lines_frame
+
+    block = f"{first}\x1fgpu0:1:1 [0] NCCL INFO x\n{first + 1}\x1f\n{first + 5}\x1fValueError: boom\n".encode()
+    assert lines_frame(block, 0, numbered=True).rows() == [
+        (first, "gpu0:1:1 [0] NCCL INFO x"), (first + 1, None), (first + 5, "ValueError: boom")]
+
+
+def test_a_block_whose_first_kept_line_is_line_8000_reads_as_without_the_scanner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found by the scanner's hypothesis test: the reader stopped with a SchemaError on such a block.
+    from reading_support import assert_same_reads
+
+    from logscope.ingest import coll_prefilter, compiled
+
+    if not compiled.COMPILED:
+        pytest.skip("the compiled scanner is not built")
+    coll = "gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 comm 0x55aa01 [nranks=8]"
+    first = ("\n".join(coll.format(n=n) for n in range(7999)) + "\n").encode()
+    path = tmp_path / "train-1-node01.out"
+    path.write_bytes(first + ("\n".join(coll.format(n=n) for n in range(7999, 16000)) + "\n").encode())
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", len(first))  # the second block starts at line 8000
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    source = discover([path])[0][0]
+    fast = read_file(source)
+    monkeypatch.setattr(compiled, "COMPILED", False)
+    assert_same_reads([read_file(source)], [fast])

@@ -27,13 +27,15 @@ def lines_frame(block: bytes, first_line: int, numbered: bool = False,
     # cannot occur (0x1f is replaced by a space) and no quoting, so every line is one field.
     if not numbered:
         block = bytes(for_csv_reader(block, unit_separator, first=first_line == 0))  # bytes in, bytes out: no copy
-    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does), and drops
-    # a byte-order mark it starts with (kept in a later block of a file: for_csv_reader): an empty
-    # first line in front of such a block keeps it as it is, and its row is dropped below.
+    # The reader decompresses what starts like zlib or zstd data (a line "x^2 ..." does, and so does
+    # a numbered block whose first line number starts "80": 0x38 0x30 is a zlib header), and drops
+    # a byte-order mark it starts with (kept in a later block of a file: for_csv_reader): a first
+    # line in front of such a block keeps it as it is (of the block's shape: the reader takes its
+    # columns from the first line), and its row is dropped below.
     shielded = _compressed_start(block) or (not numbered and block.startswith(codecs.BOM_UTF8))
     columns = ["line", "raw"] if numbered else ["raw"]
     frame = pl.read_csv(
-        b"\n" + block if shielded else block,
+        (b"0\x1f\n" if numbered else b"\n") + block if shielded else block,
         has_header=False,
         separator="\x1f",
         quote_char=None,
