@@ -290,13 +290,11 @@ def _ties(events: pl.DataFrame) -> list[dict[tuple[str, int], int]]:
     place = pl.coalesce("node", "host", "file").alias("place")
     pairs = (("local_rank", "rank"), ("pid", "rank"), ("pid", "local_rank"))
     if events.height <= TIES_IN_PYTHON_UP_TO:
-        seen: list[dict[tuple[str, int], set[int]]] = [{}, {}, {}]
-        column = {"rank": 1, "local_rank": 2, "pid": 3}
-        for row in events.select(place, "rank", "local_rank", "pid").rows():
-            for found, (key, target) in zip(seen, pairs, strict=True):
-                at, to = row[column[key]], row[column[target]]
-                if at is not None and to is not None:
-                    found.setdefault((str(row[0]), int(at)), set()).add(int(to))
+        seen: list[dict[tuple[str, int], set[int]]] = [{}, {}, {}]  # as ``pairs``
+        for at, rank, local_rank, pid in events.select(place, "rank", "local_rank", "pid").rows():
+            for found, key, target in ((seen[0], local_rank, rank), (seen[1], pid, rank), (seen[2], pid, local_rank)):
+                if key is not None and target is not None:
+                    found.setdefault((str(at), int(key)), set()).add(int(target))
         return [{key: next(iter(to)) for key, to in found.items() if len(to) == 1} for found in seen]
     lazy = events.lazy().select(place, "rank", "local_rank", "pid")
 

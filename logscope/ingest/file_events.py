@@ -56,8 +56,10 @@ def completed(frames: Sequence[pl.DataFrame], sources: Sequence[SourceFile]) -> 
 
 def _timed(events: pl.DataFrame) -> pl.DataFrame:
     """Untimed events before a file's first timestamp take that first timestamp (inferred); an
-    untimed event at the end of a block takes the next block's first time as its latest (the
+    untimed event with no timed line below it takes the next event's time as its latest (the
     events of the files finished together, each file's taken alone: one query for all of them).
+    (The first timed line of a file's next chunk was given to the events at a chunk's end as it
+    was read: reading._Reading.add.)
 
     An untimed event lies between the timed lines around it, earliest ``time``, latest
     ``time_latest``. Processes writing to one file do not keep its times in order (a rank's

@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import overload
 
 import polars as pl
 
@@ -167,28 +166,24 @@ def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int]
         files = _joined_hard_wraps(files, join_wraps)
     frame = stacked(files, {"_file": positions(len(files))})
     segments = _split_carriage_returns(frame, by="_file") if carriage_returns else frame
-    candidates, _, first_times = _candidates(segments, reference_year, None, by="_file")
+    # Each file is all its file (pooled whole: reading._Batch._take), so no chunk of its file comes
+    # before or after it: it carries no time to a next chunk, nor a first time to earlier ones.
+    candidates, _, _ = _candidates(segments, reference_year, None, by="_file")
     parts = unstacked(candidates, "_file", len(files))
     return [PreparedChunk(part if part.height else _empty_candidates(), pl.Series("line", [], dtype=pl.Int64),
-                          segments is not frame, None, aside, first_times.get(n))
-            for n, (part, aside) in enumerate(zip(parts, set_aside_before, strict=True))]
+                          segments is not frame, None, aside)
+            for part, aside in zip(parts, set_aside_before, strict=True)]
 
 
-@overload
 def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
-                by: None = None) -> tuple[pl.DataFrame, datetime | None, datetime | None]: ...
-@overload
-def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
-                by: str) -> tuple[pl.DataFrame, datetime | None, dict[int, datetime]]: ...
-def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,
-                by: str | None = None) -> tuple[pl.DataFrame, datetime | None, datetime | dict[int, datetime] | None]:
+                by: str | None = None) -> tuple[pl.DataFrame, datetime | None, datetime | None]:
     """Steps 3-5: the candidate lines of ``segments`` (``line``, ``raw``, and ``by`` when given:
-    the file each line is of, times then taken within a file), the last time seen, and the first
-    (with ``by``: each file's, by its value of ``by``)."""
+    the file each line is of, times then taken within a file), and the last and the first time
+    seen (of one chunk: with ``by``, None)."""
     frame = split_prefix(segments.with_row_index("idx"), "raw").drop("raw")
     if frame.height == 0:
         return (_empty_candidates() if by is None else segments.select(by).clear().hstack(_empty_candidates()),
-                carry_time, None if by is None else {})
+                carry_time, None)
     prefixes = prefix_fields(frame["prefix"])
     frame = frame.with_columns(_leading_times(frame, prefixes, reference_year))
     # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour
@@ -206,8 +201,7 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
         pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw"),
     ).filter(pl.col("kw").list.len() > 0)
     if by is not None:
-        firsts = frame.select(by, "lead_time").drop_nulls("lead_time").unique(by, keep="first", maintain_order=True)
-        return candidates, None, dict(firsts.iter_rows())
+        return candidates, None, None
     timed = frame["lead_time"].drop_nulls()
     return candidates, timed[-1] if timed.len() else carry_time, timed[0] if timed.len() else None
 
