@@ -244,6 +244,7 @@ def scan(
     Example: logscope scan /shared/logs/ -o jobs.parquet --since 2026-11-01 -j 8
     """
     from logscope import scan as scanner
+    from logscope import scan_pool
 
     to_stdout = output is not None and str(output) == "-"
     if to_stdout:  # the table on standard output, in --table-format or --format; the summary on stderr
@@ -260,7 +261,7 @@ def scan(
     when = _date(since) if since else None
     if output is not None and not to_stdout:
         _output_file(output, roots)
-    default_cache = output.with_name(output.name + ".cache.json") if output is not None and not to_stdout else None
+    default_cache = scan_pool.default_cache(output) if output is not None and not to_stdout else None
     cache_path = None if no_cache else (cache or default_cache)
     if cache_path is not None:
         _output_file(cache_path, roots)
@@ -537,6 +538,9 @@ def run() -> NoReturn:
     buffered is flushed.
     """
     code = main()
+    early = sys.modules.get("logscope.scan_pool")
+    if early is not None:  # workers started for a scan that did not take them (see scan_pool.stop_unused)
+        early.stop_unused()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

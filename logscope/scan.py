@@ -21,13 +21,11 @@ import json
 import math
 import os
 import re
-import signal
 import stat
 import tempfile
-import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,11 +35,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import polars as pl
 
 from logscope.accounting.saved import is_saved_record
-from logscope.collector import collect_less_often
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
+from logscope.scan_pool import ctrl_c_ignored, new_pool, single_threaded_workers, stop, worker_count
 
 if TYPE_CHECKING:
     from logscope.analysis import Analysis
@@ -253,28 +251,6 @@ def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
     return row
 
 
-def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _pool_round: the scan stops its workers itself
-    collect_less_often()
-
-
-@contextlib.contextmanager
-def _single_threaded_workers() -> Iterator[None]:
-    """Worker processes started meanwhile run polars on one thread, unless the user chose a count.
-
-    Workers each analyse one job at a time, one per core; a polars thread pool per core in every
-    one of them would oversubscribe the machine. It must be in their environment when they
-    start: a worker imports polars (which sizes its pool) before any initializer runs."""
-    if "POLARS_MAX_THREADS" in os.environ:
-        yield
-        return
-    os.environ["POLARS_MAX_THREADS"] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop("POLARS_MAX_THREADS", None)
-
-
 def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS, workers: int | None = None,
          since: datetime | None = None, shard: tuple[int, int] | None = None, cache_path: Path | None = None,
          on_total: Callable[[int], None] | None = None,
@@ -324,7 +300,7 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
          on_done: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
     if not jobs:
         return []
-    count = workers if workers and workers > 0 else (os.cpu_count() or 1)
+    count = worker_count(workers or 0)
     if count == 1 or len(jobs) == 1:
         out = []
         for batch in _batches(jobs, range(len(jobs)), count):
@@ -380,11 +356,8 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
     """Analyse the batches of jobs of ``waiting`` in a pool of ``count`` workers, ``count`` at a
     time (so that when a worker dies, only the jobs then running are in doubt); return those jobs,
     if one died, with the batches not started left in ``waiting``."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
-    with _single_threaded_workers():  # the workers start with the first submissions
-        pool = ProcessPoolExecutor(max_workers=min(count, len(waiting)), mp_context=context, initializer=_worker_init)
+    with single_threaded_workers():  # new workers start with the first submissions
+        pool = new_pool(min(count, len(waiting)))
         running: dict[Future[list[dict[str, Any]]], list[int]] = {}
 
         def submit() -> None:
@@ -392,10 +365,7 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
             running[pool.submit(analyse_batch, [jobs[i] for i in batch], patterns)] = batch
 
         try:
-            # The workers start with the first submissions; they are started with Ctrl-C ignored, as
-            # it reaches the whole process group (this process stops them itself), so that none
-            # prints a traceback, even while it is still importing.
-            with _ctrl_c_ignored():
+            with ctrl_c_ignored():  # see new_pool
                 while waiting and len(running) < count:
                     submit()
             while waiting or running:
@@ -416,23 +386,10 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
                             on_done(row)
             return []
         except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.terminate()
+            stop(pool)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-@contextlib.contextmanager
-def _ctrl_c_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _job_row(job: JobFiles) -> dict[str, Any]:

@@ -4,8 +4,11 @@ give what the slow way gives."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +16,8 @@ import pytest
 
 from logscope.parsers.classify import _groups, _wrapped
 from logscope.parsers.patterns import PATTERNS
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
 def test_group_names_from_the_schema_are_those_a_query_gives() -> None:
@@ -119,3 +124,112 @@ def test_the_entry_point_imports_no_cli_before_starting_readers() -> None:
     code = ("import sys\nfrom logscope import command\n"
             "assert 'typer' not in sys.modules and 'polars' not in sys.modules, sorted(sys.modules)\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_the_scan_options_the_entry_point_reads_are_the_clis() -> None:
+    import typer.main
+
+    from logscope import cli, command
+
+    scan = typer.main.get_command(cli.app).commands["scan"]  # type: ignore[attr-defined]
+    options = [param for param in scan.params if param.param_type_name == "option"]
+    long_names = {name for param in options for name in param.opts if name.startswith("--")}
+    assert {name for param in options if not param.is_flag for name in param.opts
+            if name.startswith("--")} == command.SCAN_VALUE_OPTIONS
+    assert {name for param in options if param.is_flag for name in param.opts} | {"--help"} == command.SCAN_FLAGS
+    for short, long in command.SCAN_SHORT.items():
+        assert any(short in param.opts and long in param.opts for param in options), short
+    assert long_names <= command.SCAN_VALUE_OPTIONS | command.SCAN_FLAGS
+
+
+def test_a_scan_starts_its_workers_before_the_cli_loads_unless_it_reads_a_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope import command
+
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "old.csv.cache.json").write_text("{}")
+    (tmp_path / "kept.json").write_text("{}")
+    assert command.scan_workers(["scan", "logs"]) == 4
+    assert command.scan_workers(["--debug", "scan", "logs", "-j", "3", "--format", "json"]) == 3
+    assert command.scan_workers(["scan", "--jobs=2", "-o", "new.csv", "logs"]) == 2
+    assert command.scan_workers(["scan", "logs", "-o", "-", "--since", "2026-01-01"]) == 4
+    assert command.scan_workers(["scan", "--", "logs"]) == 4
+    assert command.scan_workers(["scan", "logs", "-o", "old.csv", "--no-cache"]) == 4
+    # a rescan: its jobs may all be in the cache, and need no worker
+    assert command.scan_workers(["scan", "logs", "-o", "old.csv"]) == 0
+    assert command.scan_workers(["scan", "logs", "--cache", "kept.json", "-o", "new.csv"]) == 0
+    assert command.scan_workers(["scan", "logs", "--cache=kept.json"]) == 0
+    # one worker (this process), nothing to scan, no scan, or a form the CLI is left to read
+    for args in (["scan", "logs", "-j", "1"], ["scan", "missing"], ["scan"], ["scan", "logs", "--print-sbatch", "4"],
+                 ["scan", "logs", "--help"], ["scan", "logs", "-j4"], ["scan", "logs", "-j", "many"],
+                 ["scan", "logs", "--jobs"], ["analyze", "logs"], ["merge", "a.parquet"], []):
+        assert command.scan_workers(args) == 0, args
+
+
+def test_scans_take_the_workers_started_early_if_as_many() -> None:
+    from logscope import scan_pool
+
+    scan_pool.start_early(2)
+    early = scan_pool._EARLY[0][1]
+    with scan_pool.single_threaded_workers():
+        taken = scan_pool.new_pool(2)
+    assert taken is early and not scan_pool._EARLY
+    assert taken.submit(sum, [1, 2]).result(timeout=120) == 3
+    scan_pool.stop(taken)
+    scan_pool.start_early(2)
+    early = scan_pool._EARLY[0][1]
+    with scan_pool.single_threaded_workers():
+        other = scan_pool.new_pool(3)  # not as many: the early ones are stopped
+    assert other is not early and not scan_pool._EARLY
+    with pytest.raises(RuntimeError):
+        early.submit(sum, [1])
+    scan_pool.stop(other)
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
+@pytest.mark.parametrize("case", ["one job", "no logs"])
+def test_workers_started_for_a_scan_that_does_not_take_them_are_stopped(tmp_path: Path, case: str) -> None:
+    # A scan of one job runs it in the command's process; one that finds no logs stops at once:
+    # either way the workers started before the CLI loaded must end with the command (which
+    # leaves without Python's teardown), not wait on for work forever.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    if case == "one job":
+        for name in ("train-4242004-gpu-node01.out", "train-4242004-gpu-node02.out"):
+            (logs / name).write_bytes((SAMPLES / "crash-cascade" / name).read_bytes())
+    with (tmp_path / "err").open("w") as stderr:  # not a pipe: workers left behind would hold it open
+        proc = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2"],
+                                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, cwd=tmp_path)
+        proc.wait(timeout=300)
+    err = (tmp_path / "err").read_text()
+    assert proc.returncode == (0 if case == "one job" else 2), err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # what is left of the command's process group
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail("the scan's workers outlived it")
+
+
+def test_ctrl_c_before_the_cli_loads_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import types
+
+    from logscope import command
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "logscope.cli", Loading("logscope.cli"))
+    monkeypatch.setattr(sys, "argv", ["logscope", "lint", "job.sbatch"])
+    with pytest.raises(SystemExit) as leaving:
+        command.run()
+    assert leaving.value.code == 130
+    assert capsys.readouterr().err == "Interrupted.\n"
