@@ -63,11 +63,20 @@ class JobView:
         turning them into dicts again took a third of the detectors' time."""
         return list(self._rows(self._present(events)))
 
-    def rows_where(self, events: tuple[Event, ...], condition: pl.Expr) -> list[dict[str, Any]]:
+    def rows_where(self, events: tuple[Event, ...], condition: pl.Expr,
+                   test: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
         """:meth:`rows` of ``events`` for which polars finds ``condition`` true (null: false):
-        polars picks the rows, and the dicts are the shared ones, not converted again."""
+        polars picks the rows, and the dicts are the shared ones, not converted again.
+
+        ``test`` is the same condition read from a row in Python: it picks the rows instead when
+        they are few (up to WHERE_IN_PYTHON_UP_TO: one polars query costs more than testing them
+        here) and their message and text are plain ASCII, where the two regex engines agree (a
+        case-blind pattern, say: polars and Python fold some non-ASCII letters differently)."""
+        rows = self._rows(self._present(events))
+        if test is not None and len(rows) <= WHERE_IN_PYTHON_UP_TO and all(_plain(row) for row in rows):
+            return [row for row in rows if test(row)]
         wanted = self.of(*events).select(condition.fill_null(False)).to_series()
-        return [row for row, keep in zip(self._rows(self._present(events)), wanted, strict=True) if keep]
+        return [row for row, keep in zip(rows, wanted, strict=True) if keep]
 
     def rows_in_order(self, *events: Event) -> list[dict[str, Any]]:
         """:meth:`rows` in :func:`order_key`'s order, as :func:`ordered_dicts` puts them (a big set
@@ -239,6 +248,9 @@ KINDS_APART_UP_TO = 20_000
 # last_in_order and ends_in_order sort in polars from this many rows: one query (~0.35 ms)
 # against converting every row (~9 us a row) to pick a few.
 LAST_IN_POLARS_FROM = 48
+# JobView.rows_where tests up to this many rows in Python (given the test): a job's few NCCL
+# WARN and exception rows (a crash loop's ~100,000 are left to polars).
+WHERE_IN_PYTHON_UP_TO = 4096
 
 
 def dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
@@ -267,6 +279,17 @@ def _narrowed_fields(fields: pl.Series) -> list[Any]:
     if fields.null_count():
         out = [None if missing else row for row, missing in zip(out, fields.is_null().to_list(), strict=True)]
     return out
+
+
+def _plain(row: dict[str, Any]) -> bool:
+    """Whether a row's text and message are plain ASCII (see JobView.rows_where)."""
+    message = field_of(row, "message")
+    return (row.get("text") or "").isascii() and (not isinstance(message, str) or message.isascii())
+
+
+def message_and_text_of(row: dict[str, Any]) -> str:
+    """:func:`message_and_text` of one row."""
+    return f"{field_of(row, 'message') or ''} {row.get('text') or ''}"
 
 
 def message_and_text() -> pl.Expr:

@@ -54,6 +54,7 @@ from logscope.detectors.base import (
     event_of,
     field_of,
     message_and_text,
+    message_and_text_of,
     order_key,
     when_row,
     who,
@@ -138,16 +139,22 @@ class NcclBootstrapError(Detector):
         # patterns are literals, which both regex engines read alike.
         message = pl.col("fields").struct.field("message")
         said = pl.when(message.is_not_null() & (message != "")).then(message).otherwise(pl.col("text").fill_null(""))
+
+        def bootstrap(row: dict[str, Any]) -> bool:  # the same in Python
+            return (row.get("severity") != "info"
+                    and BOOTSTRAP.search(field_of(row, "message") or row.get("text") or "") is not None)
+
         return job.rows_where((Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE),
                               (pl.col("severity").is_null() | (pl.col("severity") != "info"))
-                              & said.str.contains(BOOTSTRAP.pattern))
+                              & said.str.contains(BOOTSTRAP.pattern), bootstrap)
 
     @staticmethod
     def _invalid_usage(job: JobView) -> list[dict[str, Any]]:
         if job.has(Event.NCCL_DUPLICATE_GPU, Event.NCCL_VERSION_MISMATCH):
             return []  # LS206 / LS802 name the reason
         rows = job.rows_where((Event.EXCEPTION, Event.CPP_EXCEPTION),
-                              message_and_text().str.contains(INVALID_USAGE.pattern))
+                              message_and_text().str.contains(INVALID_USAGE.pattern),
+                              lambda row: INVALID_USAGE.search(message_and_text_of(row)) is not None)
         if not rows:
             return []
         inits = job.rows(Event.NCCL_INIT)

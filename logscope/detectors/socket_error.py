@@ -56,6 +56,7 @@ from logscope.detectors.base import (
     evidence_of,
     field_of,
     message_and_text,
+    message_and_text_of,
     order_key,
     when_row,
     who,
@@ -96,7 +97,10 @@ class SocketError(Detector):
         # Polars picks the rows (a crash can leave thousands of exception lines); their dicts are the
         # ones the view shares (the exit cascade and LS206 read every exception and NCCL WARN).
         rows = job.rows_where((Event.NCCL_SOCKET_ERROR, Event.EXCEPTION, Event.NCCL_WARN),
-                              (pl.col("event") == Event.NCCL_SOCKET_ERROR.value) | message_and_text().str.contains(SOCKET_TEXT_RUST))
+                              (pl.col("event") == Event.NCCL_SOCKET_ERROR.value)
+                              | message_and_text().str.contains(SOCKET_TEXT_RUST),
+                              lambda row: (row["event"] == Event.NCCL_SOCKET_ERROR.value
+                                           or SOCKET_TEXT.search(message_and_text_of(row)) is not None))
         if not rows:
             return []
         rows.sort(key=order_key)
@@ -167,7 +171,7 @@ class SocketError(Detector):
     def _peer(row: dict[str, Any], addresses: dict[str, str], nodes: list[str]) -> str | None:
         peer = field_of(row, "peer")
         if not peer:
-            m = _PEER.search(f"{field_of(row, 'message') or ''} {row.get('text') or ''}")
+            m = _PEER.search(message_and_text_of(row))
             peer = m.group(1) if m else None
         return peer_host(peer, addresses, nodes)
 
