@@ -223,7 +223,8 @@ def scan(
         "to standard error. Default: none, only the summary is printed.")] = None,
     table_format: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--table-format", help="parquet, csv or jsonl (default: from the output's extension).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel worker processes (0: one per core).")] = 0,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Parallel worker processes (0: one per core this process may use).")] = 0,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--since", help="Only jobs with a file modified on/after this date (YYYY-MM-DD[THH:MM]).")] = None,
     category: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045

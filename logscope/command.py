@@ -77,8 +77,6 @@ def scan_workers(args: list[str]) -> int:
     A scan that reads a cache (an existing ``--cache``, or the one beside ``--output``) is a rescan,
     whose jobs may all be in it: workers started for nothing would slow it (two more processes
     importing polars on a machine of two cores: 1.5x the time of a 200-job rescan)."""
-    from logscope.scan_pool import default_cache, worker_count
-
     command: str | None = None
     values: dict[str, str] = {}
     flags: set[str] = set()
@@ -88,6 +86,8 @@ def scan_workers(args: list[str]) -> int:
         if command is None:
             if not arg.startswith("-"):  # the root's options take no value
                 command = arg
+                if command != "scan":
+                    return 0
         elif arg == "--":
             roots.extend(words)
         elif arg.startswith("-"):
@@ -106,6 +106,9 @@ def scan_workers(args: list[str]) -> int:
     if (command != "scan" or "--help" in flags or "--print-sbatch" in values
             or not any(Path(root).exists() for root in roots)):
         return 0
+    # Only now: the pool's module imports multiprocessing (~20 ms), which no other command needs.
+    from logscope.scan_pool import default_cache, worker_count
+
     try:
         count = worker_count(int(values.get("--jobs", "0")))
     except ValueError:

@@ -24,6 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from logscope.collector import collect_less_often
+from logscope.cores import usable_cores
 
 # The pool start_early began, waiting for the scan: its worker count, the pool, and each worker's
 # first task (importing the analysis).
@@ -31,8 +32,8 @@ _EARLY: list[tuple[int, ProcessPoolExecutor, list[Future[None]]]] = []
 
 
 def worker_count(requested: int) -> int:
-    """The workers a scan runs for ``requested`` (``--jobs``; 0 or less: one per core)."""
-    return requested if requested > 0 else (os.cpu_count() or 1)
+    """The workers a scan runs for ``requested`` (``--jobs``; 0 or less: one per core it may use)."""
+    return requested if requested > 0 else usable_cores()
 
 
 def default_cache(output: Path) -> Path:

@@ -103,7 +103,7 @@ def _early_read_of(monkeypatch: pytest.MonkeyPatch, inputs: list[Path],
                    exclude: Callable[[Sequence[Path]], Sequence[Path]] | None = None) -> list[subprocess.Popen[bytes]]:
     """start_early on ``inputs`` (as if big, on two cores); the processes of the read it began."""
     monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     workers.start_early(inputs, exclude=exclude)
     assert len(workers._EARLY_READ) == 1 and not workers._EARLY  # every worker started was given files
     early = workers._EARLY_READ[0][1]
@@ -157,7 +157,7 @@ def test_a_read_started_early_and_never_taken_is_stopped_at_exit(tmp_path: Path)
     # workers never end by themselves (they sleep), so only that handler can end them.
     child = (
         "import time\nfrom pathlib import Path\nfrom logscope.ingest import workers\n"
-        "workers.PARALLEL_MIN_BYTES = 1\nworkers._usable_cores = lambda: 2\n"
+        "workers.PARALLEL_MIN_BYTES = 1\nworkers.usable_cores = lambda: 2\n"
         "workers._WORKER_CODE = 'import time; time.sleep(600)'\n"
         f"workers.start_early([Path({str(SAMPLES / 'crash-cascade')!r}), Path({str(SAMPLES / 'oom')!r})])\n"
         "early = workers._EARLY_READ[0][1]\n"
@@ -212,7 +212,7 @@ def test_workers_started_early_wait_for_their_files_when_none_can_be_found_yet(
     files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "oom"])
     here = [read_file(f) for f in files]
     monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     monkeypatch.setattr(workers, "_found_early", lambda _inputs, _exclude: None)
     workers.start_early([SAMPLES / "crash-cascade", SAMPLES / "oom"])
     early = list(workers._EARLY)

@@ -304,7 +304,7 @@ def test_a_job_read_by_workers_reads_as_here(tmp_path: Path, monkeypatch: pytest
     files, _ = discover([tmp_path])
     here = [read_file(f) for f in files]
     monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(workers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
     monkeypatch.setattr(coll_prefilter, "_KNOWN", {})  # nothing remembered from reading here
     parsed: list[str] = []
     read_scanned = reading._Batch.read_scanned

@@ -126,6 +126,18 @@ def test_the_entry_point_imports_no_cli_before_starting_readers() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
 
 
+def test_only_a_scan_loads_its_workers_module_before_the_cli() -> None:
+    # scan_pool imports multiprocessing (~20 ms): no other command may pay for it.
+    code = ("import sys\nfrom logscope import command\n"
+            "command.start_scan_workers(['analyze', '.', '--format', 'json'])\n"
+            "command.start_scan_workers(['--debug', 'lint', 'job.sbatch'])\n"
+            "assert 'logscope.scan_pool' not in sys.modules, 'analyze'\n"
+            "assert 'concurrent.futures.process' not in sys.modules, 'analyze'\n"
+            "command.scan_workers(['scan', '.', '-j', '1'])\n"
+            "assert 'logscope.scan_pool' in sys.modules, 'scan'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
 def test_the_scan_options_the_entry_point_reads_are_the_clis() -> None:
     import typer.main
 
@@ -146,7 +158,8 @@ def test_a_scan_starts_its_workers_before_the_cli_loads_unless_it_reads_a_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from logscope import command
 
-    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    monkeypatch.setattr("os.cpu_count", lambda: 64)  # a machine's cores, of which this process may use 4
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "logs").mkdir()
     (tmp_path / "old.csv.cache.json").write_text("{}")

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from logscope.cores import usable_cores
 from logscope.errors import LogscopeError
 from logscope.ingest.discovery import Skipped, SourceFile, discover
 
@@ -74,7 +75,7 @@ def read_files(sources: Sequence[SourceFile],
     from logscope.ingest.reading import read_in_order
 
     early = _take_early_read(sources)
-    cores = min(_usable_cores(), len(sources), MAX_WORKERS)
+    cores = min(usable_cores(), len(sources), MAX_WORKERS)
     # A process that is itself a worker (ours, or one of scan's, which already fill the cores)
     # reads in-process.
     if early is None and (cores < 2 or _nested() or sum(s.size for s in sources) < PARALLEL_MIN_BYTES):
@@ -110,15 +111,6 @@ def _to_read_here(sources: Sequence[SourceFile], workers: _Workers, results: lis
         if results[i] is None and i not in given:
             handed.append(i)
             yield source
-
-
-def _usable_cores() -> int:
-    """Cores this process may run on (a SLURM allocation or a container may grant fewer than the
-    machine has)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _balance(sources: Sequence[SourceFile], count: int) -> list[list[int]]:
@@ -223,7 +215,7 @@ def start_early(inputs: Sequence[Path], exclude: Callable[[Sequence[Path]], Sequ
     :func:`read_files` uses the read only if it is given the same files, in the same order, and
     else stops it and reads as if nothing had started. When the files cannot be found here, the
     workers are only started, and wait for read_files to give them their files."""
-    cores = min(_usable_cores(), MAX_WORKERS)
+    cores = min(usable_cores(), MAX_WORKERS)
     if _EARLY or _EARLY_READ or cores < 2 or _nested():
         return
     if _size_at_least(inputs, PARALLEL_MIN_BYTES) < PARALLEL_MIN_BYTES:
