@@ -48,9 +48,13 @@ def start_early(count: int) -> None:
         return
     atexit.register(stop_unused)  # a command that raises before it scans: no worker imports on
     pool = _new(count)
-    with single_threaded_workers(), ctrl_c_ignored():  # see new_pool
-        # While no worker is idle, each submission starts one.
-        imports = [pool.submit(_import_analysis) for _ in range(count)]
+    try:
+        with single_threaded_workers(), ctrl_c_ignored():  # see new_pool
+            # While no worker is idle, each submission starts one.
+            imports = [pool.submit(_import_analysis) for _ in range(count)]
+    except (OSError, RuntimeError):  # a process could not start: the scan tries again, and says why
+        stop(pool)
+        return
     _EARLY.append((count, pool, imports))
 
 

@@ -201,6 +201,19 @@ def test_scans_take_the_workers_started_early_if_as_many() -> None:
     scan_pool.stop(other)
 
 
+def test_workers_that_cannot_start_early_are_left_to_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing.context
+
+    from logscope import scan_pool
+
+    def cannot(self: object) -> None:
+        raise OSError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", cannot)
+    scan_pool.start_early(2)  # says nothing: the scan will start its own, and say why it cannot
+    assert not scan_pool._EARLY
+
+
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
 @pytest.mark.parametrize("case", ["one job", "no logs"])
 def test_workers_started_for_a_scan_that_does_not_take_them_are_stopped(tmp_path: Path, case: str) -> None:
