@@ -47,7 +47,10 @@ def start_early(count: int) -> None:
     if _EARLY or count < 2:
         return
     atexit.register(stop_unused)  # a command that raises before it scans: no worker imports on
-    pool = _new(count)
+    try:
+        pool = _new(count)  # (its queues' semaphores need /dev/shm, which a container may lack)
+    except (OSError, ImportError):  # the scan tries again, and says why
+        return
     try:
         with single_threaded_workers(), ctrl_c_ignored():  # see new_pool
             # While no worker is idle, each submission starts one.

@@ -212,6 +212,17 @@ def test_workers_that_cannot_start_early_are_left_to_the_scan(monkeypatch: pytes
     monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", cannot)
     scan_pool.start_early(2)  # says nothing: the scan will start its own, and say why it cannot
     assert not scan_pool._EARLY
+    monkeypatch.undo()
+
+    def no_semaphores(*args: object, **kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")  # no /dev/shm
+
+    monkeypatch.setattr(multiprocessing.context.SpawnContext, "SimpleQueue", no_semaphores)
+    try:
+        scan_pool.start_early(2)
+        assert not scan_pool._EARLY
+    finally:
+        scan_pool.stop_unused()
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
