@@ -281,9 +281,11 @@ def scan(
     if fmt == "json":
         (sys.stderr if to_stdout else sys.stdout).write(json.dumps(
             {"summary": summary, "analysed": result.analysed, "cached": result.cached, "unreadable": result.failed,
-             "output": str(output) if output else None}, indent=2, default=str) + "\n")
+             "output": str(output) if output else None, "warnings": result.messages}, indent=2, default=str) + "\n")
     else:
         _print_scan_summary(summary, result, None if to_stdout else output, stderr=to_stdout)
+        for message in result.messages:
+            sys.stderr.write(f"Warning: {printable(message)}\n")
     return 0
 
 

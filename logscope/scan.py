@@ -282,7 +282,7 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
     for row in rows:
         if on_done is not None:
             on_done(row)
-    fresh = _run(todo, patterns, workers, on_done)
+    fresh = _run(todo, patterns, workers, on_done, result.messages)
     rows.extend(fresh)
     result.analysed = len(fresh)
     result.failed = sum(1 for r in rows if r.get("error"))
@@ -296,8 +296,15 @@ def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
     return result
 
 
+class WorkersUnavailable(Exception):
+    """No worker process could be made here (the pool's queues need /dev/shm, which a container may
+    lack; no process may be left to start)."""
+
+
 def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
-         on_done: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+         on_done: Callable[[dict[str, Any]], None] | None, messages: list[str]) -> list[dict[str, Any]]:
+    """Each job's row, in order: in ``workers`` processes (this one alone for one), or in this one
+    when none can be made (``messages`` says so)."""
     if not jobs:
         return []
     count = worker_count(workers or 0)
@@ -312,18 +319,31 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
     results: dict[int, dict[str, Any]] = {}
     waiting = deque(_batches(jobs, range(len(jobs)), count))
     alone: deque[int] = deque()  # jobs that were running when a worker died: each is run alone
-    while waiting or alone:
-        if alone:
-            index = alone.popleft()
-            in_pool = _pool_round(jobs, patterns, 1, deque([[index]]), results, on_done)
-            if in_pool:  # its worker died again: this job kills it
-                row = _failed_row(jobs[index], "worker failed: the process analysing this job died "
-                                               "(killed, e.g. for memory)")
+    try:
+        while waiting or alone:
+            if alone:
+                index = alone.popleft()
+                try:
+                    in_pool = _pool_round(jobs, patterns, 1, deque([[index]]), results, on_done)
+                except WorkersUnavailable:
+                    alone.appendleft(index)
+                    raise
+                if in_pool:  # its worker died again: this job kills it
+                    row = _failed_row(jobs[index], "worker failed: the process analysing this job died "
+                                                   "(killed, e.g. for memory)")
+                    results[index] = row
+                    if on_done is not None:
+                        on_done(row)
+            else:
+                alone.extend(_pool_round(jobs, patterns, count, waiting, results, on_done))
+    except WorkersUnavailable as error:
+        messages.append(f"worker processes could not start ({error}): the jobs left were analysed one after "
+                        "another in this process")
+        for batch in [*waiting, *([index] for index in alone)]:
+            for index, row in zip(batch, analyse_batch([jobs[i] for i in batch], patterns), strict=True):
                 results[index] = row
                 if on_done is not None:
                     on_done(row)
-        else:
-            alone.extend(_pool_round(jobs, patterns, count, waiting, results, on_done))
     return [results[i] for i in range(len(jobs))]
 
 
@@ -357,12 +377,20 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
     time (so that when a worker dies, only the jobs then running are in doubt); return those jobs,
     if one died, with the batches not started left in ``waiting``."""
     with single_threaded_workers():  # new workers start with the first submissions
-        pool = new_pool(min(count, len(waiting)))
+        try:
+            pool = new_pool(min(count, len(waiting)))
+        except OSError as error:
+            raise WorkersUnavailable(f"{type(error).__name__}: {error}") from error
         running: dict[Future[list[dict[str, Any]]], list[int]] = {}
 
         def submit() -> None:
             batch = waiting.popleft()
-            running[pool.submit(analyse_batch, [jobs[i] for i in batch], patterns)] = batch
+            try:
+                future = pool.submit(analyse_batch, [jobs[i] for i in batch], patterns)
+            except OSError as error:  # its worker could not start
+                waiting.appendleft(batch)
+                raise WorkersUnavailable(f"{type(error).__name__}: {error}") from error
+            running[future] = batch
 
         try:
             with ctrl_c_ignored():  # see new_pool
@@ -385,8 +413,10 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
                         if on_done is not None:
                             on_done(row)
             return []
-        except BaseException:  # Ctrl-C: stop the workers now rather than wait for their jobs
+        except BaseException as error:  # Ctrl-C: stop the workers now rather than wait for their jobs
             stop(pool)
+            if isinstance(error, WorkersUnavailable):  # what they were doing is done again, elsewhere
+                waiting.extendleft(reversed(list(running.values())))
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

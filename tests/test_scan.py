@@ -70,6 +70,36 @@ def test_parallel_and_serial_scans_agree(archive: Path) -> None:
     assert serial.equals(parallel)
 
 
+@pytest.mark.parametrize("fails", ["pool", "second worker"])
+def test_a_scan_whose_workers_cannot_start_analyses_here_and_says_so(
+        archive: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fails: str) -> None:
+    # No /dev/shm for the pool's queues (a container), or no process left to start after the first.
+    import multiprocessing.context
+
+    serial = scan([archive], workers=1).table
+    if fails == "pool":
+        def no_pool(count: int) -> None:
+            raise OSError(38, "Function not implemented")
+
+        monkeypatch.setattr(scan_module, "new_pool", no_pool)
+    else:
+        started, starts = multiprocessing.context.SpawnProcess.start, []
+
+        def second_fails(self: multiprocessing.context.SpawnProcess) -> None:
+            starts.append(self)
+            if len(starts) % 2 == 0:  # each scan's second worker
+                raise OSError(11, "Resource temporarily unavailable")
+            started(self)
+
+        monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", second_fails)
+    result = scan([archive], workers=2)
+    assert result.table.equals(serial)
+    assert len(result.messages) == 1 and "worker processes could not start" in result.messages[0]
+    assert main(["scan", str(archive), "-j", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "Warning: worker processes could not start" in err and "Traceback" not in err
+
+
 def test_cache_rereads_only_changed_jobs(archive: Path, tmp_path: Path) -> None:
     cache = tmp_path / "out" / "scan.cache.json"
     first = scan([archive], workers=1, cache_path=cache)
