@@ -38,9 +38,14 @@ def assemble_records(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Data
     said = pl.col("fields").struct
     lines = records.select(pl.exclude("fields"), said.field("key").alias(_KEY), said.field("value").alias(_VALUE))
     # Records interleave between nodes in a shared file; keep them apart by file (``apart``), srun
-    # task and host.
-    for _, group in lines.group_by([*apart, "task", "host"], maintain_order=True):
-        built.extend(_fold(group.sort("line").to_dicts()))
+    # task and host, each group in line order (a file's lines are one event each). Grouped here,
+    # not by polars: a group_by, a sort and a conversion per group cost ~0.5 ms a small job.
+    keys = [*apart, "task", "host"]
+    groups: dict[tuple[object, ...], list[dict[str, object]]] = {}
+    for row in lines.to_dicts():
+        groups.setdefault(tuple(row[key] for key in keys), []).append(row)
+    for group in groups.values():
+        built.extend(_fold(sorted(group, key=_line_of)))
     rest = events.filter(~is_kv)
     if not built:
         return rest
@@ -68,6 +73,12 @@ def _stated_times(records: pl.DataFrame) -> pl.DataFrame:
 
 # The key and value a record's line gave (its fields "key" and "value"), beside its other columns.
 _KEY, _VALUE = "_record_key", "_record_value"
+
+
+def _line_of(row: dict[str, object]) -> int:
+    line = row["line"]
+    assert isinstance(line, int)
+    return line
 
 
 def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
