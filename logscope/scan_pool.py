@@ -3,13 +3,13 @@ it imports the CLI.
 
 Each worker is a fresh interpreter (multiprocessing's spawn: polars' thread pool does not survive
 ``fork()``) that imports polars and the analysis (~0.3 s) before its first batch. Started by the
-scan, they import one after the other part of the command has: the command imports the CLI and
-polars (~0.35 s) with one of two cores idle, then the workers import. The command starts them first
-thing instead (:func:`start_early`), when the scan will need them (:mod:`logscope.command` decides:
-not for a rescan, whose jobs may all be in its cache), and :func:`new_pool` hands them to the scan
-if it wants as many (else they are stopped, as they are when the command ends without taking
-them: :func:`stop_unused`). This module imports nothing heavy, so that it can be imported that
-early.
+scan, they would begin importing only once the command has imported the CLI and polars (~0.35 s,
+one of two cores idle meanwhile). The command starts them first thing instead (:func:`start_early`)
+when the scan will need them (:func:`logscope.command.scan_workers` decides: not for a rescan,
+whose jobs may all be in its cache), and :func:`new_pool` hands them to the scan if it wants as
+many (else they are stopped, as they are when the command ends without taking them:
+:func:`stop_unused`). This module imports multiprocessing (~20 ms) but not polars, so that it can
+be imported that early.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def stop(pool: ProcessPoolExecutor) -> None:
 
 def stop_unused() -> None:
     """Stop the workers start_early started, if no scan took them. The command calls this before it
-    leaves without Python's teardown: a worker whose parent is gone prints a traceback."""
+    leaves without Python's teardown (os._exit), which would leave them waiting for work forever."""
     while _EARLY:
         stop(_EARLY.pop()[1])
 
