@@ -339,11 +339,16 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
     except WorkersUnavailable as error:
         messages.append(f"worker processes could not start ({error}): the jobs left were analysed one after "
                         "another in this process")
-        for batch in [*waiting, *([index] for index in alone)]:
+        for batch in waiting:
             for index, row in zip(batch, analyse_batch([jobs[i] for i in batch], patterns), strict=True):
                 results[index] = row
                 if on_done is not None:
                     on_done(row)
+        for index in alone:  # one of them may kill its process (for memory): not this one
+            results[index] = row = _failed_row(jobs[index], "worker failed: a process analysing this job died, "
+                                                            "and none could start to try it alone")
+            if on_done is not None:
+                on_done(row)
     return [results[i] for i in range(len(jobs))]
 
 

@@ -691,6 +691,48 @@ def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[st
     assert all(r["category"] == "crash" for r in rows if r["job_id"] != "103")
 
 
+def test_jobs_left_when_workers_stop_starting_are_analysed_here_but_not_those_a_worker_died_on(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above, job 103 kills the worker analysing it; then no new worker can start (no process
+    # left). The jobs not yet started are analysed in the scan's own process; those that were
+    # running when the worker died (one of them kills its process) get an error row, not a try here.
+    from logscope import scan as scan_module
+
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os\nimport logscope.analysis as a\nalone, together = a.analyze, a.analyze_jobs\n"
+        "def kill_for(paths):\n"
+        "    if any('train-103-' in str(p) for p in paths):\n        os._exit(9)\n"
+        "def analyze(paths, **kw):\n    kill_for(paths)\n    return alone(paths, **kw)\n"
+        "def analyze_jobs(inputs, **kw):\n    kill_for([p for paths in inputs for p in paths])\n"
+        "    return together(inputs, **kw)\n"
+        "a.analyze, a.analyze_jobs = analyze, analyze_jobs\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), *sys.path]))
+    pools: list[int] = []
+    first_pool = scan_module.new_pool
+
+    def only_one_pool(count: int) -> object:
+        pools.append(count)
+        if len(pools) > 1:
+            raise OSError(11, "Resource temporarily unavailable")
+        return first_pool(count)
+
+    monkeypatch.setattr(scan_module, "new_pool", only_one_pool)
+    (tmp_path / "logs").mkdir()
+    logs = _jobs(tmp_path / "logs", 16)  # two workers: batches of two jobs
+    out_table = tmp_path / "out" / "t.jsonl"
+    code, _, err = run(capsys, "scan", str(logs), "-j", "2", "-o", str(out_table))
+    assert code == 0, err
+    assert "Warning: worker processes could not start" in err
+    rows = [json.loads(line) for line in out_table.read_text().splitlines()]
+    assert len(rows) == 16
+    bad = [r for r in rows if r["error"]]
+    assert "103" in [r["job_id"] for r in bad] and len(bad) <= 4, bad
+    assert all("died" in r["error"] for r in bad)
+    assert all(r["category"] == "crash" for r in rows if not r["error"])
+
+
 @pytest.mark.parametrize("cache", [
     '{"jobs": []}', '{"version": 2, "jobs": []}', '"just a string"', "not json", "string entries", "damaged row",
 ])
