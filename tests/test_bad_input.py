@@ -662,11 +662,10 @@ def _jobs(root: Path, count: int) -> Path:
     return root
 
 
-def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    # The scan's worker processes start with this sitecustomize: analysing job 103 kills its
-    # process, as the kernel's OOM killer would, whether it is analysed alone or in a batch of
-    # jobs. (This process started before it exists.)
+def _kill_the_worker_of_job_103(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan's worker processes start with a sitecustomize: analysing job 103 kills its process,
+    as the kernel's OOM killer would, whether it is analysed alone or in a batch of jobs. (This
+    process started before it exists.)"""
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(
@@ -678,6 +677,11 @@ def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[st
         "    return together(inputs, **kw)\n"
         "a.analyze, a.analyze_jobs = analyze, analyze_jobs\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), *sys.path]))
+
+
+def test_a_worker_killed_costs_only_its_own_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    _kill_the_worker_of_job_103(tmp_path, monkeypatch)
     (tmp_path / "logs").mkdir()
     logs = _jobs(tmp_path / "logs", 16)  # two workers: batches of two jobs
     out_table = tmp_path / "out" / "t.jsonl"
@@ -698,17 +702,7 @@ def test_jobs_left_when_workers_stop_starting_are_analysed_here_but_not_those_a_
     # running when the worker died (one of them kills its process) get an error row, not a try here.
     from logscope import scan as scan_module
 
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(
-        "import os\nimport logscope.analysis as a\nalone, together = a.analyze, a.analyze_jobs\n"
-        "def kill_for(paths):\n"
-        "    if any('train-103-' in str(p) for p in paths):\n        os._exit(9)\n"
-        "def analyze(paths, **kw):\n    kill_for(paths)\n    return alone(paths, **kw)\n"
-        "def analyze_jobs(inputs, **kw):\n    kill_for([p for paths in inputs for p in paths])\n"
-        "    return together(inputs, **kw)\n"
-        "a.analyze, a.analyze_jobs = analyze, analyze_jobs\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), *sys.path]))
+    _kill_the_worker_of_job_103(tmp_path, monkeypatch)
     pools: list[int] = []
     first_pool = scan_module.new_pool
 
