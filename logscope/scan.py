@@ -308,15 +308,10 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
     if not jobs:
         return []
     count = worker_count(workers or 0)
-    if count == 1 or len(jobs) == 1:
-        out = []
-        for batch in _batches(jobs, range(len(jobs)), count):
-            for row in analyse_batch([jobs[i] for i in batch], patterns):
-                out.append(row)
-                if on_done is not None:
-                    on_done(row)
-        return out
     results: dict[int, dict[str, Any]] = {}
+    if count == 1 or len(jobs) == 1:
+        _analyse_here(jobs, patterns, _batches(jobs, range(len(jobs)), count), results, on_done)
+        return [results[i] for i in range(len(jobs))]
     waiting = deque(_batches(jobs, range(len(jobs)), count))
     alone: deque[int] = deque()  # jobs that were running when a worker died: each is run alone
     try:
@@ -339,17 +334,24 @@ def _run(jobs: list[JobFiles], patterns: tuple[str, ...], workers: int | None,
     except WorkersUnavailable as error:
         messages.append(f"worker processes could not start ({error}): the jobs left were analysed one after "
                         "another in this process")
-        for batch in waiting:
-            for index, row in zip(batch, analyse_batch([jobs[i] for i in batch], patterns), strict=True):
-                results[index] = row
-                if on_done is not None:
-                    on_done(row)
+        _analyse_here(jobs, patterns, waiting, results, on_done)
         for index in alone:  # one of them may kill its process (for memory): not this one
             results[index] = row = _failed_row(jobs[index], "worker failed: a process analysing this job died, "
                                                             "and none could start to try it alone")
             if on_done is not None:
                 on_done(row)
     return [results[i] for i in range(len(jobs))]
+
+
+def _analyse_here(jobs: list[JobFiles], patterns: tuple[str, ...], batches: Iterable[list[int]],
+                  results: dict[int, dict[str, Any]], on_done: Callable[[dict[str, Any]], None] | None) -> None:
+    """The jobs of ``batches`` analysed one batch after another in this process, their rows into
+    ``results`` by index."""
+    for batch in batches:
+        for index, row in zip(batch, analyse_batch([jobs[i] for i in batch], patterns), strict=True):
+            results[index] = row
+            if on_done is not None:
+                on_done(row)
 
 
 def _batches(jobs: Sequence[JobFiles], indexes: Sequence[int], workers: int) -> list[list[int]]:

@@ -99,8 +99,8 @@ def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:
     parts = candidates.with_columns(piece.alias("_piece"), cost.to_series().alias("_cost")).partition_by(
         "_piece", maintain_order=True)
     return [
-        # The lines set aside are counted once, with the first piece.
-        # (and the chunk's first time, with the first piece: see lines.ChunkResult).
+        # The lines set aside are counted once, and the chunk's first time given once (see
+        # lines.ChunkResult), with the first piece.
         (replace(prepared, candidates=part.drop("_piece", "_cost"), set_aside=prepared.set_aside.clear(),
                  set_aside_before=0, first_time=None) if n
          else replace(prepared, candidates=part.drop("_piece", "_cost")),
