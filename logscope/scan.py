@@ -42,6 +42,7 @@ from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
 from logscope.scan_pool import ctrl_c_ignored, new_pool, single_threaded_workers, stop, worker_count
 
 if TYPE_CHECKING:
+    from logscope.accounting.record import AccountingRecord
     from logscope.analysis import Analysis
 
 SCAN_SCHEMA: dict[str, pl.DataType] = {
@@ -89,12 +90,17 @@ class JobFiles:
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]  # st_mtime_ns
     inodes: tuple[tuple[int, int], ...] = ()  # (st_dev, st_ino): what no output may overwrite
+    # SLURM's record saved in the job's folder (sacct/scontrol output, the batch script: README,
+    # "Away from the cluster"), read with the logs as `logscope analyze` reads it: (path, size, mtime)
+    records: tuple[tuple[Path, int, int], ...] = ()
 
     @property
     def signature(self) -> str:
         h = hashlib.sha1(usedforsecurity=False)
         for path, size, mtime in zip(self.files, self.sizes, self.mtimes, strict=True):
             h.update(f"{path}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
+        for path, size, mtime in self.records:  # a record saved (or changed) since makes another verdict
+            h.update(f"record\0{path}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     @property
@@ -132,22 +138,29 @@ def shard_of(key: str, shards: int) -> int:
 def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[JobFiles]:
     """Group the log files under ``roots`` into jobs, in a stable order."""
     groups: dict[tuple[str, str | None], list[tuple[Path, int, int, tuple[int, int]]]] = {}
+    records: dict[str, list[tuple[Path, int, int, tuple[int, int]]]] = {}  # by folder: its saved SLURM records
     for root in roots:
         if not root.exists():
             what = "broken or looping symbolic link" if root.is_symlink() else "no such file or directory"
             raise InputError(f"{root}: {what}")
         walker: Iterable[tuple[str, list[str], list[str]]]
-        walker = [(str(root.parent), [], [root.name])] if root.is_file() else os.walk(root, followlinks=False)
+        given_file = root.is_file()  # read alone, as `logscope analyze FILE` reads it: no record beside it
+        walker = [(str(root.parent), [], [root.name])] if given_file else os.walk(root, followlinks=False)
         for folder, dirs, files in walker:
             dirs.sort()
             for name in sorted(files):
-                # SLURM's record saved beside the logs (sacct/scontrol output, the batch script)
-                # is no log: read as one, its lines would be unrecognised text of the job.
-                if is_not_a_log(name) or is_saved_record(Path(name)):
-                    continue
                 path = Path(folder) / name
+                if is_saved_record(path):
+                    # SLURM's record saved beside the logs (sacct/scontrol output, the batch script)
+                    # is no log: read as one, its lines would be unrecognised text of the job. It
+                    # is the record of the folder's jobs, as `logscope analyze FOLDER` reads it.
+                    if not given_file:
+                        _add_if_regular(records.setdefault(folder, []), path)
+                    continue
+                if is_not_a_log(name):
+                    continue
                 try:
-                    stat = path.stat()
+                    status = path.stat()
                 except OSError:
                     continue
                 info = describe(Path(printable(str(named_path(path)))), patterns)
@@ -157,15 +170,26 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
                 # A torchrun --log-dir tree (<run>/attempt_N/<local_rank>/...) is one job: its run folder.
                 home = str(path.parents[2]) if info.kind.startswith("torchrun") else folder
                 groups.setdefault((home, job_id), []).append(
-                    (path, stat.st_size, stat.st_mtime_ns, (stat.st_dev, stat.st_ino)))
+                    (path, status.st_size, status.st_mtime_ns, (status.st_dev, status.st_ino)))
     jobs = []
     for (folder, job_id), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         members.sort()
+        saved = sorted(records.get(folder, []))
         key = printable(f"{folder}::{job_id}" if job_id else folder)
         jobs.append(JobFiles(key, job_id, Path(folder), tuple(m[0] for m in members),
                              tuple(m[1] for m in members), tuple(m[2] for m in members),
-                             tuple(m[3] for m in members)))
+                             tuple(m[3] for m in [*members, *saved]), tuple((m[0], m[1], m[2]) for m in saved)))
     return jobs
+
+
+def _add_if_regular(found: list[tuple[Path, int, int, tuple[int, int]]], path: Path) -> None:
+    """Add ``path`` (path, size, mtime, (device, inode)) when it is a regular file (through links)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        found.append((path, info.st_size, info.st_mtime_ns, (info.st_dev, info.st_ino)))
 
 
 # Jobs of at most this many bytes are analysed in batches of up to BATCH_JOBS (or BATCH_BYTES in
@@ -181,9 +205,18 @@ BATCH_BYTES = 32 * 1024 * 1024
 def analyse_batch(jobs: Sequence[JobFiles], patterns: tuple[str, ...]) -> list[dict[str, Any]]:
     """The jobs' rows, their files read together. Runs in a worker process; never raises: should
     reading them together fail, each job is analysed alone (a bug on one job costs only its row).
+    A job with SLURM's record saved in its folder is analysed alone, with it (analyse_one).
     The table has no column for the "next time" hints: they are not worked out (~2 ms a job)."""
-    if len(jobs) == 1:
-        return [analyse_one(jobs[0], patterns)]
+    together = [n for n, job in enumerate(jobs) if not job.records]
+    rows: dict[int, dict[str, Any]] = {n: analyse_one(job, patterns) for n, job in enumerate(jobs) if job.records}
+    if len(together) == 1:
+        rows[together[0]] = analyse_one(jobs[together[0]], patterns)
+    elif together:
+        rows.update(zip(together, _analysed_together([jobs[n] for n in together], patterns), strict=True))
+    return [rows[n] for n in range(len(jobs))]
+
+
+def _analysed_together(jobs: Sequence[JobFiles], patterns: tuple[str, ...]) -> list[dict[str, Any]]:
     try:
         from logscope.analysis import analyze_jobs
 
@@ -194,14 +227,36 @@ def analyse_batch(jobs: Sequence[JobFiles], patterns: tuple[str, ...]) -> list[d
 
 
 def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
-    """One job's row, analysed alone. Runs in a worker process; never raises."""
+    """One job's row, analysed alone (with SLURM's record saved in its folder, when it holds the
+    job's). Runs in a worker process; never raises."""
     try:
         from logscope.analysis import analyze
 
-        result: Analysis | Exception = analyze(list(job.files), patterns=patterns, hints=False)
+        record = saved_record(job) if job.records else None
+        result: Analysis | Exception = analyze(list(job.files), patterns=patterns, hints=False, accounting=record)
     except Exception as error:
         result = error
     return _row(job, result)
+
+
+def saved_record(job: JobFiles) -> AccountingRecord | None:
+    """SLURM's record of ``job`` among the files saved in its folder, read as ``logscope analyze
+    JOBID FOLDER`` reads them (``logscope analyze FOLDER`` for a job whose file names give no id).
+    None when they are the record of other jobs only (one sacct listing beside the logs of many
+    jobs) or, for a job with no id, of several. Raises AccountingError where analyze refuses: a
+    saved file that is no record, or cannot be read; a batch script alone."""
+    # The readers load only where a record was saved, as for analyze.
+    from logscope.accounting.gather import knows, record_of
+    from logscope.accounting.jobid import parse_job_ref
+    from logscope.accounting.saved import read_saved
+
+    files = [path for path, _, _ in job.records]
+    saved = read_saved(files)
+    held = {r.job_id for r in saved.sacct + saved.scontrol}
+    ref = parse_job_ref(job.job_id) if job.job_id else None
+    if held and (not knows(saved, ref) if ref is not None else len(held) > 1):
+        return None
+    return record_of(saved, files, job.job_id if ref is not None else None)
 
 
 def _row(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from logscope.accounting.jobid import JobRef, parse_job_ref, select_job
 from logscope.accounting.record import AccountingRecord, merged
-from logscope.accounting.saved import read_saved, saved_files
+from logscope.accounting.saved import SavedRecord, read_saved, saved_files
 from logscope.accounting.stdio_patterns import PatternContext, expand_pattern, find_files
 from logscope.errors import AccountingError, UsageError, printable
 
@@ -87,10 +87,18 @@ def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
     files = saved_files(inputs)
     if not files:
         return None
-    saved = read_saved(files)
+    record = record_of(read_saved(files), files, job_id)
+    return None if record is None else Gathered(record, saved_files=files)
+
+
+def record_of(saved: SavedRecord, files: Sequence[Path], job_id: str | None) -> AccountingRecord | None:
+    """The record of ``job_id`` (with no id, of the only job there is) among what ``files`` saved,
+    sacct's completed from scontrol's and given the batch script; None when they hold no record.
+    AccountingError when they hold another job's, several with no id to pick one, or a batch
+    script alone."""
     shown = ", ".join(str(f) for f in files[:3])
     ref = parse_job_ref(job_id) if job_id else None
-    if ref is not None and not _knows(saved.sacct + saved.scontrol, ref):
+    if ref is not None and not knows(saved, ref):
         held = sorted({r.job_id for r in saved.sacct + saved.scontrol})
         raise AccountingError(f"{shown}: SLURM's record of job {', '.join(held[:4]) or '(none)'}, not of job {ref}")
     pick = ref
@@ -110,7 +118,12 @@ def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
             next(iter(saved.scripts.values())) if len(saved.scripts) == 1 else None)
         if script is not None:
             record = dataclasses.replace(record, script=script)
-    return Gathered(record, saved_files=files)
+    return record
+
+
+def knows(saved: SavedRecord, ref: JobRef) -> bool:
+    """Whether the saved files hold a record of ``ref``'s job."""
+    return _knows(saved.sacct + saved.scontrol, ref)
 
 
 def _knows(records: list[AccountingRecord], ref: JobRef) -> bool:
@@ -160,5 +173,5 @@ def srun_output_patterns(script: str) -> list[str]:
     return out
 
 
-__all__ = ["Gathered", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "output_globs",
-           "srun_output_patterns"]
+__all__ = ["Gathered", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "knows", "output_globs",
+           "record_of", "srun_output_patterns"]
