@@ -232,14 +232,14 @@ def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
     try:
         from logscope.analysis import analyze
 
-        record = saved_record(job) if job.records else None
+        record = _saved_record(job) if job.records else None
         result: Analysis | Exception = analyze(list(job.files), patterns=patterns, hints=False, accounting=record)
     except Exception as error:
         result = error
     return _row(job, result)
 
 
-def saved_record(job: JobFiles) -> AccountingRecord | None:
+def _saved_record(job: JobFiles) -> AccountingRecord | None:
     """SLURM's record of ``job`` among the files saved in its folder, read as ``logscope analyze
     JOBID FOLDER`` reads them (``logscope analyze FOLDER`` for a job whose file names give no id).
     None when they are the record of other jobs only (one sacct listing beside the logs of many
