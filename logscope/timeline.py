@@ -195,6 +195,11 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
             job.warnings.extend(_shared_file_warnings(shared[index], {r.source.display: r.source.info.node
                                                                       for r in reads_of_jobs[index][0]}))
     events = _resolve_ranks(events)
+    # A line of a file that holds several nodes' output, that nothing ties to a host, was written
+    # on one of them: the file's name (the first node, from #SBATCH --output's %N) does not say
+    # which, and naming it would name a node the logs do not.
+    events = events.with_columns(pl.when(pl.col("_node_from_file")).then(None).otherwise(pl.col(column)).alias(column)
+                                 for column in ("node", "host"))
     timelines = unstacked(events.select(_JOB, *TIMELINE_SCHEMA).sort(
         [_JOB, "time", "file", "line"], nulls_last=True, maintain_order=True), _JOB, len(jobs))
     for job, timeline in zip(jobs, timelines, strict=True):
