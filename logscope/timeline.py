@@ -332,8 +332,11 @@ def _shared_file_warnings(shared: dict[str, list[str]], file_nodes: dict[str, st
     for display, hosts in sorted(shared.items()):
         if file_nodes.get(display) is None:
             continue
-        out.append(f"{display} holds the output of {len(hosts)} nodes ({', '.join(hosts)}): #SBATCH --output with "
-                   "%N names only the first node; per-node files need srun --output")
+        # What the file is and how its lines were placed; how to get one file per node is the
+        # "next time" hint's (logscope.hints), not said twice.
+        out.append(f"{display} holds the output of {len(hosts)} nodes ({', '.join(hosts)}), not of the node its name "
+                   "says (#SBATCH --output's %N is the first node): each line is placed by the host it names, a line "
+                   "that names none by no node")
     return out
 
 
