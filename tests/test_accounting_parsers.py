@@ -89,6 +89,13 @@ def test_state_table_is_complete_and_valid() -> None:
     from logscope.detectors import by_code
 
     assert all(by_code(info.detector) is not None for info in table.values() if info.detector)
+    # LS705 reports its states in the table's own words: each says what happened and what to do
+    from logscope.detectors.scheduler_end_recorded import STATES
+
+    reported = {info.name for info in table.values() if info.detector == "LS705"}
+    assert reported == set(STATES)
+    assert all(table[name].happened and table[name].advice.endswith(".") for name in reported)
+    assert not any(info.happened or info.advice for info in table.values() if info.detector != "LS705")
 
 
 @pytest.mark.parametrize(("text", "hosts"), [

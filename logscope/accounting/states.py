@@ -27,6 +27,8 @@ class StateInfo:
     severity: str  # a logscope.model.Severity value
     role: str  # root | end | clean | running
     detector: str  # the accounting detector's code, or ""
+    happened: str = ""  # LS705's states: what the job or step did ("reached its time limit")
+    advice: str = ""  # LS705's states: what to do about it
 
 
 @cache
@@ -35,7 +37,7 @@ def state_table() -> dict[str, StateInfo]:
     text = resources.files("logscope.knowledge").joinpath("slurm_states.toml").read_text(encoding="utf-8")
     rows = tomllib.loads(text).get("state", [])
     return {row["name"]: StateInfo(row["name"], row["meaning"], row["category"], row["severity"], row["role"],
-                                   row["detector"]) for row in rows}
+                                   row["detector"], row.get("happened", ""), row.get("advice", "")) for row in rows}
 
 
 def state_info(name: str) -> StateInfo:

@@ -49,15 +49,6 @@ from logscope.model import Category, Event, Finding, Severity
 
 # in the order one is reported when several are recorded
 STATES = ("TIMEOUT", "PREEMPTED", "DEADLINE", "CANCELLED", "REQUEUED")
-_WHAT = {
-    "TIMEOUT": ("reached its time limit", "Ask for more time (--time), or checkpoint and resubmit with --dependency."),
-    "PREEMPTED": ("was preempted for a higher-priority job",
-                  "Use a partition or QOS that is not preemptible, or make the job resume from its checkpoint."),
-    "DEADLINE": ("reached its --deadline", "Submit earlier or with a later --deadline."),
-    "CANCELLED": ("was cancelled", "`getent passwd UID` says who cancelled it; if it was not you, ask them or the "
-                  "administrators why."),
-    "REQUEUED": ("was requeued", "Make the job resume from its checkpoint when SLURM requeues it (--requeue)."),
-}
 
 
 class SchedulerEndRecorded(Detector):
@@ -74,7 +65,12 @@ class SchedulerEndRecorded(Detector):
         state = chosen.state
         uid = field_of(chosen.first, "value")
         by = f" by uid {uid}" if uid else ""
-        what, advice = _WHAT[state]
+        # What the state says happened, and the advice, are data (logscope/knowledge/slurm_states.toml),
+        # loaded only where SLURM's record was read.
+        from logscope.accounting.states import state_info
+
+        info = state_info(state)
+        what, advice = info.happened, info.advice
         severity = Severity.ERROR  # a root as LS701-LS704 are: the scheduler ended this run
         finding = self.finding(
             title=f"SLURM recorded {state}{by}: {steps_title([chosen])} {what}{by} at {when(chosen.end)}",
