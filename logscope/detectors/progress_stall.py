@@ -41,11 +41,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from statistics import median
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, last_in_order, when
+from logscope.detectors.base import LAST_IN_POLARS_FROM, Detector, JobView, last_in_order, order_key, when
 from logscope.model import Category, Event, Finding, Severity
 
 MIN_STALL = timedelta(minutes=15)
@@ -61,26 +61,25 @@ class ProgressStall(Detector):
     specificity = 55
 
     def detect(self, job: JobView) -> list[Finding]:
-        progress = job.of(Event.PROGRESS).filter(pl.col("time").is_not_null())
-        if progress.height == 0:
+        last_progress = self._last_progress(job)
+        if last_progress is None:
             return []
-        last_progress = last_in_order(progress)
-        assert last_progress is not None
         progress_time = last_progress["time"]
-        later = job.events.filter(
-            pl.col("time").is_not_null() & ~pl.col("time_inferred") & (pl.col("time") > progress_time)
-        )
-        if later.height == 0:
-            return []
+        later = (pl.col("time").is_not_null() & ~pl.col("time_inferred") & (pl.col("time") > progress_time)).fill_null(
+            False)
         # Anything that failed after the last step explains the silence better than a stall.
-        failures = later.filter(pl.col("severity").is_in(["error", "critical"])
-                                & (pl.col("event") != Event.CANCELLED.value))
-        if failures.height:
+        failed = later & pl.col("severity").is_in(["error", "critical"]) & (pl.col("event") != Event.CANCELLED.value)
+        # One pass over the timeline: most jobs stop here (no later line, a failure after the last
+        # step, or a silence shorter than any threshold). The last line in order among later ones,
+        # all timed by their own stamp, is one of those of the latest time.
+        said = job.events.select(later.any().alias("later"), failed.any().alias("failed"),
+                                 pl.col("time").filter(later).max().alias("latest")).row(0, named=True)
+        if not said["later"] or said["failed"] or said["latest"] - progress_time < MIN_STALL:
             return []
-        alive = last_in_order(later)
+        alive = last_in_order(job.events.filter(later))
         assert alive is not None
         gap = alive["time"] - progress_time
-        threshold = self._threshold(progress)
+        threshold = self._threshold(job.of(Event.PROGRESS).filter(pl.col("time").is_not_null()))
         if gap < threshold:
             return []
         minutes = int(gap.total_seconds() // 60)
@@ -102,6 +101,16 @@ class ProgressStall(Detector):
             ranks=[],
             hosts=[],
         )]
+
+    @staticmethod
+    def _last_progress(job: JobView) -> dict[str, Any] | None:
+        """The last timed progress row in order (:func:`last_in_order`); a job's few are read
+        from the dicts the view shares, many are sorted by polars."""
+        progress = job.of(Event.PROGRESS)
+        if progress.height < LAST_IN_POLARS_FROM:
+            timed = [row for row in job.rows(Event.PROGRESS) if row.get("time") is not None]
+            return max(reversed(timed), key=order_key, default=None)
+        return last_in_order(progress.filter(pl.col("time").is_not_null()))
 
     @staticmethod
     def _threshold(progress: pl.DataFrame) -> timedelta:
