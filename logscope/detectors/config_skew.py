@@ -158,8 +158,11 @@ def odd_nodes(table: pl.DataFrame, column: str) -> tuple[str | None, dict[str, s
 
     With no strict majority (two nodes, two values) every node is returned against ``None``.
     """
-    # A node's row each: a few rows, read in Python (a filter and its select cost ~0.1 ms a column).
-    known = [(node, value) for node, value in table.select("node", column).iter_rows() if value is not None]
+    # A node's row each: a few rows, read in Python (a filter and its select cost ~0.1 ms a column;
+    # a select alone ~75 us, taking the two columns ~3 us).
+    known = [(node, value) for node, value in zip(table.get_column("node").to_list(),
+                                                  table.get_column(column).to_list(), strict=True)
+             if value is not None]
     if len(known) < 2:
         return None, {}
     counts = Counter(value for _, value in known)
