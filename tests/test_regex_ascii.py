@@ -55,3 +55,23 @@ def test_on_ascii_text_the_rewritten_regex_matches_alike(text: str) -> None:
 def test_digits_of_other_scripts_are_no_longer_digits() -> None:
     assert re.fullmatch(r"\d", "٣") and not re.fullmatch(ascii_classes(r"\d"), "٣")
     assert re.fullmatch(r"\w", "é") and not re.fullmatch(ascii_classes(r"\w"), "é")
+
+
+# Text of the blanks both engines' \s knows (NEL and the no-break space among them), letters,
+# parentheses and colons: what a field at the end of a line is made of.
+_END_TEXT = st.text(alphabet=st.sampled_from([*"ab():x ", "\t", "\r", "\x0b", "\x0c", "\xa0", "\x85", "é"]),
+                    max_size=24)
+
+
+@given(head=st.sampled_from(["what():", "what(): ", "x: "]), rest=_END_TEXT)
+def test_a_field_to_the_end_of_the_line_is_the_lazy_field(head: str, rest: str) -> None:
+    r"""patterns._TO_END before ``\s*$`` takes what a lazy ``.*?`` took, in Python and in polars."""
+    from logscope.parsers.patterns import _TO_END
+
+    line = head + rest
+    lazy, greedy = rf"^{re.escape(head)}(?P<f>.*?)\s*$", rf"^{re.escape(head)}(?P<f>{_TO_END})\s*$"
+    python = [(m.group("f") if m else None) for m in (re.search(lazy, line), re.search(greedy, line))]
+    assert python[0] == python[1]
+    frame = pl.DataFrame({"body": [line]})
+    polars = [frame.select(pl.col("body").str.extract(regex, 1)).item() for regex in (lazy, greedy)]
+    assert polars[0] == polars[1]
