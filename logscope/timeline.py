@@ -195,11 +195,6 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
             job.warnings.extend(_shared_file_warnings(shared[index], {r.source.display: r.source.info.node
                                                                       for r in reads_of_jobs[index][0]}))
     events = _resolve_ranks(events)
-    # A line of a file that holds several nodes' output, that nothing ties to a host, was written
-    # on one of them: the file's name (the first node, from #SBATCH --output's %N) does not say
-    # which, and naming it would name a node the logs do not.
-    events = events.with_columns(pl.when(pl.col("_node_from_file")).then(None).otherwise(pl.col(column)).alias(column)
-                                 for column in ("node", "host"))
     timelines = unstacked(events.select(_JOB, *TIMELINE_SCHEMA).sort(
         [_JOB, "time", "file", "line"], nulls_last=True, maintain_order=True), _JOB, len(jobs))
     for job, timeline in zip(jobs, timelines, strict=True):
@@ -246,12 +241,14 @@ def _resolve_nodes(events: pl.DataFrame, file_nodes: Sequence[list[str]],
         events = events.with_columns(pl.when(in_shared).then(tied).otherwise(pl.col("host")).alias("host"))
     # A line in node A's own file that names host B (srun: error: B: task 3) is about B; in a file
     # holding several nodes' output, every line is about the host it names.
+    # A line of a shared file that nothing ties to a host was written on one of its nodes: the
+    # file's name (the first node, from #SBATCH --output's %N) does not say which, and naming it
+    # would name a node the logs do not (nor would its local rank say its rank on that node).
     about_other = pl.col("event").is_in(_ABOUT_OTHER) | in_shared
     events = events.with_columns(
         pl.when(about_other & pl.col("host").is_not_null()).then(pl.col("host"))
+        .when(in_shared).then(None)
         .otherwise(pl.coalesce("node", "host")).alias("node"),
-        # a line of a shared file that only the file name places: its local rank says nothing of its rank
-        (in_shared & pl.col("host").is_null()).alias("_node_from_file"),
     ).with_columns(pl.coalesce("host", "node").alias("host"))
     return events.drop("_in_shared", strict=False), shared
 
@@ -391,9 +388,8 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
     listed in local-rank order) and ChildFailedError records (``rank : 3 (local_rank: 1)``), for
     lines that only carry a ``[default1]:``/``[host:1]:`` prefix. Each job's own."""
     pairs: dict[tuple[int, str, int], int] = {}
-    # a shared file's line placed by the file name alone may be another node's
-    placed = ~pl.col("_node_from_file")
-    rdzv = events.filter((pl.col("event") == Event.RENDEZVOUS.value) & placed
+    # (a shared file's line that nothing ties to a host has no node: it places nothing, and is not placed)
+    rdzv = events.filter((pl.col("event") == Event.RENDEZVOUS.value)
                          & pl.col("fields").struct.field("value").is_not_null())
     for row in rdzv.select(_JOB, "node", "host", pl.col("fields").struct.field("value").alias("v")).to_dicts():
         place = row["node"] or row["host"]
@@ -401,7 +397,7 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
         if place:
             for local, rank in enumerate(ranks):
                 pairs.setdefault((row[_JOB], place, local), rank)
-    records = events.filter((pl.col("event") == Event.CHILD_FAILURE.value) & placed & pl.col("rank").is_not_null()
+    records = events.filter((pl.col("event") == Event.CHILD_FAILURE.value) & pl.col("rank").is_not_null()
                             & pl.col("local_rank").is_not_null())
     for row in records.select(_JOB, "node", "host", "local_rank", "rank").to_dicts():
         place = row["node"] or row["host"]
@@ -414,7 +410,7 @@ def _ranks_from_local(events: pl.DataFrame) -> pl.DataFrame:
          "_mapped": list(pairs.values())},
         schema={_JOB: pl.UInt32, "_place": pl.String, "local_rank": pl.Int64, "_mapped": pl.Int64},
     )
-    return (events.with_columns(pl.when(placed).then(pl.coalesce("node", "host")).alias("_place"))
+    return (events.with_columns(pl.coalesce("node", "host").alias("_place"))
             .join(mapping, on=[_JOB, "_place", "local_rank"], how="left", maintain_order="left")
             .with_columns(pl.coalesce("rank", "_mapped").alias("rank"))
             .drop("_place", "_mapped"))
