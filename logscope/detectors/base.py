@@ -329,11 +329,15 @@ def ordered_dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
     return dicts(in_order(rows))
 
 
+def last_of(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last of ``rows`` in :func:`order_key`'s order (the last of equals), or None."""
+    return max(reversed(rows), key=order_key, default=None)
+
+
 def last_in_order(rows: pl.DataFrame) -> dict[str, Any] | None:
-    """The last row in :func:`order_key`'s order (the last of equals), or None; of a big frame,
-    one row is turned into a dict, not all of them."""
+    """:func:`last_of` a frame's rows; of a big frame, one row is turned into a dict, not all of them."""
     if rows.height < LAST_IN_POLARS_FROM:
-        return max(reversed(rows.to_dicts()), key=order_key, default=None)
+        return last_of(rows.to_dicts())
     at = int(positions_in_order(rows)[-1])
     return rows.slice(at, 1).to_dicts()[0]
 

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import LAST_IN_POLARS_FROM, Detector, JobView, last_in_order, order_key, when
+from logscope.detectors.base import LAST_IN_POLARS_FROM, Detector, JobView, last_in_order, last_of, when
 from logscope.model import Category, Event, Finding, Severity
 
 MIN_STALL = timedelta(minutes=15)
@@ -108,8 +108,7 @@ class ProgressStall(Detector):
         from the dicts the view shares, many are sorted by polars."""
         progress = job.of(Event.PROGRESS)
         if progress.height < LAST_IN_POLARS_FROM:
-            timed = [row for row in job.rows(Event.PROGRESS) if row.get("time") is not None]
-            return max(reversed(timed), key=order_key, default=None)
+            return last_of([row for row in job.rows(Event.PROGRESS) if row.get("time") is not None])
         return last_in_order(progress.filter(pl.col("time").is_not_null()))
 
     @staticmethod
