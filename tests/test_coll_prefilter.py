@@ -219,22 +219,42 @@ def test_the_scanner_groups_no_more_than_its_table_holds() -> None:
     lines, pairs, groups = _collscan.scan(text, False, 4096)
     numbers = array.array("I", pairs)
     assert lines == 70000 and len(groups) == 65536
-    assert list(numbers[0::2]) == list(range(65536)) and list(numbers[1::2]) == list(range(65536))
+    assert list(numbers[0::4]) == list(range(65536)) and list(numbers[1::4]) == list(range(65536))
 
 
 @needs_scanner
 def test_the_scanner_refuses_pairs_that_do_not_fit_the_block() -> None:
     from logscope.ingest import _collscan
 
-    text = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1\n" * 3
+    coll = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1"
+    text = coll + b"\n" + coll + b"\nplain\n" + coll + b"\n" + coll
     lines, pairs, _ = _collscan.scan(text, False, 4096)
+    # Each COLL line: its index, its group, and its span (the '\n' left out; the last line has none).
+    starts = [0, len(coll) + 1, 2 * len(coll) + 8, 3 * len(coll) + 9]
+    fields = [[n, 0, start, start + len(coll)] for n, start in zip([0, 1, 3, 4], starts, strict=True)]
+    assert lines == 5 and list(array.array("I", pairs)) == [f for pair in fields for f in pair]
     merged, timed = array.array("i", [0]).tobytes(), b"\0"
-    line = text[: len(text) // 3]
-    assert _collscan.reduce(text, lines, pairs, merged, timed, 1, 1, 40) == (b"41\x1f" + line + b"43\x1f" + line, 2, 1)
-    assert _collscan.reduce(text, lines, pairs, merged, timed, 2, 1, 40) == (b"", 3, 0)  # nothing dropped
-    backwards = array.array("I", [1, 0, 0, 0]).tobytes()
-    for bad in [(text, lines, backwards, merged, timed), (text, lines, pairs, merged, b""),
-                (text, 2, pairs, merged, timed), (text, lines, pairs[:-1], merged, timed),
+    # The first and the last COLL line stay; the two between are stepped over by their spans.
+    assert _collscan.reduce(text, lines, pairs, merged, timed, 1, 1, 40) == (
+        b"41\x1f" + coll + b"\n43\x1fplain\n45\x1f" + coll, 3, 2)
+    assert _collscan.reduce(text, lines, pairs, merged, timed, 2, 2, 40) == (b"", 5, 0)  # nothing dropped
+
+    def changed(pair: int, field: int, value: int) -> bytes:
+        numbers = array.array("I", pairs)
+        numbers[4 * pair + field] = value
+        return numbers.tobytes()
+
+    swapped = array.array("I", fields[0] + fields[2] + fields[1] + fields[3]).tobytes()
+    for bad_pairs in [swapped, pairs[:-1],
+                      changed(1, 2, starts[1] + 1),  # a span that starts inside a line
+                      changed(1, 3, starts[1] + len(coll) - 1),  # one that ends before its line's end
+                      changed(1, 3, starts[2] - 1),  # one that hides a line break (and "plain")
+                      changed(2, 2, starts[1] + len(coll)),  # one that starts where the one before ends
+                      changed(3, 3, len(text) + 1),  # one past the block
+                      changed(2, 0, 2)]:  # a line index the lines between do not come to
+        with pytest.raises(ValueError):
+            _collscan.reduce(text, lines, bad_pairs, merged, timed, 1, 1, 40)
+    for bad in [(text, lines, pairs, merged, b""), (text, 4, pairs, merged, timed),
                 (text[: len(text) // 3], lines, pairs, merged, timed)]:
         with pytest.raises(ValueError):
             _collscan.reduce(*bad, 1, 1, 0)
@@ -294,7 +314,7 @@ def test_the_scanner_leaves_nccls_own_timestamp_out_of_a_group() -> None:
     assert groups == [(b"[default0]:[0000-00-00] gpu0:1:2 [0]", b"0x1 [nranks=2]"),
                       (b"[default0]:[2026-05-05 06:16:47]x gpu0:1:2 [0]", b"0x1 [nranks=2]"),
                       ("[default0]:[٢٠٢٦-05-05 06:16:47] gpu0:1:2 [0]".encode(), b"0x1 [nranks=2]")]
-    assert list(array.array("I", pairs)[1::2]) == [0] * 60 + [1, 2]
+    assert list(array.array("I", pairs)[1::4]) == [0] * 60 + [1, 2]
 
 
 @needs_scanner

@@ -21,9 +21,10 @@
  *     Lines are grouped by (the bytes before " NCCL INFO ", the 20 bytes after "comm "): the
  *     grouping of the polars path, except that NCCL's own timestamp in the head is left out of it
  *     (so that a group is not one second of one process) and handed to Python as "[0000-00-00] ".
- *     ``pairs``: for each COLL line in order, its line index and group id (two native uint32), the
- *     id's top bit set when the line's stamp may not read as a time (certain_stamp: such a line is
- *     never set aside). ``groups``: a (head, comm) bytes tuple per group id. At most MAX_GROUPS
+ *     ``pairs``: for each COLL line in order, four native uint32: its line index, its group id (the
+ *     top bit set when the line's stamp may not read as a time: certain_stamp; such a line is never
+ *     set aside), and where it starts and ends in ``block`` (its '\n', or the block's end, not
+ *     included), so that reduce steps over the lines it sets aside without reading them again. ``groups``: a (head, comm) bytes tuple per group id. At most MAX_GROUPS
  *     groups are made: a line of a further group is left to the caller, as a line of another shape
  *     is.
  *
@@ -37,7 +38,8 @@
  *     around take their times from them). ``kept``: every other line, as "<number>\x1f<line>", its
  *     number in the file being ``first_line`` + 1 + its index in the block (the caller reads them
  *     with a CSV reader, 0x1f the separator); ``kept_count`` lines; ``set_aside``: how many were.
- *     With ``with_lines`` true, two more: ``coll_lines``, for each valid line kept, in order, four
+ *     The lines set aside are stepped over by their spans in ``pairs``, never read again: only the
+ *     kept lines are, so that the block is read once, by scan. With ``with_lines`` true, two more: ``coll_lines``, for each valid line kept, in order, four
  *     native uint32: its merged group (its top bits: TIMED_LINE, the line carries a time, being
  *     of a timed group with a certain stamp; KEPT_LINE, it must stay, being of a timed group with
  *     a stamp that is not), its place among that group's lines in the block, and where it starts
@@ -74,6 +76,12 @@
 /* In a pair's group id: the line's NCCL timestamp may not read as a time (see certain_stamp). */
 #define UNSURE_STAMP 0x80000000u
 #define GROUP_OF(id) ((id) & ~UNSURE_STAMP)
+/* A pair (scan's docstring): four uint32 per COLL line. */
+#define PAIR_FIELDS 4
+#define LINE_OF(pair, i) ((pair)[PAIR_FIELDS * (i)])
+#define ID_OF(pair, i) ((pair)[PAIR_FIELDS * (i) + 1])
+#define START_OF(pair, i) ((pair)[PAIR_FIELDS * (i) + 2])
+#define END_OF(pair, i) ((pair)[PAIR_FIELDS * (i) + 3])
 /* In reduce's coll_lines, over a line's merged group: it carries a time (of a timed group, its
  * stamp certain), or it must stay (of a timed group, its stamp unsure). Merged groups are fewer
  * than MAX_GROUPS. */
@@ -249,8 +257,11 @@ static int coll_shape(const char *s, const char *e, int check_cr, Py_ssize_t max
     const char *info = find(s, len, INFO, INFO_LEN, 1); /* 'N' */
     if (info == NULL)
         return 0;
-    /* No ": opCount " may start before " NCCL INFO " (the first one must follow it). */
-    if (find(s, info - s + OPCOUNT_LEN - 1, OPCOUNT, OPCOUNT_LEN, 4) != NULL) /* 'C' */
+    /* No ": opCount " may start before " NCCL INFO " (the first one must follow it). One that
+     * starts less than OPCOUNT_LEN - 1 bytes before it would overlap its " N" with ' ' and a letter
+     * that is no 'N', so only those wholly before its first byte's end are looked for: the search
+     * then stops short of NCCL's two 'C's, the anchor. */
+    if (find(s, info - s + 1, OPCOUNT, OPCOUNT_LEN, 4) != NULL) /* 'C' */
         return 0;
     /* The operation: letters from " NCCL INFO " to the first ": opCount ", which no letter holds,
      * so it must follow them at once. */
@@ -294,7 +305,7 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     /* A COLL line holds at least INFO + OPCOUNT + COMM + a letter, a digit and a space. */
     Py_ssize_t most = block.len / (INFO_LEN + OPCOUNT_LEN + COMM_LEN + 3) + 1;
-    pairs = PyBytes_FromStringAndSize(NULL, most * 8);
+    pairs = PyBytes_FromStringAndSize(NULL, most * PAIR_FIELDS * 4);
     table_groups = PyMem_Malloc(sizeof(Group) * MAX_GROUPS);
     slots = PyMem_Calloc((size_t)1 << TABLE_BITS, sizeof(int32_t));
     if (pairs == NULL || table_groups == NULL || slots == NULL) {
@@ -359,8 +370,10 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
                         }
                     }
                 }
-                out[2 * found] = line;
-                out[2 * found + 1] = (uint32_t)gid | unsure;
+                LINE_OF(out, found) = line;
+                ID_OF(out, found) = (uint32_t)gid | unsure;
+                START_OF(out, found) = (uint32_t)(s - (const char *)block.buf);
+                END_OF(out, found) = (uint32_t)(e - (const char *)block.buf);
                 found++;
             }
         }
@@ -368,7 +381,7 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
         s = e + 1;
     }
     Py_END_ALLOW_THREADS;
-    if (_PyBytes_Resize(&pairs, found * 8) < 0)
+    if (_PyBytes_Resize(&pairs, found * PAIR_FIELDS * 4) < 0)
         goto done;
     groups = PyList_New(n_groups);
     if (groups == NULL)
@@ -413,20 +426,29 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *result = NULL, *kept = NULL, *coll_lines = NULL, *counts = NULL;
     uint32_t *count = NULL, *position = NULL, *place = NULL;
     unsigned char *aside = NULL;
-    Py_ssize_t n_pairs = pairs.len / 8, n_groups = merged.len / 4;
+    Py_ssize_t n_pairs = pairs.len / (PAIR_FIELDS * 4), n_groups = merged.len / 4;
     const uint32_t *pair = pairs.buf;
     const int32_t *merge = merged.buf;
     const unsigned char *is_timed = timed.buf;
-    if (timed.len != n_groups || pairs.len % 8 || merged.len % 4 || lines < 0 || first_line < 0) {
+    if (timed.len != n_groups || pairs.len % (PAIR_FIELDS * 4) || merged.len % 4 || lines < 0 || first_line < 0) {
         PyErr_SetString(PyExc_ValueError, "pairs, merged and timed do not fit together");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n_pairs; i++)
-        if (GROUP_OF(pair[2 * i + 1]) >= (uint32_t)n_groups || pair[2 * i] >= (uint64_t)lines
-            || (i && pair[2 * i] <= pair[2 * i - 2])) {
+    /* Each pair's span within the block, after the one before. The walk below steps over a line
+     * set aside by its span, unread (reading a byte of each would cost about what reading the
+     * block again does: a cache miss a line), and counts the lines between, which must come out
+     * as the pairs say: a span that does not start at a line's start or end at its end leaves a
+     * piece of a line that is counted as one more. */
+    const char *text = block.buf;
+    for (Py_ssize_t i = 0; i < n_pairs; i++) {
+        uint32_t start = START_OF(pair, i), stop = END_OF(pair, i);
+        if (GROUP_OF(ID_OF(pair, i)) >= (uint32_t)n_groups || LINE_OF(pair, i) >= (uint64_t)lines
+            || (i && (LINE_OF(pair, i) <= LINE_OF(pair, i - 1) || start <= END_OF(pair, i - 1)))
+            || start > stop || (Py_ssize_t)stop > block.len) {
             PyErr_SetString(PyExc_ValueError, "pairs out of order or out of range");
             goto done;
         }
+    }
     int32_t most = -1;
     for (Py_ssize_t g = 0; g < n_groups; g++)
         most = merge[g] > most ? merge[g] : most;
@@ -439,21 +461,21 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n_pairs; i++) {
-        int32_t m = merge[GROUP_OF(pair[2 * i + 1])];
+        int32_t m = merge[GROUP_OF(ID_OF(pair, i))];
         if (m >= 0)
             count[m]++;
     }
     Py_ssize_t n_aside = 0;
     int any_timed = 0;
     for (Py_ssize_t i = 0; i < n_pairs; i++) {
-        uint32_t gid = GROUP_OF(pair[2 * i + 1]);
+        uint32_t gid = GROUP_OF(ID_OF(pair, i));
         int32_t m = merge[gid];
         if (m < 0)
             continue;
         uint32_t p = position[m]++;
         place[i] = p;
         /* A line of a timed group whose own stamp may not read as a time stays (see UNSURE_STAMP). */
-        if (pair[2 * i + 1] & UNSURE_STAMP && is_timed[gid])
+        if (ID_OF(pair, i) & UNSURE_STAMP && is_timed[gid])
             continue;
         if ((Py_ssize_t)p >= head && (Py_ssize_t)p < (Py_ssize_t)count[m] - tail) {
             aside[i] = 1;
@@ -467,9 +489,9 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         for (Py_ssize_t i = 0; i <= n_pairs; i++) {
             int continues = 0;
             if (i < n_pairs) {
-                if (merge[GROUP_OF(pair[2 * i + 1])] < 0)
+                if (merge[GROUP_OF(ID_OF(pair, i))] < 0)
                     continue; /* not a row of the polars path's frame */
-                continues = aside[i] && previous >= 0 && aside[previous] && pair[2 * i] == pair[2 * previous] + 1;
+                continues = aside[i] && previous >= 0 && aside[previous] && LINE_OF(pair, i) == LINE_OF(pair, previous) + 1;
             }
             if (!continues) {
                 if (first >= 0) {
@@ -481,7 +503,7 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             }
             if (i == n_pairs)
                 break;
-            if (aside[i] && is_timed[GROUP_OF(pair[2 * i + 1])]) {
+            if (aside[i] && is_timed[GROUP_OF(ID_OF(pair, i))]) {
                 if (first < 0)
                     first = i;
                 last = i;
@@ -511,21 +533,25 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         memcpy(PyBytes_AS_STRING(counts), count, ((size_t)most + 1) * 4);
     Py_ssize_t written = 0, counted = 0, n_valid_kept = 0;
     uint32_t line = 0;
+    int fit = 1; /* the lines came out as the pairs say */
     Py_BEGIN_ALLOW_THREADS;
     const char *s = block.buf;
     const char *end = s + block.len;
     Py_ssize_t next = 0; /* the next pair set aside */
     Py_ssize_t at = 0;   /* the next pair (with_lines) */
-    while (next < n_pairs && !aside[next])
-        next++;
-    while (s < end) {
-        const char *e = memchr(s, '\n', (size_t)(end - s));
-        e = e == NULL ? end : e + 1;
-        if (next < n_pairs && pair[2 * next] == line) {
+    for (;;) {
+        while (next < n_pairs && !aside[next])
             next++;
-            while (next < n_pairs && !aside[next])
-                next++;
-        } else if (counted < n_kept) {
+        /* The lines before the next one set aside (or before the block's end) are kept; the one
+         * set aside is then stepped over by its span, unread. */
+        const char *stop = next < n_pairs ? text + START_OF(pair, next) : end;
+        while (s < stop) {
+            const char *e = memchr(s, '\n', (size_t)(stop - s));
+            e = e == NULL ? stop : e + 1;
+            if (counted == n_kept) {
+                fit = 0;
+                break;
+            }
             Py_ssize_t starts = written;
             char digits[24];
             int n = 0;
@@ -541,25 +567,34 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             written += e - s;
             counted++;
             if (with_lines) {
-                while (at < n_pairs && pair[2 * at] < line)
+                while (at < n_pairs && LINE_OF(pair, at) < line)
                     at++;
-                if (at < n_pairs && pair[2 * at] == line && merge[GROUP_OF(pair[2 * at + 1])] >= 0
+                if (at < n_pairs && LINE_OF(pair, at) == line && merge[GROUP_OF(ID_OF(pair, at))] >= 0
                     && n_valid_kept < n_pairs - n_aside) {
                     uint32_t *out = valid_kept + 4 * n_valid_kept++;
-                    uint32_t gid = GROUP_OF(pair[2 * at + 1]);
-                    uint32_t flags = !is_timed[gid] ? 0 : pair[2 * at + 1] & UNSURE_STAMP ? KEPT_LINE : TIMED_LINE;
+                    uint32_t gid = GROUP_OF(ID_OF(pair, at));
+                    uint32_t flags = !is_timed[gid] ? 0 : ID_OF(pair, at) & UNSURE_STAMP ? KEPT_LINE : TIMED_LINE;
                     out[0] = (uint32_t)merge[gid] | flags;
                     out[1] = place[at];
                     out[2] = (uint32_t)starts;
                     out[3] = (uint32_t)(written - starts);
                 }
             }
+            line++;
+            s = e;
         }
+        if (!fit || next == n_pairs)
+            break;
+        if (LINE_OF(pair, next) != line) {
+            fit = 0;
+            break;
+        }
+        s = text + END_OF(pair, next) + ((Py_ssize_t)END_OF(pair, next) < block.len); /* past its '\n' */
         line++;
-        s = e;
+        next++;
     }
     Py_END_ALLOW_THREADS;
-    if (line != (uint32_t)lines || counted != n_kept) {
+    if (!fit || line != (uint32_t)lines || counted != n_kept) {
         PyErr_SetString(PyExc_ValueError, "the block's lines are not those scan counted");
         goto done;
     }
