@@ -223,6 +223,26 @@ def test_the_scanner_groups_no_more_than_its_table_holds() -> None:
 
 
 @needs_scanner
+@pytest.mark.parametrize("process", ["gpu0:100:101 [0]: opCount", "gpu0:100:101 [0]: opCount x", "gpu0:1 [0]: opCoun"])
+def test_an_opcount_just_before_nccl_info_is_seen_either_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, process: str) -> None:
+    # The first ": opCount " of a COLL line follows " NCCL INFO ". One whose last byte is the space
+    # that starts " NCCL INFO " stands before it: no COLL line (the first two heads); one byte short
+    # of that, the line is one (the third). The scanner looks for it only up to that space.
+    from logscope.ingest import _collscan
+
+    rows = [f"{process} NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f comm 0x55aa01 [nranks=8]"
+            for n in range(WRAP_MAX_LINES + 300)]
+    _, pairs, _ = _collscan.scan(rows[0].encode(), False, 4096)
+    assert (pairs != b"") == process.endswith("opCoun")
+    path = tmp_path / "coll-1-gpu0.out"
+    path.write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    fast, plain, _ = read_both_ways(path, monkeypatch)
+    assert_same_reads([plain], [fast])
+
+
+@needs_scanner
 def test_the_scanner_refuses_pairs_that_do_not_fit_the_block() -> None:
     from logscope.ingest import _collscan
 
