@@ -24,9 +24,9 @@
  *     ``pairs``: for each COLL line in order, four native uint32: its line index, its group id (the
  *     top bit set when the line's stamp may not read as a time: certain_stamp; such a line is never
  *     set aside), and where it starts and ends in ``block`` (its '\n', or the block's end, not
- *     included), so that reduce steps over the lines it sets aside without reading them again. ``groups``: a (head, comm) bytes tuple per group id. At most MAX_GROUPS
- *     groups are made: a line of a further group is left to the caller, as a line of another shape
- *     is.
+ *     included), so that reduce steps over the lines it sets aside without reading them again.
+ *     ``groups``: a (head, comm) bytes tuple per group id. At most MAX_GROUPS groups are made: a
+ *     line of a further group is left to the caller, as a line of another shape is.
  *
  * reduce(block, lines, pairs, merged, timed, head, tail, first_line[, with_lines])
  *         -> (kept, kept_count, set_aside[, coll_lines, counts])
@@ -39,13 +39,14 @@
  *     number in the file being ``first_line`` + 1 + its index in the block (the caller reads them
  *     with a CSV reader, 0x1f the separator); ``kept_count`` lines; ``set_aside``: how many were.
  *     The lines set aside are stepped over by their spans in ``pairs``, never read again: only the
- *     kept lines are, so that the block is read once, by scan. With ``with_lines`` true, two more: ``coll_lines``, for each valid line kept, in order, four
- *     native uint32: its merged group (its top bits: TIMED_LINE, the line carries a time, being
- *     of a timed group with a certain stamp; KEPT_LINE, it must stay, being of a timed group with
- *     a stamp that is not), its place among that group's lines in the block, and where it starts
- *     and how long it is in ``kept`` (its number and separator included); and ``counts``, one
- *     native uint32 per merged group: its lines in the block. The caller can then drop kept lines
- *     that other blocks make surplus (drop_across).
+ *     kept lines are, so that the block is read once, by scan. With ``with_lines`` true, two more:
+ *     ``coll_lines``, for each valid line kept, in order, four native uint32: its merged group (its
+ *     top bits: TIMED_LINE, the line carries a time, being of a timed group with a certain stamp;
+ *     KEPT_LINE, it must stay, being of a timed group with a stamp that is not), its place among
+ *     that group's lines in the block, and where it starts and how long it is in ``kept`` (its
+ *     number and separator included); and ``counts``, one native uint32 per merged group: its
+ *     lines in the block. The caller can then drop kept lines that other blocks make surplus
+ *     (drop_across).
  *
  * drop_across(kepts, coll_lines, bounds) -> [(kept, dropped), ...]
  *     A file's consecutive reduced blocks (lists: each block's ``kept`` and ``coll_lines`` from a
@@ -491,7 +492,8 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
             if (i < n_pairs) {
                 if (merge[GROUP_OF(ID_OF(pair, i))] < 0)
                     continue; /* not a row of the polars path's frame */
-                continues = aside[i] && previous >= 0 && aside[previous] && LINE_OF(pair, i) == LINE_OF(pair, previous) + 1;
+                continues = aside[i] && previous >= 0 && aside[previous]
+                            && LINE_OF(pair, i) == LINE_OF(pair, previous) + 1;
             }
             if (!continues) {
                 if (first >= 0) {
