@@ -316,8 +316,9 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     uint32_t *out = (uint32_t *)PyBytes_AS_STRING(pairs);
     Py_ssize_t found = 0, n_groups = 0;
     uint32_t line = 0;
-    const char *s = block.buf;
-    const char *end = s + block.len;
+    const char *text = block.buf;
+    const char *s = text;
+    const char *end = text + block.len;
     const char *certain = NULL; /* the last stamp certain_stamp accepted */
     Py_ssize_t certain_len = -1;
     Py_BEGIN_ALLOW_THREADS;
@@ -373,8 +374,8 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
                 }
                 LINE_OF(out, found) = line;
                 ID_OF(out, found) = (uint32_t)gid | unsure;
-                START_OF(out, found) = (uint32_t)(s - (const char *)block.buf);
-                END_OF(out, found) = (uint32_t)(e - (const char *)block.buf);
+                START_OF(out, found) = (uint32_t)(s - text);
+                END_OF(out, found) = (uint32_t)(e - text);
                 found++;
             }
         }
@@ -537,8 +538,8 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     uint32_t line = 0;
     int fit = 1; /* the lines came out as the pairs say */
     Py_BEGIN_ALLOW_THREADS;
-    const char *s = block.buf;
-    const char *end = s + block.len;
+    const char *s = text;
+    const char *end = text + block.len;
     Py_ssize_t next = 0; /* the next pair set aside */
     Py_ssize_t at = 0;   /* the next pair (with_lines) */
     for (;;) {
