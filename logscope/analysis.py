@@ -29,6 +29,7 @@ from logscope.detectors.completion import before_clean_end, clean_end, row_befor
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
 from logscope.hints import missing_evidence_hints
+from logscope.ingest.job_text import job_text_in
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.textsafe import shortened
@@ -141,13 +142,19 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
 
         add_to_job(job, accounting)
     if job.lines_recognised == 0:
-        if accounting is None:
+        if accounting is not None:
+            job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
+        elif job_text_in(job.files):
+            # A job's own prints, between which nothing upstream printed: a verdict on what they
+            # show (no failure, no clean end) is honest; refusing them as no log is not.
+            job.warnings.append("no message logscope knows stands in these lines; they read as a training job's "
+                                "own output, and the verdict rests on them alone")
+        else:
             # A README, a config, an empty file: nothing here is a training job's log, and a
             # verdict on it ("healthy") would be a promise about a job nobody saw.
             where = ", ".join(str(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
             raise InputError(f"{where}: no line of a training job's log was recognised ({job.lines_read} line(s) "
-                             "read): not a job log, or a format logscope does not know")
-        job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
+                             "read), and none speaks of training: not a job log")
     analysis = analyze_job(job, select=select, ignore=ignore, hints=hints)
     if accounting is not None:
         analysis.accounting = accounting

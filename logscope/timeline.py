@@ -227,6 +227,7 @@ def _resolve_nodes(events: pl.DataFrame, file_nodes: Sequence[list[str]],
     # A host written with an interface suffix reads as its node, so hosts compare equal.
     events = (events.join(mapping, on=[_JOB, "host"], how="left", maintain_order="left")
               .with_columns(pl.col("_node_host").alias("host")).drop("_node_host"))
+    events = _nodes_of_unnamed_files(events)
     shared = _shared_files(events)
     in_shared = pl.lit(False)
     if shared:
@@ -253,14 +254,33 @@ def _resolve_nodes(events: pl.DataFrame, file_nodes: Sequence[list[str]],
     return events.drop("_in_shared", strict=False), shared
 
 
+def _writers(events: pl.DataFrame) -> pl.DataFrame:
+    """Per job and file, the hosts its lines were written on (by their own head or tag; not the
+    hosts a line is about, nor addresses): ``_JOB``, ``file``, ``_hosts``."""
+    return (events.select(_JOB, "file", "host", "event")
+            .filter(pl.col("host").is_not_null() & ~pl.col("event").is_in(_SUBJECT_HOST)
+                    & ~pl.col("host").str.contains(_ADDRESS))
+            .group_by(_JOB, "file").agg(pl.col("host").unique().sort().alias("_hosts")))
+
+
+def _nodes_of_unnamed_files(events: pl.DataFrame) -> pl.DataFrame:
+    """A file whose name names no node (a paste, a renamed file) and whose lines were all written on
+    one host is that host's file, as a file named after the node is: its lines that name no host
+    were written there too."""
+    if events.select(pl.col("node").is_not_null().all()).item():
+        return events
+    single = _writers(events).filter(pl.col("_hosts").list.len() == 1).select(
+        _JOB, "file", pl.col("_hosts").list.first().alias("_file_host"))
+    if single.height == 0:
+        return events
+    return (events.join(single, on=[_JOB, "file"], how="left", maintain_order="left")
+            .with_columns(pl.coalesce("node", "_file_host").alias("node")).drop("_file_host"))
+
+
 def _shared_files(events: pl.DataFrame) -> dict[int, dict[str, list[str]]]:
     """For each job, its files whose lines were written on two or more hosts (by their own head or
     tag), each with them."""
-    writers = (events.select(_JOB, "file", "host", "event")
-               .filter(pl.col("host").is_not_null() & ~pl.col("event").is_in(_SUBJECT_HOST)
-                       & ~pl.col("host").str.contains(_ADDRESS))
-               .group_by(_JOB, "file").agg(pl.col("host").unique().sort().alias("_hosts"))
-               .filter(pl.col("_hosts").list.len() >= 2))
+    writers = _writers(events).filter(pl.col("_hosts").list.len() >= 2)
     shared: dict[int, dict[str, list[str]]] = {}
     for row in writers.iter_rows(named=True):
         shared.setdefault(int(row[_JOB]), {})[str(row["file"])] = list(row["_hosts"])

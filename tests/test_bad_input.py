@@ -478,7 +478,7 @@ def test_terminal_escapes_in_a_log_never_reach_the_terminal(capsys: pytest.Captu
     assert not any(ch in out for ch in "\x1b\x07\x0e\x9b")
     code, out, _ = run(capsys, "analyze", str(logs), "--format", "json")
     data = json.loads(out)
-    assert data["verdict"]["summary"].endswith("ValueError:  bad 31m batch ")
+    assert data["verdict"]["summary"].endswith("ValueError:  bad 31m batch")
     assert "\\u001b" not in out and "\\u009b" not in out
 
 

@@ -202,11 +202,12 @@ def test_the_scanner_counts_the_lines_the_reader_frames(text: bytes) -> None:
     assert pairs == b"" and groups == []
 
 
-@pytest.mark.parametrize("text", [b"", b"plain", b"a\rb", b"x" * 40 + b"\x1f", b"\0", b"\r\0\x1f" + b"y" * 33])
+@pytest.mark.parametrize("text", [b"", b"plain", b"a\rb", b"x" * 40 + b"\x1f", b"\0", b"\r\0\x1f" + b"y" * 33,
+                                  b"\x1b[0m", b"z" * 40 + b"\x1b", b"\x1b" + b"w" * 17 + b"\r"])
 def test_control_bytes_are_found_the_same_either_way(monkeypatch: pytest.MonkeyPatch, text: bytes) -> None:
     found = blocks.control_bytes(text)
     monkeypatch.setattr(compiled, "COMPILED", False)
-    assert blocks.control_bytes(text) == found == (b"\0" in text, b"\r" in text, b"\x1f" in text)
+    assert blocks.control_bytes(text) == found == (b"\0" in text, b"\r" in text, b"\x1f" in text, b"\x1b" in text)
 
 
 @needs_scanner

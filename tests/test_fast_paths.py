@@ -231,11 +231,13 @@ def test_every_name_the_ingest_package_exports_loads() -> None:
 def test_non_ascii_digits_in_a_prefix_are_not_fatal() -> None:
     # A Unicode \d matched "٣" (Arabic-Indic three), which stopped the whole chunk with a cast
     # error. The regexes now read \d as an ASCII digit (logscope.parsers.regex_ascii), as srun and
-    # torchrun write their labels: such a line has no launcher prefix, and the chunk reads on.
+    # torchrun write their labels: such a line has no launcher prefix (no task), and the chunk reads
+    # on. Its message is still found: what stands before a message never hides it.
     out = engine.parse_chunk(pl.DataFrame({"line": [1, 2, 3], "raw": ["٣: ValueError: x", "[default٣]:ValueError: y",
                                                                       "3: ValueError: z"]},
                                           schema={"line": pl.Int64, "raw": pl.String}), 2026, None)
-    assert out.events.select("line", "event", "task").rows() == [(3, "exception", 3)]
+    assert out.events.select("line", "event", "task").rows() == [
+        (1, "exception", None), (2, "exception", None), (3, "exception", 3)]
 
 
 @pytest.mark.parametrize("batch_rows", [1, 50, 10**9])

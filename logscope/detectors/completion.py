@@ -108,11 +108,13 @@ def row_before_clean_end(row: dict[str, Any], end: dict[str, Any]) -> bool:
 
 def _written_before(latest: datetime | None, file: str | None, line: int, end: dict[str, Any]) -> bool:
     """Certainly before ``end`` by time (a line's latest moment is not after the end's earliest),
-    or, when either has no time, above it in the same file."""
+    or, when either has no time or both have the same (a clock of seconds, a wrapper that wrote one
+    time on every line), above it in the same file."""
     end_low = window_of(end)[0]
-    if latest is not None and end_low is not None:
+    same_file = file is not None and file == end.get("file")
+    if latest is not None and end_low is not None and (latest != end_low or not same_file):
         return latest <= end_low
-    return file is not None and file == end.get("file") and line < int(end.get("line") or 0)
+    return same_file and line < int(end.get("line") or 0)
 
 
 __all__ = ["before_clean_end", "clean_end", "row_before_clean_end", "run_completed"]

@@ -33,7 +33,7 @@ Advice
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -74,13 +74,18 @@ class RendezvousPortInUse(Detector):
         master_nodes = {node_of_host(str(m), list(job.nodes)) for m in masters}
         place = first.get("node") or first.get("host")
         port = field_of(first, "master_port")
+        if place is None and len(master_nodes) == 1 and self._store_port(job, port):
+            # A line no name or tag places (a paste, a renamed file): only the rendezvous endpoint's
+            # node binds the store's port, and the launch configuration names that node.
+            place = next(iter(master_nodes))
         off_master = bool(master_nodes) and place is not None and place not in master_nodes
         where = f" on {place}" if place else ""
         title = (f"Rendezvous port{f' {port}' if port else ''} already in use{where}"
                  + (", which is not the master node: it also tried to host the rendezvous" if off_master else ""))
         return [self.finding(
             title=title,
-            explanation=(f"{who(first)} could not bind the rendezvous/store port. "
+            explanation=(f"{who(first) if first.get('node') or first.get('host') else place or who(first)} could not "
+                         "bind the rendezvous/store port. "
                          + ("Only the master node should listen on it; a non-master node doing so believes it "
                             "is node 0 (see LS201)." if off_master else
                             "Another process (another job, or a leftover launcher) holds the port.")),
@@ -91,3 +96,11 @@ class RendezvousPortInUse(Detector):
             # the node whose port was taken; no process of the job is at fault
             culprit=Culprit(host=place, node=place, time=seen_at(first), evidence=evidence_of(first)) if place else None,
         )]
+
+    @staticmethod
+    def _store_port(job: JobView, port: Any) -> bool:
+        """Whether ``port`` (a bind failure's) is the rendezvous store's, as the launch configuration
+        or a rendezvous result names it (a bind failure naming no port: the store's, if one is named)."""
+        ports = set(job.of(Event.LAUNCH_CONFIG, Event.RENDEZVOUS).select(
+            pl.col("fields").struct.field("master_port").drop_nulls()).to_series().to_list())
+        return bool(ports) and (port is None or port in ports)

@@ -126,8 +126,21 @@ class RendezvousUnreachable(Detector):
             severity=Severity.WARNING if consequence else Severity.CRITICAL,
             hosts=[culprit.host] if culprit and culprit.host else failing,
             # the store may be gone because its host failed at a moment the logs cannot place
-            reactive=possible_cause(job, first, failing) is not None,
+            reactive=self._store_host_failed(job, first, failing, endpoint_host),
         )]
+
+    @staticmethod
+    def _store_host_failed(job: JobView, first: dict[str, Any], failing: list[str], endpoint_host: str | None) -> bool:
+        """Whether a failure that may have come first can explain the store being gone: one on the
+        endpoint's node, or one the logs place nowhere. A process that failed on another node (srun
+        reporting a client's exit) took no store with it."""
+        cause = possible_cause(job, first, failing)
+        if cause is None:
+            return False
+        place = place_of(cause)
+        if place is None or endpoint_host is None:
+            return True
+        return place == node_of_host(endpoint_host, list(job.nodes))
 
     @staticmethod
     def _endpoint(job: JobView, rows: list[dict[str, Any]]) -> tuple[str | None, int | None]:

@@ -781,19 +781,22 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
     int found = 0;
     Py_BEGIN_ALLOW_THREADS;
 #ifdef __SSE2__
-    const __m128i nul = _mm_setzero_si128(), cr = _mm_set1_epi8('\r'), us = _mm_set1_epi8(0x1f);
-    __m128i seen_nul = _mm_setzero_si128(), seen_cr = _mm_setzero_si128(), seen_us = _mm_setzero_si128();
+    const __m128i nul = _mm_setzero_si128(), cr = _mm_set1_epi8('\r'), us = _mm_set1_epi8(0x1f),
+                  esc = _mm_set1_epi8(0x1b);
+    __m128i seen_nul = _mm_setzero_si128(), seen_cr = _mm_setzero_si128(), seen_us = _mm_setzero_si128(),
+            seen_esc = _mm_setzero_si128();
     for (; i + 16 <= n; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
         seen_nul = _mm_or_si128(seen_nul, _mm_cmpeq_epi8(v, nul));
         seen_cr = _mm_or_si128(seen_cr, _mm_cmpeq_epi8(v, cr));
         seen_us = _mm_or_si128(seen_us, _mm_cmpeq_epi8(v, us));
+        seen_esc = _mm_or_si128(seen_esc, _mm_cmpeq_epi8(v, esc));
     }
     found = (_mm_movemask_epi8(seen_nul) ? 1 : 0) | (_mm_movemask_epi8(seen_cr) ? 2 : 0)
-            | (_mm_movemask_epi8(seen_us) ? 4 : 0);
+            | (_mm_movemask_epi8(seen_us) ? 4 : 0) | (_mm_movemask_epi8(seen_esc) ? 8 : 0);
 #endif
     for (; i < n; i++)
-        found |= p[i] == 0 ? 1 : p[i] == '\r' ? 2 : p[i] == 0x1f ? 4 : 0;
+        found |= p[i] == 0 ? 1 : p[i] == '\r' ? 2 : p[i] == 0x1f ? 4 : p[i] == 0x1b ? 8 : 0;
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&block);
     return PyLong_FromLong(found);
@@ -802,7 +805,7 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
 static PyMethodDef methods[] = {
     {"drop_across", drop_across, METH_VARARGS, "A file's reduced blocks without the kept lines other blocks make "
                                                "surplus: [(kept, dropped), ...]."},
-    {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2) and 0x1f (4) the block holds."},
+    {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2), 0x1f (4) and ESC (8) the block holds."},
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
     {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, "
                                      "set_aside[, coll_lines, counts])."},

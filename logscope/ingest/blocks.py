@@ -217,15 +217,16 @@ class Controls(NamedTuple):
     nul: bool  # dropped (without_nul)
     carriage_return: bool  # a line holding one is split into segments
     unit_separator: bool  # 0x1f, the CSV reader's separator (lines_frame): a space instead
+    escape: bool = False  # ESC: a terminal's escape sequences, dropped (without_escapes)
 
 
 def control_bytes(block: bytes | memoryview) -> Controls:
-    """What ``block`` holds of NUL, '\\r' and 0x1f: one compiled pass when the scanner is built,
-    else three byte searches (each a pass over the block)."""
+    """What ``block`` holds of NUL, '\\r', 0x1f and ESC: one compiled pass when the scanner is
+    built, else four byte searches (each a pass over the block)."""
     if compiled.COMPILED:
         found = compiled.scanner.controls(block)
-        return Controls(bool(found & 1), bool(found & 2), bool(found & 4))
-    return Controls(b"\0" in block, b"\r" in block, b"\x1f" in block)
+        return Controls(bool(found & 1), bool(found & 2), bool(found & 4), bool(found & 8))
+    return Controls(b"\0" in block, b"\r" in block, b"\x1f" in block, b"\x1b" in block)
 
 
 def without_nul(block: bytes) -> bytes:
@@ -238,6 +239,19 @@ def without_nul(block: bytes) -> bytes:
     if not block.endswith(b"\n") and (not kept or kept.endswith(b"\n")):
         kept += b"\0"
     return kept
+
+
+# A terminal's escape sequences (ECMA-48): control sequences "ESC [ parameters intermediates final"
+# (colours: "\x1b[1;31m", "\x1b[0m"; cursor moves), operating system commands "ESC ] ... BEL|ST"
+# (a window title) and the two-byte escapes. A logger's colours or a terminal's redraws, never
+# what a process said: a line that is coloured means what it means uncoloured.
+_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+
+
+def without_escapes(block: bytes | memoryview) -> bytes:
+    """``block`` (holding an ESC byte: :func:`control_bytes`) without terminal escape sequences;
+    newlines are never part of one, so line numbers do not change."""
+    return _ESCAPE.sub(b"", bytes(block))
 
 
 def _next_data(path: Path, offset: int) -> int | None:

@@ -77,7 +77,7 @@ def bounded_pieces_each(prepared: Sequence[PreparedChunk]) -> list[list[tuple[Pr
 
 # A candidate's triggers, each listed once; the cost of classifying it: its length times those.
 _UNIQUE_TRIGGERS = pl.col("kw").list.unique(maintain_order=True)
-_COST = _UNIQUE_TRIGGERS.list.len().cast(pl.Int64) * pl.col("body").str.len_bytes().cast(pl.Int64)
+_COST = _UNIQUE_TRIGGERS.list.len().cast(pl.Int64) * pl.col("raw").str.len_bytes().cast(pl.Int64)
 
 
 def bounded_pieces(prepared: PreparedChunk) -> list[tuple[PreparedChunk, int]]:

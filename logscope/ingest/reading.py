@@ -29,6 +29,7 @@ from logscope.ingest.blocks import (
     looks_binary,
     peek,
     skip_leading_hole,
+    without_escapes,
     without_nul,
 )
 from logscope.ingest.coll_prefilter import Reduced, reduce_block
@@ -306,6 +307,8 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole:
     controls = control_bytes(block)
     if controls.nul:
         block = without_nul(block)
+    if controls.escape:
+        block = without_escapes(block)
     if last and reading.result.lines_read == 0:
         count = line_count(block)
         if count <= COLL_ASIDE_MIN_LINES:

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from logscope.ingest import compiled
-from logscope.ingest.blocks import blocks, control_bytes, looks_binary, peek, without_nul
+from logscope.ingest.blocks import blocks, control_bytes, looks_binary, peek, without_escapes, without_nul
 from logscope.ingest.coll_prefilter import Reduced, drop_surplus_across, reduce_block
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import SourceFile
@@ -98,6 +98,8 @@ def scan_file(source: SourceFile) -> ScannedFile | None:
                 controls = control_bytes(block)
                 if controls.nul:
                     block = without_nul(bytes(block))
+                if controls.escape:
+                    block = without_escapes(block)
                 # A block kept whole is counted in lines where the main process reads it: the lines
                 # of the blocks after it cannot be numbered here, and those are kept whole too.
                 whole_before = bool(scanned.blocks) and scanned.blocks[-1].whole is not None

@@ -188,7 +188,7 @@ def _head_keys(heads: pl.Series) -> pl.DataFrame:
         .select(
             pl.col("text").cast(pl.Binary).alias("head"),
             "key",
-            (pl.col("p_app_time").is_not_null() | pl.col("body").str.contains(ANY_LEADING_TIME)).alias("timed"),
+            (pl.col("p_time").is_not_null() | pl.col("body").str.contains(ANY_LEADING_TIME)).alias("timed"),
         )
     )
 

@@ -102,6 +102,19 @@ def strip_compression(name: str) -> tuple[str, str | None]:
     return name, None
 
 
+# SLURM's own default names and the per-node names (%N, %n, %t beside %j) say which job a file is
+# of; a name that is only "<word>-<number>" says so only when the number can be a job id of a real
+# cluster: "fragment-1.log", "part-2.out" number the pieces of one paste or one job's log.
+_BARE_ID_MIN_DIGITS = 3
+
+
+def _a_part_number(pattern: str, job_id: str) -> bool:
+    """Whether the number a pattern read as the job id is rather a part's number: the pattern is
+    neither SLURM's default (``slurm-%j.out``) nor names a node or task, and the number is short."""
+    named = pattern.startswith("slurm-") or any(token in pattern for token in ("%N", "%n", "%t", "%h"))
+    return not named and len(job_id.lstrip("0") or "0") < _BARE_ID_MIN_DIGITS
+
+
 def describe(path: PurePath, patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> NameInfo:
     """Read the facts a file's path holds, trying torchrun trees, SLURM patterns, then NCCL files."""
     # A name that is a compression suffix alone (".gz") is read as it stands: no path has an empty name.
@@ -119,6 +132,8 @@ def describe(path: PurePath, patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> Na
             groups = m.groupdict()
             array_task = groups.get("array_task")
             job_id = groups.get("job_id") or groups.get("array_job")
+            if job_id is not None and _a_part_number(pattern, job_id):
+                continue
             return NameInfo(
                 "slurm",
                 job_id=job_id,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 
 import polars as pl
@@ -45,10 +45,11 @@ from logscope.model import FIELD_SCHEMA, Event
 from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
 from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET
-from logscope.parsers.prefixes import prefix_fields, split_prefix
+from logscope.parsers.prefix_stack import PREFIX_STACK
+from logscope.parsers.prefixes import prefix_fields, split_prefix, timeless, times_of
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
-from logscope.parsers.timestamps import ANY_LEADING_TIME, leading_time, parse_event_time
+from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, parse_event_time
 from logscope.stacking import positions, stacked, unstacked
 
 MAX_TEXT = 4096  # characters of a line kept in the timeline; evidence never needs more
@@ -96,7 +97,7 @@ class PreparedChunk:
     """A chunk taken as far as it goes alone: its candidate lines, waiting to be classified
     together with other chunks' (see :func:`finish_chunks`)."""
 
-    candidates: pl.DataFrame  # line, prefix, body, lead_time, near_time, next_time, kw (triggers held)
+    candidates: pl.DataFrame  # line, prefix, who, body, raw, lead_time, near_time, next_time, kw (triggers held)
     set_aside: pl.Series  # line numbers of the COLL lines left out (recognised, never classified)
     was_split: bool  # some line was split at \r, so one line may be several rows
     last_time: datetime | None  # the last timestamp seen in the chunk, carried into the next one
@@ -180,12 +181,12 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
     """Steps 3-5: the candidate lines of ``segments`` (``line``, ``raw``, and ``by`` when given:
     the file each line is of, times then taken within a file), and the last and the first time
     seen (of one chunk: with ``by``, None)."""
-    frame = split_prefix(segments.with_row_index("idx"), "raw").drop("raw")
+    frame = split_prefix(segments.with_row_index("idx"), "raw")
     if frame.height == 0:
         return (_empty_candidates() if by is None else segments.select(by).clear().hstack(_empty_candidates()),
                 carry_time, None)
-    prefixes = prefix_fields(frame["prefix"])
-    frame = frame.with_columns(_leading_times(frame, prefixes, reference_year))
+    frame = frame.with_columns(timeless(pl.col("prefix")).alias("who"))
+    frame = frame.with_columns(_leading_times(frame, reference_year, by))
     # Forward-fill time over every line, so an untimed event gets its nearest timed neighbour
     # (within its file). The lines set aside above hold no time: they cannot change this.
     near = pl.col("lead_time").forward_fill()
@@ -194,16 +195,56 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
         near, later = near.over(by), later.over(by)
     if carry_time is not None:
         near = near.fill_null(pl.lit(carry_time, dtype=pl.Datetime("us")))
+    # A message is looked for in the whole line (its wrappers and launcher prefixes included: a
+    # message no wrapper can hide); the prefixes only say who wrote it and when. A line that only
+    # quotes (a traceback's source lines, the traceback torchrun reprints) says nothing itself.
+    frame = frame.filter(~_quoted(by))
     candidates = frame.select(
-        *([by] if by is not None else []), "line", "prefix", "body", "lead_time",
+        *([by] if by is not None else []), "line", "prefix", "who", "body", "raw", "lead_time",
         near.alias("near_time"),
         later.alias("next_time"),
-        pl.col("body").str.extract_many(_triggers(), overlapping=True).alias("kw"),
+        pl.col("raw").str.extract_many(_triggers(), overlapping=True).alias("kw"),
     ).filter(pl.col("kw").list.len() > 0)
     if by is not None:
         return candidates, None, None
     timed = frame["lead_time"].drop_nulls()
     return candidates, timed[-1] if timed.len() else carry_time, timed[0] if timed.len() else None
+
+
+# A traceback's frame line (CPython's traceback.c / traceback.py: '  File "%s", line %d, in %s'):
+# the lines its process writes after it, up to the next frame or the exception, are source code.
+_FRAME_LINE = ascii_classes(r'\bFile "[^"]*", line \d+, in ')
+# torchrun's ChildFailedError report (torch/distributed/elastic/multiprocessing/errors/__init__.py)
+# prints each failure's error-file traceback under "traceback :", up to the report's closing line
+# of "=" (or the "-" line before its next entry): a copy of what the worker printed, which the record
+# itself stands for.
+# The head c10's and torch.distributed.elastic's loggers write on every line of a multi-line message.
+_LOGGER_HEAD = ascii_classes(r"^\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?(?: +\d+)? [\w./-]+:\d+\] ?")
+_REPRINT_START = ascii_classes(r"\btraceback\s*: Traceback \(most recent call last\)")
+_REPORT_END = ascii_classes(r"^\s*(?:={20,}|-{20,})\s*$")
+
+
+def _quoted(by: str | None) -> pl.Expr:
+    """Whether a line (``raw``, ``body``, ``who``, in file order) only quotes text that says
+    nothing of its own: the source line under a traceback's frame line (its process's next line,
+    indented deeper than the frame), and the traceback torchrun reprints in its ChildFailedError
+    report (see above). Such a line may hold
+    any message (``raise RendezvousClosedError``, a comment): it is not one."""
+    frame_line = pl.col("raw").str.contains(_FRAME_LINE)
+    writer = pl.col("who").fill_null("").str.replace_all(r"\s", "")
+    # How far the text is indented once its launcher prefixes and a C++ logger's head are off.
+    prefix = pl.col("prefix").fill_null("")
+    text = pl.col("body").str.replace(_LOGGER_HEAD, "")
+    indent = (prefix.str.len_chars() - prefix.str.strip_chars_end().str.len_chars()
+              + text.str.len_chars() - text.str.strip_chars_start().str.len_chars())
+    under_frame = (frame_line.shift(1).fill_null(False) & (writer == writer.shift(1)) & ~frame_line
+                   & (indent > indent.shift(1)))
+    reprint: pl.Expr = (pl.when(pl.col("raw").str.contains(_REPRINT_START)).then(True)
+                        .when(pl.col("body").str.contains(_REPORT_END)).then(False))
+    if by is not None:
+        under_frame, reprint = under_frame.over(by), reprint.over(by)
+    inside_reprint = reprint.forward_fill().fill_null(False) & ~pl.col("raw").str.contains(_REPRINT_START)
+    return under_frame | inside_reprint
 
 
 def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
@@ -233,12 +274,13 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
 def _events(frame: pl.DataFrame) -> pl.DataFrame | None:
     """The events of candidate rows (``idx``: row position, the PreparedChunk columns, ``chunk``),
     in row order, with the columns of EVENT_COLUMNS and ``chunk``; None when no row is one."""
-    classified = classify(frame.select("idx", "body", "kw"))
+    classified = classify(frame.select("idx", pl.col("raw").alias("body"), "kw"))
     if classified.height == 0:
         return None
     # idx is the row position in frame: a gather, not a join.
-    events = pl.concat([classified, frame[classified["idx"]].drop("idx", "kw")], how="horizontal")
-    events = events.join(prefix_fields(events["prefix"]), on="prefix", how="left", maintain_order="left")
+    events = pl.concat([classified, frame[classified["idx"]].drop("idx", "kw", "raw")], how="horizontal")
+    events = events.join(prefix_fields(events["who"]).drop("p_time", "p_outer_time").rename({"prefix": "who"}),
+                         on="who", how="left", maintain_order="left")
     events = events.with_columns(
         pl.coalesce("lead_time", _event_time()).alias("exact_time"),
     ).with_columns(
@@ -268,25 +310,87 @@ def _events(frame: pl.DataFrame) -> pl.DataFrame | None:
     return events.sort("idx").select(*EVENT_COLUMNS, "chunk").cast(EVENT_COLUMNS)  # type: ignore[arg-type]
 
 
-def _leading_times(frame: pl.DataFrame, prefixes: pl.DataFrame, reference_year: int) -> pl.Series:
-    """``lead_time`` of every row of ``frame``: the time a line starts with (in its body, else in an
-    app-time prefix), parsed only on the rows that can hold one."""
-    lead = pl.repeat(None, frame.height, dtype=pl.Datetime("us"), eager=True).alias("lead_time")
-    may = pl.col("body").str.contains(ANY_LEADING_TIME)
-    app = prefixes.filter(pl.col("p_app_time").is_not_null()).select("prefix", "p_app_time")
-    if app.height:
-        may = may | pl.col("prefix").is_in(app["prefix"].to_list())
-    rows = frame.select("idx", "body", "prefix").filter(may)
+# Two clocks in one file (a shipper's or a wrapper's time in front of the time the process
+# logged) are one clock when they agree up to a constant offset (a time zone, the shipping delay)
+# within this spread, over the lines that carry both.
+CLOCKS_AGREE = timedelta(seconds=60)
+# Lines at one and the same time, from which on a file's outer clock is taken as frozen.
+FROZEN_CLOCK_LINES = 3
+
+
+def _leading_times(frame: pl.DataFrame, reference_year: int, by: str | None = None) -> pl.Series:
+    """``lead_time`` of every row of ``frame`` (``body``, ``prefix`` and ``who``, its prefix
+    without times): the time the line was written.
+
+    A line's own time is its innermost one: a time its body starts with (glog's), else the
+    innermost time of its stack of prefixes (a logger's, NCCL's). A time in front of that one (a
+    log shipper's, a wrapper's) is a second clock: where the lines that carry both show the two
+    clocks agreeing up to a constant offset (:data:`CLOCKS_AGREE`), a line that carries only the
+    outer time gets it, moved by that offset; where they do not (a clock of another machine), or
+    where the outer time never changes (a wrapper that wrote one time in front of every line:
+    :data:`FROZEN_CLOCK_LINES`), the outer clock is no clock of the processes, and such a line gets
+    no time of its own (its neighbours' then). ``by``: the file each row is of (each file has its
+    own clocks); else the frame is one file's chunk. Times are parsed only on the rows that can
+    hold one."""
+    none = pl.lit(None, dtype=pl.Datetime("us"))
+    no_times = pl.repeat(None, frame.height, dtype=pl.Datetime("us"), eager=True).alias("lead_time")
+    stamped = pl.col("prefix") != pl.col("who")  # a time was taken out of its prefix
+    rows = frame.select("idx", "body", "prefix", "who", *([by] if by else [])).filter(
+        stamped.fill_null(False) | pl.col("body").str.contains(ANY_LEADING_TIME))
     if rows.height == 0:
-        return lead
-    if app.height:
-        rows = rows.join(app, on="prefix", how="left", maintain_order="left")
-        times = rows.select(
-            pl.coalesce(_leading_time(reference_year, "body"), _leading_time(reference_year, "p_app_time"))
-        )
-    else:
-        times = rows.select(_leading_time(reference_year, "body"))
-    return lead.scatter(rows["idx"], times.to_series())
+        return no_times
+    outer_text, inner_text = times_of(pl.col("prefix"))
+    rows = rows.with_columns(
+        pl.when(stamped).then(outer_text).alias("p_outer_time"),
+        pl.when(stamped).then(inner_text).alias("p_time"),
+    ).with_columns(
+        _leading_time(reference_year, "body").alias("_body_time"),
+        _leading_time(reference_year, "p_time").alias("_inner"),
+        _leading_time(reference_year, "p_outer_time").alias("_outer"),
+    ).with_columns(
+        pl.coalesce("_body_time", "_inner").alias("_own"),
+        # A line carries two clocks when its body's time or its inner prefix time stands behind an
+        # outer prefix time of other text.
+        (pl.col("_outer").is_not_null()
+         & (pl.col("_body_time").is_not_null() | (pl.col("p_time") != pl.col("p_outer_time")))).alias("_two"),
+    )
+    offset = pl.when(pl.col("_two")).then(pl.col("_own") - pl.col("_outer"))
+    spread, shift = offset.max() - offset.min(), offset.median()
+    # An outer time that never changes over the file's lines (one time written in front of every
+    # line) orders nothing: it is no clock either.
+    outer = pl.col("_outer").drop_nulls()
+    frozen = (outer.n_unique() == 1) & (outer.len() >= FROZEN_CLOCK_LINES)
+    if by is not None:
+        spread, shift, frozen = spread.over(by), shift.over(by), frozen.over(by)
+    agree = (spread.is_null() | (spread <= CLOCKS_AGREE)) & ~frozen
+    rows = rows.with_columns(
+        pl.when(pl.col("_two")).then(pl.col("_own"))
+        .when(pl.col("_body_time").is_not_null()).then(pl.col("_body_time"))
+        .when(agree).then(pl.col("_outer") + shift.fill_null(timedelta(0)))
+        .otherwise(none).alias("lead_time"),
+        pl.when(pl.col("_body_time").is_not_null()).then(pl.col("body"))
+        .when(pl.col("_two") | agree).then(pl.col("p_time")).alias("_text"),
+    )
+    times = rows.select(_in_the_files_year(pl.col("lead_time"), pl.col("_text"), by)).to_series()
+    return no_times.scatter(rows["idx"], times)
+
+
+def _in_the_files_year(time: pl.Expr, text: pl.Expr, by: str | None) -> pl.Expr:
+    """``time`` (read from ``text``), where its form carries no year (glog, syslog: the reference
+    year was given), moved into the year that puts it nearest the median of the file's times that
+    carry their year: a file whose first date is a wrapper's of another year, or that has none
+    where it starts, still dates its glog lines by its own clock."""
+    yearless = text.str.contains(YEARLESS_TIME).fill_null(False)
+    anchor = pl.when(~yearless).then(time).median()
+    if by is not None:
+        anchor = anchor.over(by)
+    years = (anchor.dt.year() - time.dt.year()).cast(pl.String)
+    moved = time.dt.offset_by(years + "y")
+    nearest = pl.min_horizontal(*[(moved.dt.offset_by(step) - anchor).abs() for step in ("-1y", "0y", "1y")])
+    best = (pl.when((moved.dt.offset_by("-1y") - anchor).abs() == nearest).then(moved.dt.offset_by("-1y"))
+            .when((moved - anchor).abs() == nearest).then(moved)
+            .otherwise(moved.dt.offset_by("1y")))
+    return pl.when(yearless & anchor.is_not_null() & time.is_not_null()).then(best).otherwise(time).alias("lead_time")
 
 
 @cache
@@ -328,7 +432,7 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
         if not marked["_wraps"].any():
             break
         lines = marked.with_columns(
-            pl.when(pl.col("_wraps")).then(pl.col("raw") + pl.col("raw").shift(-1)).otherwise(pl.col("raw"))
+            pl.when(pl.col("_wraps")).then(pl.col("raw") + _continuation()).otherwise(pl.col("raw"))
             .alias("raw")
         ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps")
     return lines
@@ -338,11 +442,26 @@ def _length() -> pl.Expr:
     return pl.col("raw").str.len_chars()
 
 
+def _continuation() -> pl.Expr:
+    """The next line, without the wrapper that this line starts with too: a tool that quoted,
+    indented, tagged or time-stamped a hard-wrapped paste put its wrapper in front of every
+    physical line, continuations included (``> `` twice, one time on every line). A wrapper is
+    the same when its text is, digits aside. Null on the last line."""
+    following = pl.col("raw").shift(-1)
+    lead = following.str.extract(PREFIX_STACK, 0)
+    shared = lead.is_not_null() & _digits_masked(pl.col("raw")).str.starts_with(_digits_masked(lead))
+    return pl.when(shared).then(following.str.slice(lead.str.len_chars())).otherwise(following)
+
+
+def _digits_masked(text: pl.Expr) -> pl.Expr:
+    return text.str.replace_all(r"[0-9]", "0")
+
+
 def _cut_at(width: int | pl.Expr) -> pl.Expr:
     """Whether a line is cut by a paste ``width`` wide: it has that width, does not end in a space
-    and the next line starts no record."""
+    and the next line (without the wrapper they share) starts no record."""
     return ((_length() == width) & ~pl.col("raw").str.ends_with(" ")
-            & ~pl.col("raw").shift(-1).fill_null("[").str.contains(_RECORD_START))
+            & ~_continuation().fill_null("[").str.contains(_RECORD_START))
 
 
 def _shows_cut() -> pl.Expr:
@@ -393,7 +512,8 @@ def _empty_events() -> pl.DataFrame:
 
 
 def _empty_candidates() -> pl.DataFrame:
-    return pl.DataFrame(schema={"line": pl.Int64, "prefix": pl.String, "body": pl.String,
+    return pl.DataFrame(schema={"line": pl.Int64, "prefix": pl.String, "who": pl.String, "body": pl.String,
+                                "raw": pl.String,
                                 "lead_time": pl.Datetime("us"), "near_time": pl.Datetime("us"),
                                 "next_time": pl.Datetime("us"), "kw": pl.List(pl.String)})
 

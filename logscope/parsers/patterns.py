@@ -41,28 +41,33 @@ class LinePattern:
 
 # An NCCL debug line: optional "[timestamp] ", then "host:pid:tid [cudaDev] [file.cc:NN ]NCCL ".
 _NCCL = (
-    # (a quote or backtick a paste left before the host is not part of it)
-    r"^(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?[`'\"]?(?P<host>[^\s:\[\]`'\"]+):(?P<pid>\d+):\d+ "
+    # (found anywhere in a line: a quote, a backtick or a wrapper a paste left before the host is
+    # not part of it)
+    r"(?:\[\d{4}-\d{2}-\d{2}[^\]]*\] )?[`'\"]?(?P<host>[^\s:\[\]`'\"<>|()=,]+):(?P<pid>\d+):\d+ "
     r"(?:\[(?P<dev>\d+)\] )?(?:[\w./-]+:\d+ (?:\(\w+\) )?)?NCCL "
 )
 # NCCL's head alone, optional, for messages found anywhere in a line: captures host/pid/dev when present.
-_NCCL_HEAD_OPT = r"^(?:" + _NCCL[1:-len("NCCL ")] + r")?"
+# (What follows it must follow it directly: after "(?:X)?.*?", the leftmost match starts at the line's
+# start and never holds X.)
+_NCCL_HEAD_OPT = r"(?:" + _NCCL[:-len("NCCL ")] + r")?"
 # The same prefix, optional, in front of a WARN whose text is matched anywhere in the line (the
 # WARN may also be quoted inside a Python exception): captures host/pid/dev when present.
-_NCCL_WARN_OPT = r"^(?:" + _NCCL[1:] + r"WARN )?.*?"
-# c10d's log prefix: "[PG 1 Rank 11]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]", "[Rank 0]".
-_PG = r"\[(?:PG (?:ID )?(?P<pg>\S+) (?:PG GUID \S+ )?)?Rank (?P<pg_rank>\d+)\]\s+"
+_NCCL_WARN_OPT = r"(?:" + _NCCL + r"WARN .*?)?"
+# c10d's log prefix: "[PG 1 Rank 11]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]", "[PG 0 (default_pg) Rank 3]",
+# "[Rank 0]".
+_PG = r"\[(?:PG (?:ID )?(?P<pg>\S+) (?:PG GUID \S+ |\([^)\]]*\) )?)?Rank (?P<pg_rank>\d+)\]\s+"
 _EXC_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout)"
 # torch>=2.1 puts its logging prefix on every line of a multi-line message (glog style since 2.4,
 # "[time] logger: [LEVEL]" before); torch 1.x prints the continuation lines bare.
-_LOGPFX = (r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ \S+\] ?"
-           r"|\[\d{4}-\d\d-\d\d [^\]]+\] [\w.]+: \[\w+\] ?)?")
+_LOGPFX = (r"(?:^|\s|\] ?)")
 # The fields of torchrun's rendezvous result block (torch/distributed/elastic/agent/server/api.py).
 _RENDEZVOUS_KEYS = ("restart_count", "master_addr", "master_port", "group_rank", "group_world_size", "local_ranks",
                     "role_ranks", "global_ranks", "role_world_sizes", "global_world_sizes")
 # c10d's watchdog timeout report, and the head of the watchdog's last word (ProcessGroupNCCL.cpp).
-_WORK_TIMEOUT = (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
-                 r"(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?")
+# The work it names may be cut off by a paste's line break after "timeout: ": the head alone is the
+# report.
+_WORK_TIMEOUT = (r"Watchdog caught collective operation timeout(?:: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+                 r"(?:.*?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?)?")
 _WATCHDOG_DIED = r"(?:" + _PG + r")?(?:NCCL|Process group) watchdog thread terminated with exception: "
 _NCCL_EXC = r"nccl(?:InvalidUsage|InvalidArgument|InternalError|SystemError|UnhandledCudaError|RemoteError|InProgress)"
 # A field that runs to the end of the line, its trailing blanks left out: followed by r"\s*$", it
@@ -123,8 +128,10 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?: \[(?:send|receive)\])? via (?P<transport>[\w/]+)"),
     LinePattern(Event.NCCL_DRIVER, "nccl", I, "cudaDriverVersion",
                 _NCCL + r"INFO cudaDriverVersion (?P<version>\d+)"),
+    # NCCL's own line, bare or after its head; never the ", NCCL version X" that ends PyTorch's NCCL
+    # errors (c10d's NCCLUtils: what failed is said before it).
     LinePattern(Event.NCCL_VERSION, "nccl", I, "NCCL version",
-                r"^(?:" + _NCCL[1:] + r"INFO )?NCCL version (?P<version>[\w.+-]+)\s*$"),
+                r"(?:" + _NCCL + r"INFO |^|[^,\s]|[^,]\s)NCCL version (?P<version>[\w.+-]+)\s*$"),
     LinePattern(Event.NCCL_RAS, "nccl", W, "ranks have launched up to operation",
                 r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op_count>\d+)"),
     # ---------------------------------------------------------------- the message catalogue
@@ -158,7 +165,7 @@ PATTERNS: tuple[LinePattern, ...] = (
                 _NCCL + r"WARN .*?Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
     # The same text after "Last error:" in a PyTorch DistBackendError, without NCCL's prefix.
     LinePattern(Event.NCCL_CUDA_FAILURE, "nccl", E, "Cuda failure",
-                r"^Cuda failure (?:\d+ )?'(?P<message>[^']+)'"),
+                r"\bCuda failure (?:\d+ )?'(?P<message>[^']+)'"),
     LinePattern(Event.NCCL_PLUGIN, "nccl", W, "NET plugin",
                 _NCCL + r"WARN (?P<message>Failed to initialize any NET plugin.*)$"),
     # ---------------------------------------------------------------- c10d ProcessGroupNCCL
@@ -174,12 +181,12 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?:" + _PG + r")?" + _WORK_TIMEOUT),
     # gloo has no watchdog: a rank waiting for a peer that never comes raises this instead.
     LinePattern(Event.WATCHDOG_TIMEOUT, "gloo", E, "Timed out waiting",
-                r"(?:(?P<error_type>" + _EXC_TYPE + r"): )?.*?Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) "
+                r"(?:(?P<error_type>" + _EXC_TYPE + r"): .*?)?Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) "
                 r"operation to complete"),
     LinePattern(Event.WATCHDOG_STATUS, "c10d", E, "last enqueued",
                 _PG + r"(?:Exception \(either an error or timeout\) detected by watchdog at work|Timeout at NCCL work):"
-                r" (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
-                r"last completed NCCL work: (?P<last_completed>-?\d+)"),
+                r" (?P<seq>\d+), last enqueued(?: NCCL work: (?P<last_enqueued>-?\d+), "
+                r"last completed NCCL work: (?P<last_completed>-?\d+))?"),
     LinePattern(Event.WATCHDOG_STATUS, "c10d", E, "failure detected by watchdog",
                 _PG + r"failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: "
                 r"last enqueued work: (?P<last_enqueued>-?\d+), last completed work: (?P<last_completed>-?\d+)"),
@@ -192,7 +199,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.DESYNC_REPORT, "c10d", E, "Timeout at collective:",
                 r"\[(?P<rank>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)"),
     LinePattern(Event.DESYNC_REPORT, "c10d", E, "missing ranks:",
-                r"^\s*missing ranks: \{(?P<value>[\d, ]*)\}"),
+                r"\bmissing ranks: \{(?P<value>[\d, ]*)\}"),
     LinePattern(Event.PORT_IN_USE, "c10d", E, "ddress already in use",
                 r"(?:bind to \[?(?P<peer>[^\]\s]*)\]?:(?P<master_port>\d+).*?)?(?P<message>(?:errno: 98 - )?[Aa]ddress already in use)"),
     LinePattern(Event.STORE_ERROR, "c10d", E, "store based barrier",
@@ -217,7 +224,7 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?P<error_type>(?:[\w.]+\.)?Rendezvous(?:Connection|Timeout|Closed|State)Error): ?(?P<message>.*)$"),
     # dynamic_rendezvous.py raises RendezvousTimeoutError/ClosedError with no message: a bare last line.
     LinePattern(Event.STORE_ERROR, "torchrun", E, "Rendezvous",
-                r"^(?P<error_type>(?:[\w.]+\.)?Rendezvous(?:Connection|Timeout|Closed|State)Error)\s*$"),
+                r"\b(?P<error_type>(?:[\w.]+\.)?Rendezvous(?:Connection|Timeout|Closed|State)Error)\s*$"),
     LinePattern(Event.STORE_ERROR, "c10d", E, "DistStoreError",
                 r"(?P<error_type>(?:[\w.]+\.)?DistStoreError): ?(?P<message>.*)$"),
     # ---------------------------------------------------------------- torch.distributed.elastic
@@ -229,9 +236,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "death signal",
                 r"Received (?:Signals\.)?(?P<signal>SIG\w+|\d+) death signal, shutting down workers"),
     LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "Main process received",
-                r"^Main process received (?P<signal>SIG\w+|\d+), exiting"),
+                r"\bMain process received (?P<signal>SIG\w+|\d+), exiting"),
     LinePattern(Event.AGENT_SIGNAL, "torchrun", W, "Killing subprocess",
-                r"^Killing subprocess (?P<target_pid>\d+)\s*$"),
+                r"\bKilling subprocess (?P<target_pid>\d+)\s*$"),
     LinePattern(Event.LAUNCH_CONFIG, "torchrun", I, "Starting elastic_operator",
                 r"(?P<message>Starting elastic_operator with launch configs):?\s*$"),
     LinePattern(Event.LAUNCH_CONFIG, "torchrun", I, " : ",
@@ -259,21 +266,21 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "ChildFailedError",
                 r"(?P<message>(?:torch\.distributed\.elastic\.multiprocessing\.errors\.)?ChildFailedError):?\s*$"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "Root Cause",
-                r"^(?P<key>Root Cause) \(first observed failure\):"),
+                r"\b(?P<key>Root Cause) \(first observed failure\):"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "Failures:",
-                r"^(?P<key>Failures):\s*$"),
+                r"(?:^|\s)(?P<key>Failures):\s*$"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "]:",
-                r"^\[(?P<key>\d+)\]:\s*$"),
+                r"(?:^|[\s:>])\[(?P<key>\d+)\]:\s*$"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, " : ",
-                r"^  (?P<key>time|host|rank|exitcode|error_file|traceback)\s*: (?P<value>" + _TO_END + r")\s*$"),
+                r"(?:^|\s)(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: (?P<value>" + _TO_END + r")\s*$"),
     LinePattern(Event.CHILD_FAILURE, "torchrun", E, "error_file:",
-                r"^  (?P<key>error_file): (?P<value>" + _TO_END + r")\s*$"),
+                r"(?:^|\s)(?P<key>error_file): (?P<value>" + _TO_END + r")\s*$"),
     # ---------------------------------------------------------------- SLURM (srun / slurmstepd)
     LinePattern(Event.HOST_OOM, "slurm", C, "oom",
                 r"Detected (?P<count>\d+) oom[-_]kill events?(?:\(s\))? in (?:step |StepId=)?(?P<job_id>\w+)"
                 r"(?:\.(?P<step_id>[\w]+))?"),
     LinePattern(Event.HOST_OOM, "slurm", C, "Out Of Memory",
-                r"^srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Out Of Memory)"),
+                r"\bsrun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Out Of Memory)"),
     # jobacct_gather: "StepId=7.batch exceeded memory limit (734003200 > 52428800), being killed".
     LinePattern(Event.HOST_OOM, "slurm", C, "exceeded memory limit",
                 r"(?:StepId=|[Ss]tep )?(?P<job_id>\d+)\.(?P<step_id>\w+) (?P<message>exceeded memory limit "
@@ -284,12 +291,12 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?P<message>(?:Memory cgroup out of memory|Out of memory): Kill(?:ed)? process (?P<target_pid>\d+) "
                 r"\((?P<value>[^)]+)\)" + _TO_END + r")\s*$"),
     LinePattern(Event.NODE_FAILURE, "slurm", C, "Node failure on",
-                r"^srun: error: Node failure on (?P<host>\S+)"),
+                r"\bsrun: error: Node failure on (?P<host>\S+)"),
     LinePattern(Event.SRUN_TASK_EXIT, "slurm", E, "srun: error:",
-                r"^srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Exited with exit code "
+                r"\bsrun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<message>Exited with exit code "
                 r"(?P<exit_code>\d+)|[A-Z][\w ]*?)\s*$"),
     LinePattern(Event.STEP_ABORTED, "slurm", W, "Job step aborted",
-                r"^srun: Job step aborted: (?P<message>Waiting up to (?P<value>\d+) seconds for job step to finish)"),
+                r"\bsrun: Job step aborted: (?P<message>Waiting up to (?P<value>\d+) seconds for job step to finish)"),
     LinePattern(Event.CANCELLED, "slurm", E, "CANCELLED AT",
                 r"\*\*\* (?P<key>JOB|STEP) (?:StepId=)?(?P<job_id>\d+)(?:_\d+)?(?:\.(?P<step_id>\w+))?(?: ON (?P<host>\S+))?"
                 r" CANCELLED AT (?P<event_time>\S+)(?: DUE TO (?P<reason>[A-Z][A-Z ]*?))?(?:,[^*]*)?"
@@ -298,7 +305,7 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"(?P<message>(?:JOB|job) \S+ (?:REQUEUED|requeued)|\bREQUEUE[DS]?\b.*|DUE TO JOB REQUEUE.*)"),
     # A batch script requeueing its own job, traced by set -x: "+ scontrol requeue 1234".
     LinePattern(Event.REQUEUE, "slurm", W, "scontrol requeue",
-                r"^\++ (?P<message>scontrol requeue(?:hold)? (?P<job_id>\S+).*)$"),
+                r"(?:^|\s)\++ (?P<message>scontrol requeue(?:hold)? (?P<job_id>\S+).*)$"),
     # PyTorch Lightning's SLURM auto-requeue (signal_connector.py): "Handling auto-requeue signal: 10",
     # then "requeing job 1234..." and "requeued exp 1234" (or "requeue failed...").
     LinePattern(Event.REQUEUE, "app", W, "auto-requeue signal",
@@ -311,22 +318,22 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(Event.ECC_ERROR, "slurm", C, "UNCORRECTABLE MEMORY ERROR",
                 r"\*\*\* (?P<key>JOB|STEP) (?:StepId=)?(?P<job_id>\d+)\S* ON (?P<host>\S+) (?P<message>UNCORRECTABLE MEMORY "
                 r"ERROR) AT (?P<event_time>\S+) \*\*\*"),
-    LinePattern(Event.SRUN_ERROR, "slurm", E, "srun: error:", r"^srun: error: (?P<message>.*)$"),
-    LinePattern(Event.SRUN_ERROR, "slurm", E, "slurmstepd", r"^slurmstepd(?:-[\w.-]+)?: error: (?P<message>.*)$"),
+    LinePattern(Event.SRUN_ERROR, "slurm", E, "srun: error:", r"\bsrun: error: (?P<message>.*)$"),
+    LinePattern(Event.SRUN_ERROR, "slurm", E, "slurmstepd", r"\bslurmstepd(?:-[\w.-]+)?: error: (?P<message>.*)$"),
     LinePattern(Event.SRUN_ERROR, "slurm", W, "srun: ",
-                r"^srun: (?P<message>(?:forcing job termination|Terminating (?:job step \S+|StepId=\S+)|got SIGCONT"
+                r"\bsrun: (?P<message>(?:forcing job termination|Terminating (?:job step \S+|StepId=\S+)|got SIGCONT"
                 r"|Cancelled pending job step|launch/slurm: _step_signal: Terminating StepId=\S*|"
                 r"error: \S+: task \d+: .*))\s*$"),
     # The job's node count as the batch script shows it (an env dump or a set -x trace).
     LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "SLURM_NNODES=",
-                r"^(?:\++ )?(?:export )?(?P<key>SLURM_NNODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
+                r"(?:^|\s)(?:\++ )?(?:export )?(?P<key>SLURM_NNODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
     LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "SLURM_JOB_NUM_NODES=",
-                r"^(?:\++ )?(?:export )?(?P<key>SLURM_JOB_NUM_NODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
+                r"(?:^|\s)(?:\++ )?(?:export )?(?P<key>SLURM_JOB_NUM_NODES)=['\"]?(?P<value>\d+)['\"]?\s*$"),
     # An MLPerf system description printed into the log: '"number_of_nodes": "1"'.
     LinePattern(Event.LAUNCH_COMMAND, "app", I, "number_of_nodes",
                 r'"(?P<key>number_of_nodes)": ?"?(?P<value>\d+)"?'),
     LinePattern(Event.LAUNCH_COMMAND, "slurm", I, "+ ",
-                r"^\++ (?P<message>(?:srun|torchrun|accelerate launch|deepspeed|(?:\S*/)?python[\d.]* (?:-u )?-m "
+                r"(?:^|\s)\++ (?P<message>(?:srun|torchrun|accelerate launch|deepspeed|(?:\S*/)?python[\d.]* (?:-u )?-m "
                 r"torch\.distributed\.(?:run|launch))\b.*)$"),
     # ---------------------------------------------------------------- GPU / kernel / CUDA
     LinePattern(Event.XID, "kernel", C, "Xid",
@@ -369,12 +376,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     # it carries the printing process's launcher prefix where the first line may not (glued to a
     # progress bar), and shows a traceback going on where its exception line never came.
     LinePattern(Event.TRACEBACK, "python", I, 'File "',
-                r'^\s+File "(?P<value>[^"]+)", line (?P<count>\d+), in (?P<key>\S+)'),
-    LinePattern(Event.EXCEPTION, "python", E, "what():", r"^\s*what\(\):\s+(?P<message>" + _TO_END + r")\s*$"),
+                r'\bFile "(?P<value>[^"]+)", line (?P<count>\d+), in (?P<key>\S+)'),
+    LinePattern(Event.EXCEPTION, "python", E, "what():", r"\bwhat\(\):\s+(?P<message>" + _TO_END + r")\s*$"),
     LinePattern(Event.EXCEPTION, "python", E, ("Error", "Exception", "Exit", "Failure", "Timeout"),
-                r"^(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>" + _TO_END + r")\s*$"),
-    LinePattern(Event.EXCEPTION, "python", E, "KeyboardInterrupt", r"^(?P<error_type>KeyboardInterrupt)\s*$"),
-    LinePattern(Event.EXCEPTION, "nccl", E, "nccl", r"^(?P<error_type>" + _NCCL_EXC + r"): ?(?P<message>" + _TO_END + r")\s*$"),
+                r"\b(?P<error_type>" + _EXC_TYPE + r"): ?(?P<message>" + _TO_END + r")\s*$"),
+    LinePattern(Event.EXCEPTION, "python", E, "KeyboardInterrupt", r"\b(?P<error_type>KeyboardInterrupt)\s*$"),
+    LinePattern(Event.EXCEPTION, "nccl", E, "nccl", r"\b(?P<error_type>" + _NCCL_EXC + r"): ?(?P<message>" + _TO_END + r")\s*$"),
     LinePattern(Event.TEARDOWN, "c10d", E, "Some NCCL operations have failed or timed out",
                 r"(?:" + _PG + r")?(?P<message>Some NCCL operations have failed or timed out)"),
     LinePattern(Event.DUPLICATE_RANK_BANNER, "app", I, "GLOBAL_RANK",
@@ -396,7 +403,7 @@ PATTERNS: tuple[LinePattern, ...] = (
                 r"\bEpoch \[(?P<value>\d+)\]\[(?P<step>\d+)/\d+\].*?\bloss: (?P<loss>[\d.]+(?:[eE][+-]?\d+)?)"),
     # The Hugging Face Trainer's logging dict: "{'loss': 0.2411, 'grad_norm': 0.306, ..., 'epoch': 0.4}".
     LinePattern(Event.PROGRESS, "app", I, "'loss': ",
-                r"^\{'loss': (?P<loss>[\d.]+(?:[eE][+-]?\d+)?),.*'epoch': [\d.]+\}"),
+                r"\{'loss': (?P<loss>[\d.]+(?:[eE][+-]?\d+)?),.*'epoch': [\d.]+\}"),
     LinePattern(Event.HEARTBEAT, "app", I, "PULSE:",
                 r"PULSE: (?P<message>.* is running for (?P<value>\S+) since (?P<event_time>\S+).*)$"),
 )
@@ -410,7 +417,7 @@ GENERIC_FAILURES: tuple[LinePattern, ...] = (
     # Any other NCCL WARN, with NCCL's head, with another build's head ("[host][pid:tid][dev][file:line]"),
     # or none (a retyped or quoted line): NCCL warns where something went wrong, so an unknown WARN
     # counts as an error; the benign ones (a fallback it announces) are catalogue messages.
-    LinePattern(Event.NCCL_WARN, "nccl", E, "NCCL WARN", _NCCL_HEAD_OPT + r".*?NCCL WARN (?P<message>.*)$"),
+    LinePattern(Event.NCCL_WARN, "nccl", E, "NCCL WARN", _NCCL_HEAD_OPT + r"NCCL WARN (?P<message>.*)$"),
     # bash's job report (execute_cmd.c / jobs.c: the signal's description, then " (core dumped)"):
     # "slurm_script: line 41:  2222 Segmentation fault      (core dumped) python train.py".
     LinePattern(Event.FATAL_SIGNAL, "app", C, "line ",
@@ -422,7 +429,7 @@ GENERIC_FAILURES: tuple[LinePattern, ...] = (
     # glog-style error lines of C++ code (c10d and friends): "[E1115 16:42:37.909 ... ProcessGroupNCCL.cpp:1753] ...",
     # torch 1.x "[E ProcessGroupNCCL.cpp:737] ...".
     LinePattern(Event.FAILURE_LINE, "c10d", E, (".cpp:", ".cc:", ".hpp:"),
-                r"^\[?E(?:\d{4} \d\d:\d\d:\d\d(?:\.\d+)?)?(?: +\d+)? +[\w./-]+\.(?:cpp|cc|hpp|h):\d+\] "
+                r"(?:^|[\s\[])E(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)?(?: +\d+)? +[\w./-]+\.(?:cpp|cc|hpp|h):\d+\] "
                 r"(?P<message>.*)$"),
 )
 PATTERNS = (*PATTERNS, *GENERIC_FAILURES)

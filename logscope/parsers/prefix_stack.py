@@ -36,10 +36,34 @@ from functools import cache
 
 from logscope.parsers.regex_ascii import ascii_classes
 
-MAX_PREFIXES = 5
+MAX_PREFIXES = 8
+
+# A time that a logger, a log shipper or a launcher wrote in front of a line, capture-free (the
+# datetime is read from its text by logscope.parsers.timestamps, whose forms are those of
+# logscope.parsers.time_forms): ISO 8601 and python logging's asctime ("T", "_" or a space between
+# date and time, "," or "." before the fraction, a zone or none, bracketed or not),
+# HF/accelerate's "%m/%d/%Y %H:%M:%S", syslog and ``dmesg -T`` ("Dec  2 15:12:00", "[Wed Dec  2
+# 15:12:00 2026]"). glog's head ("E0801 13:23:20.000000 32974 file.py:874] ") is no wrapper: its
+# level is part of the message (an error line of a C++ logger), and its time is read where the
+# line's body starts with it.
+TIME_TEXT = (
+    r"\[?(?:19|2\d)\d\d-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC|GMT))?\]?"
+    r"|\d\d/\d\d/(?:19|2\d)\d\d \d\d:\d\d:\d\d"
+    r"|(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
+    r"\d\d:\d\d:\d\d(?: (?:19|2\d)\d\d\])?"
+)
+# A logger's level, alone or leading a bracketed tag ("INFO", "[WARNING]", "[INFO|trainer.py:907]").
+_LEVEL = r"(?:DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)"
 
 # One prefix, anchored. Alternatives are tried left to right at position 0 (leftmost-first), so
-# the specific torchrun forms come before the generic role form. ``whole`` is the matched prefix.
+# the specific launcher forms come before the generic ones. ``whole`` is the matched prefix.
+#
+# Launchers' prefixes say who printed the line (recorded: task, rank, local rank, pid, host); the
+# generic wrappers after them say nothing of it, and are peeled so that the prefixes behind them
+# are found: a time (recorded as the line's time), a logger's level, a separator, a quote mark
+# (an e-mail or an issue: "> "), indentation (a Markdown code block), a log shipper's stream tag
+# ("job.node1 [stderr] ", "<stderr>:"). None of them decides whether a line is a message: the
+# patterns look for their message anywhere in the line (logscope.parsers.classify).
 _HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9.-]*"
 _ALTERNATIVES = (
     r"[ \t]*(?P<task>\d{1,6}): "  # srun --label
@@ -53,12 +77,21 @@ _ALTERNATIVES = (
     # --role host: / templates; "[trainer0|0]:" is role rank 0, local rank 0
     r"|\[(?P<role>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?P<role_colon>:)(?P<role_local_c>\d+)\]:?"
     r"|(?P<role_local>\d+)(?:\|(?P<role_local_b>\d+))?\]:)"
-    r"|(?P<app_time>\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?) \[rank(?P<rank_b>\d+)\]:"
     # a log shipper's "<time> <host> >> " in front of what the host wrote
-    r"|(?P<ship_time>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?P<ship_host>[A-Za-z][\w.-]*) >> "
+    r"|(?:(?P<ship_time>" + TIME_TEXT + r") )?(?P<ship_host>[A-Za-z][\w.-]*) >> "
+    r"|(?P<time>" + TIME_TEXT + r")(?::?[ \t]+|:)"  # a time
+    r"|(?:[\w.@/-]+[ \t]+)?[\[<]std(?:out|err)[\]>]:?[ \t]*"  # a stream tag: "job.node1 [stderr] ", "<stderr>:"
+    r"|\[" + _LEVEL + r"(?:[|:,][^\]\[]{0,80})?\](?:[ \t]*[:|-])?[ \t]*"  # "[INFO|trainer.py:907] "
+    r"|" + _LEVEL + r"(?:[ \t]*[:|-])?[ \t]+"  # a logger's level: "INFO - ", "WARNING: "
+    r"|(?:-|\||>>|::?)[ \t]+"  # a separator
+    r"|>[ \t]?"  # a quote mark
+    r"|[ \t]+"  # indentation
     r"|(?P<pdsh>" + _HOSTNAME + r"|\d{1,3}(?:\.\d{1,3}){3}): "  # pdsh (a host name or an address)
 )
 ONE_PREFIX = ascii_classes(r"^(?P<whole>" + _ALTERNATIVES + r")")
+# A time as the stack's time alternative takes it, capture-free: what a stack without its times
+# keeps (logscope.parsers.prefixes.timeless) is who wrote the line, the same on each of its lines.
+TIME_LEAD = ascii_classes(r"(?:" + TIME_TEXT + r")(?::?[ \t]+|:)")
 # The whole stack in one match. Leftmost-first matching of a repeated group takes, at each
 # repetition, the alternative (and the length) the one-at-a-time peeling takes, since every later
 # repetition is optional: the span is exactly the prefixes that peeling removes. No capture
@@ -69,16 +102,16 @@ PREFIX_STACK = ascii_classes(
 
 
 def stack_has_time(stack: str) -> bool:
-    """Whether a stack of prefixes (a :data:`PREFIX_STACK` match) holds a time (``app_time`` or
+    """Whether a stack of prefixes (a :data:`PREFIX_STACK` match) holds a time (``time`` or
     ``ship_time``): peeled as :func:`logscope.parsers.prefixes.prefix_fields` peels it, whose
-    ``p_app_time`` is then not null. In Python's ``re``, for text of printable ASCII
+    ``p_time`` is then not null. In Python's ``re``, for text of printable ASCII
     (:func:`logscope.parsers.regex_ascii.plain_text`), which both engines read alike."""
     one = _one_prefix()
     for _ in range(MAX_PREFIXES):
         found = one(stack)
         if found is None or not found.group("whole"):
             return False
-        if found.group("app_time") is not None or found.group("ship_time") is not None:
+        if found.group("time") is not None or found.group("ship_time") is not None:
             return True
         stack = stack[len(found.group("whole")):]
     return False
@@ -89,4 +122,4 @@ def _one_prefix() -> Callable[[str], re.Match[str] | None]:
     return re.compile(ONE_PREFIX).match
 
 
-__all__ = ["MAX_PREFIXES", "ONE_PREFIX", "PREFIX_STACK", "stack_has_time"]
+__all__ = ["MAX_PREFIXES", "ONE_PREFIX", "PREFIX_STACK", "TIME_LEAD", "TIME_TEXT", "stack_has_time"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.parsers.prefix_stack import MAX_PREFIXES, ONE_PREFIX, PREFIX_STACK
+from logscope.parsers.prefix_stack import MAX_PREFIXES, ONE_PREFIX, PREFIX_STACK, TIME_LEAD, TIME_TEXT
 
 PREFIX_COLUMNS: dict[str, pl.DataType] = {
     "p_task": pl.Int64(),
@@ -20,7 +20,8 @@ PREFIX_COLUMNS: dict[str, pl.DataType] = {
     "p_local_rank": pl.Int64(),
     "p_rank": pl.Int64(),
     "p_host": pl.String(),
-    "p_app_time": pl.String(),
+    "p_time": pl.String(),  # the text of the innermost time the stack holds
+    "p_outer_time": pl.String(),  # the text of its outermost time (the same when it holds one)
     "prefix": pl.String(),
 }
 
@@ -32,6 +33,19 @@ def split_prefix(frame: pl.DataFrame, column: str = "raw") -> pl.DataFrame:
     return frame.with_columns(
         pl.col(column).fill_null("").str.slice(pl.col("prefix").str.len_chars().fill_null(0)).alias("body")
     )
+
+
+def timeless(prefix: pl.Expr) -> pl.Expr:
+    """A stack of prefixes without its times: who wrote the line (a process's lines share it
+    whatever their times), the key :func:`prefix_fields` is asked of for a chunk's lines."""
+    return prefix.str.replace_all(TIME_LEAD, "")
+
+
+def times_of(prefix: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """The text of the outermost and of the innermost time a stack of prefixes holds (null when
+    it holds none; the same text when it holds one)."""
+    found = prefix.str.extract_all(TIME_TEXT)
+    return found.list.first(), found.list.last()
 
 
 def prefix_fields(prefixes: pl.Series) -> pl.DataFrame:
@@ -81,16 +95,17 @@ def _peel(distinct: pl.Series) -> pl.DataFrame:
         groups = state.with_columns(pl.col("body").str.extract_groups(ONE_PREFIX).alias("_g")).unnest("_g")
         has_prefix = pl.col("whole").is_not_null() & (pl.col("whole") != "")
         settled.append(groups.filter(~has_prefix).select(columns))
-        # Outermost wins for each kind: keep a value an earlier pass already found.
+        # Innermost wins for each kind: what the process itself printed (its "[rank11]:") says more
+        # than a wrapper around it (an Open MPI tag, a shipper's time).
         state = groups.filter(has_prefix).with_columns(
-            pl.coalesce("p_task", _int("task"), _int("task_b")).alias("p_task"),
-            pl.coalesce("p_pid", _int("ray_pid"), _int("ucx_pid")).alias("p_pid"),
-            pl.coalesce("p_local_rank", _int("tee_local"), _int("role_local_c"), _int("role_local_b"),
-                        _int("role_local"))
-            .alias("p_local_rank"),
-            pl.coalesce("p_rank", _int("rank"), _int("rank_b"), _int("mpi_rank")).alias("p_rank"),
-            pl.coalesce("p_host", "pdsh", "ship_host", "ucx_host", _ray_host(), _role_host()).alias("p_host"),
-            pl.coalesce("p_app_time", "app_time", "ship_time").alias("p_app_time"),
+            pl.coalesce(_int("task"), _int("task_b"), "p_task").alias("p_task"),
+            pl.coalesce(_int("ray_pid"), _int("ucx_pid"), "p_pid").alias("p_pid"),
+            pl.coalesce(_int("tee_local"), _int("role_local_c"), _int("role_local_b"), _int("role_local"),
+                        "p_local_rank").alias("p_local_rank"),
+            pl.coalesce(_int("rank"), _int("mpi_rank"), "p_rank").alias("p_rank"),
+            pl.coalesce("pdsh", "ship_host", "ucx_host", _ray_host(), _role_host(), "p_host").alias("p_host"),
+            pl.coalesce("time", "ship_time", "p_time").alias("p_time"),
+            pl.coalesce("p_outer_time", "time", "ship_time").alias("p_outer_time"),
             pl.col("body").str.slice(pl.col("whole").str.len_chars()).alias("body"),
         ).select(columns)
     settled.append(state)
@@ -121,4 +136,4 @@ def _role_host() -> pl.Expr:
 
 
 __all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "prefix_rows", "split_prefix",
-           "strip_prefixes"]
+           "strip_prefixes", "timeless", "times_of"]

@@ -39,24 +39,25 @@ from logscope.parsers.regex_ascii import ascii_classes
 
 
 def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
-    """Row positions of the candidate lines (``prefix``, ``body``, ``kw``: the triggers each holds)
+    """Row positions of the candidate lines (``who``: the prefix without its times, ``raw``, ``kw``:
+    the triggers each holds)
     that are progress lines the thinning would drop (see the module docstring); None when there is
     none."""
     patterns, others = _progress_patterns()
     if candidates.height <= head + tail or not patterns:
         return None
     triggers = sorted({t for p in patterns for t in p.triggers})
-    held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "prefix", "body", "kw")
+    held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "who", "raw", "kw")
             .filter(_holds(triggers)).collect())
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
-    if held.height <= head + tail or held.group_by("prefix").len()["len"].max() <= head + tail:  # type: ignore[operator]
+    if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
-    matches = [_holds(list(p.triggers)) & pl.col("body").str.contains(ascii_classes(p.regex)) for p in patterns]
+    matches = [_holds(list(p.triggers)) & pl.col("raw").str.contains(ascii_classes(p.regex)) for p in patterns]
     certain = held.filter(pl.any_horizontal(matches) & ~_holds(others))
     # Positions among the certain lines of a prefix only: taken on their own frame, so that no
     # optimiser can fold the two filters into one (positions among every line held would be wrong).
-    position = pl.int_range(pl.len()).over("prefix")
-    count = pl.len().over("prefix").cast(pl.Int64)
+    position = pl.int_range(pl.len()).over("who")
+    count = pl.len().over("who").cast(pl.Int64)
     surplus = certain.filter((position >= head) & (position < count - tail))["_at"]
     return surplus if surplus.len() else None
 

@@ -5,7 +5,9 @@ format                                     example (source)
 =========================================  ===================================================
 ISO / python logging ``asctime``           ``2024-05-08 08:47:31,261`` or ``[2024-05-08 08:47:31,261]``
 NCCL WARN / NCCL_DEBUG_TIMESTAMP           ``[2026-05-05 06:16:47] node-01:189884:...``
-glog (c10d, torch>=2.4 elastic)            ``E0801 13:23:20.000000 32974 torch/...``, ``[E1206 18:44:12.71 ...]``
+glog (c10d, torch>=2.4 elastic)            ``E0801 13:23:20.000000 32974 torch/...``, ``[E1206 18:44:12.71 ...]``,
+                                           ``[E909 09:55:46.99 ...]`` (c10's own logger, c10/util/Logging.cpp,
+                                           writes ``(tm_mon + 1) * 100 + tm_mday``: September is ``909``)
 HF/accelerate ``%m/%d/%Y %H:%M:%S``        ``12/02/2026 15:12:00 - INFO - ...``
 syslog / ``dmesg -T``                      ``Dec  2 15:12:00 host kernel: ...``, ``[Wed Dec  2 15:12:00 2026]``
 =========================================  ===================================================
@@ -29,7 +31,7 @@ MONTHS = {m: i for i, m in enumerate(
 
 # Anchored forms, tried in order; each yields year/month/day/time/fraction groups.
 ISO_FORM = ascii_classes(r"^ ?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?")
-GLOG_FORM = ascii_classes(r"^\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?")
+GLOG_FORM = ascii_classes(r"^\[?[IWEF](?P<mo>\d{1,2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?")
 US_FORM = ascii_classes(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})")
 SYSLOG_FORM = ascii_classes(r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?")
 
@@ -42,9 +44,23 @@ FULL_DATE = r"\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}"
 # A line it rejects gets null from them too (same anchored regexes).
 ANY_LEADING_TIME = "|".join(re.sub(r"\(\?P<\w+>", "(?:", form) for form in (ISO_FORM, GLOG_FORM, US_FORM, SYSLOG_FORM))
 
+# The forms that carry no year (glog; syslog without the year ``dmesg -T`` adds), capture-free: a
+# time read from one of them was given a reference year (logscope.parsers.lines reads the year
+# from the file's own dated lines instead, where it has some).
+YEARLESS_TIME = (re.sub(r"\(\?P<\w+>", "(?:", GLOG_FORM) + "|" + ascii_classes(
+    r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:$|[^ ]| [^12]| [12][^0-9])"))
 
 # A quick look at the start of a file for any full date, to give glog/syslog lines their year.
 FULL_DATE_BYTES = rb"(?<!\d)(19[7-9]\d|20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ T_]\d\d:\d\d:\d\d"
 
-__all__ = ["ANY_LEADING_TIME", "FULL_DATE", "FULL_DATE_BYTES", "GLOG_FORM", "ISO_FORM", "MONTHS", "SYSLOG_FORM",
-           "US_FORM"]
+__all__ = [
+    "ANY_LEADING_TIME",
+    "FULL_DATE",
+    "FULL_DATE_BYTES",
+    "GLOG_FORM",
+    "ISO_FORM",
+    "MONTHS",
+    "SYSLOG_FORM",
+    "US_FORM",
+    "YEARLESS_TIME",
+]

@@ -20,6 +20,7 @@ from logscope.parsers.time_forms import (
     MONTHS,
     SYSLOG_FORM,
     US_FORM,
+    YEARLESS_TIME,
 )
 
 
@@ -70,4 +71,4 @@ def parse_event_time(text: pl.Expr) -> pl.Expr:
     ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
 
 
-__all__ = ["ANY_LEADING_TIME", "FULL_DATE", "FULL_DATE_BYTES", "leading_time", "parse_event_time"]
+__all__ = ["ANY_LEADING_TIME", "FULL_DATE", "FULL_DATE_BYTES", "YEARLESS_TIME", "leading_time", "parse_event_time"]
