@@ -146,6 +146,11 @@ class Event(str, Enum):
     DUPLICATE_RANK_BANNER = "duplicate_rank_banner"  # "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"
 
 
+# Events whose line is about the worker it names ("Sending process N closing signal", "failed
+# (exitcode: 1) local_rank: 3 (pid: N)"), not about the agent that printed it: their process is
+# the pid the line names.
+SUBJECT_IS_TARGET: frozenset[Event] = frozenset({Event.WORKER_FAILED, Event.CLOSING_SIGNAL})
+
 # The timeline's ``fields`` struct: every event's payload, typed. A field is null where an event
 # does not carry it. Parsers fill these from named regex groups of the same name.
 FIELD_SCHEMA: dict[str, pl.DataType] = {

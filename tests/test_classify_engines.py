@@ -15,11 +15,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from logscope.ingest import FileRead, discover, read_file
+from logscope.knowledge import RECOGNISERS
 from logscope.knowledge.catalogue import CATALOGUE
 from logscope.parsers import classify
 from logscope.parsers import lines as engine
 from logscope.parsers.classify import _compiled, _extract
-from logscope.parsers.patterns import PATTERNS
 from logscope.parsers.prefixes import split_prefix
 from logscope.parsers.regex_ascii import plain_text
 
@@ -43,27 +43,28 @@ def corpus_lines() -> list[str]:
     lines.update(m.example for m in CATALOGUE)
     lines.update(ODD_LINES)
     raw = pl.DataFrame({"raw": sorted(lines)}, schema={"raw": pl.String})
-    bodies = split_prefix(raw)["body"]  # what patterns run on: the line without launcher prefixes
+    bodies = split_prefix(raw)["body"]  # the line without launcher prefixes, as lines read alone
     return sorted(lines | set(bodies.to_list()))
 
 
 def test_python_and_polars_give_every_pattern_the_same_groups_on_plain_lines() -> None:
     lines = pl.DataFrame({"body": [line for line in corpus_lines() if plain_text(line)]})
     tried = 0
-    for pattern in PATTERNS:
+    for pattern in RECOGNISERS:
+        assert pattern.match is not None
         rows = lines.filter(pl.col("body").str.contains_any(list(pattern.triggers)))
         if rows.height == 0:
             continue
         tried += 1
-        polars_groups = rows.select(_extract(pattern.regex))["g"].to_list()
-        search = _compiled(pattern.regex).search
+        polars_groups = rows.select(_extract(pattern.match))["g"].to_list()
+        search = _compiled(pattern.match).search
         for body, in_polars in zip(rows["body"].to_list(), polars_groups, strict=True):
             found = search(body)
             in_python = None if found is None else {"__m": found.group(0), **found.groupdict()}
             if in_polars is not None and in_polars["__m"] is None:
                 in_polars = None
-            assert in_python == in_polars, (pattern.regex, body)
-    assert tried > len(PATTERNS) // 2  # the corpus reaches most patterns
+            assert in_python == in_polars, (pattern.match, body)
+    assert tried > len(RECOGNISERS) // 2  # the corpus reaches most recognisers
 
 
 @pytest.mark.parametrize("job", ["crash-cascade", "hang-quiet-rank", "ib-network-error", "oom", "time-limit"])

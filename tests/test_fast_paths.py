@@ -312,7 +312,7 @@ def test_progress_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Pat
 
     monkeypatch.setattr(engine, "progress_surplus", counted)
     fast = read_file(source)
-    assert aside > 1000  # the shortcut was taken
+    assert aside > 500  # the shortcut was taken (a line holding an NCCL WARN too is that WARN, never set aside)
     assert_same_reads([read_plainly(source, monkeypatch)], [fast])
     assert isinstance(fast, FileRead)
     kinds = fast.events.group_by("event").len()

@@ -549,7 +549,7 @@ base = peak_kib()
 result = read_file(discover([Path(sys.argv[1])])[0][0])
 print(result.lines_read, (peak_kib() - base) // 1024)
 """
-# Literals of logscope/parsers/patterns.py's triggers: one byte, short, long, and a prefix.
+# Literals of the catalogue's triggers (logscope/knowledge/messages.toml): one byte, short, long, and a prefix.
 TRIGGERS = ["=", "+ ", " : ", "NCCL WARN ", "Error", ": opCount ", "[default0]:", "Traceback"]
 
 

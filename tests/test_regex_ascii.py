@@ -3,14 +3,16 @@ r"""``\d`` and ``\w`` spelled as ASCII classes (logscope.parsers.regex_ascii).""
 from __future__ import annotations
 
 import re
+from importlib import resources
 
 import polars as pl
 import pytest
+import tomli as tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
+from logscope.knowledge import RECOGNISERS
 from logscope.parsers import coll_groups, lines, prefix_stack, prefixes, timestamps
-from logscope.parsers.patterns import PATTERNS
 from logscope.parsers.regex_ascii import ascii_classes
 
 
@@ -38,9 +40,10 @@ def test_the_regexes_handed_to_polars_have_no_unicode_classes() -> None:
 
 def test_every_pattern_reads_the_same_on_ascii_lines_and_compiles_in_both_engines() -> None:
     body = pl.DataFrame({"body": ["x"]})
-    for pattern in PATTERNS:
-        rewritten = ascii_classes(pattern.regex)
-        assert re.compile(rewritten).groupindex == re.compile(pattern.regex).groupindex
+    for message in RECOGNISERS:
+        assert message.match is not None
+        rewritten = ascii_classes(message.match)
+        assert re.compile(rewritten).groupindex == re.compile(message.match).groupindex
         body.select(pl.col("body").str.extract_groups(rewritten))  # raises on a regex polars refuses
 
 
@@ -63,10 +66,17 @@ _END_TEXT = st.text(alphabet=st.sampled_from([*"ab():x ", "\t", "\r", "\x0b", "\
                     max_size=24)
 
 
+def _fragment(name: str) -> str:
+    """A fragment of the catalogue's [fragments] table, as its matches use it."""
+    table = tomllib.loads(resources.files("logscope.knowledge").joinpath("messages.toml").read_text(encoding="utf-8"))
+    return str(table["fragments"][name])
+
+
 @given(head=st.sampled_from(["what():", "what(): ", "x: "]), rest=_END_TEXT)
 def test_a_field_to_the_end_of_the_line_is_the_lazy_field(head: str, rest: str) -> None:
-    r"""patterns._TO_END before ``\s*$`` takes what a lazy ``.*?`` took, in Python and in polars."""
-    from logscope.parsers.patterns import _TO_END
+    r"""The catalogue's to_end fragment before ``\s*$`` takes what a lazy ``.*?`` took, in Python and in
+    polars."""
+    _TO_END = _fragment("to_end")
 
     line = head + rest
     lazy, greedy = rf"^{re.escape(head)}(?P<f>.*?)\s*$", rf"^{re.escape(head)}(?P<f>{_TO_END})\s*$"

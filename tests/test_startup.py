@@ -14,18 +14,19 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from logscope.knowledge import RECOGNISERS
 from logscope.parsers.classify import _groups, _wrapped
-from logscope.parsers.patterns import PATTERNS
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
 def test_group_names_from_the_schema_are_those_a_query_gives() -> None:
-    assert PATTERNS
-    for pattern in PATTERNS:
-        struct = pl.Series(dtype=pl.String).str.extract_groups(_wrapped(pattern.regex)).dtype
+    assert RECOGNISERS
+    for message in RECOGNISERS:
+        assert message.match is not None
+        struct = pl.Series(dtype=pl.String).str.extract_groups(_wrapped(message.match)).dtype
         assert isinstance(struct, pl.Struct)
-        assert _groups(pattern.regex) == tuple(f.name for f in struct.fields if f.name != "__m"), pattern.regex
+        assert _groups(message.match) == tuple(f.name for f in struct.fields if f.name != "__m"), message.match
 
 
 def test_the_catalogue_reads_the_same_without_tomli() -> None:

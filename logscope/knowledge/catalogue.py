@@ -1,7 +1,13 @@
-"""Load ``messages.toml`` (see the package docstring) into typed :class:`Message` entries."""
+"""Load ``messages.toml`` (see the package docstring) into typed :class:`Message` entries.
+
+The file is the one table of what a log line means and how it is recognised: its entries with a
+``match``, in file order, are the recognisers the parser tries (:data:`RECOGNISERS`); the others
+name the entry whose match recognises them (``recognised_by``) or are gaps.
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -25,11 +31,13 @@ except ImportError:  # pragma: no cover - an install without tomli
 BLAMES = ("self", "job", "none")
 # Events whose ``fields.key`` holds the catalogue id of the message (the others keep their own key).
 KEYED_EVENTS = frozenset({Event.KNOWN_MESSAGE, Event.CLEAN_END, Event.FAILURE_LINE})
+# A fragment of the [fragments] table, named in a match: {{name}}.
+_FRAGMENT = re.compile(r"\{\{(\w+)\}\}")
 
 
 @dataclass(frozen=True)
 class Message:
-    """One upstream message and what it means."""
+    """One upstream message, what it means, and how a line holding it is recognised."""
 
     id: str
     project: str  # upstream repository, e.g. "NVIDIA/nccl"
@@ -43,47 +51,76 @@ class Message:
     source: str  # the timeline's ``source`` column: nccl | c10d | torchrun | slurm | python | cuda | kernel | app
     blame: str = "self"
     commit: str = ""
-    # Recognised from the catalogue itself: the literal that must occur, and the regex (Rust
-    # syntax, unanchored: the message is found wherever it stands in the line).
-    trigger: str | None = None
+    # Recognised by this entry: the literals one of which a line must hold before ``match`` is tried,
+    # and the regex (Rust syntax, unanchored, its fragments expanded): the message is found wherever it
+    # stands in the line. Its named groups become the event's fields and identity.
+    triggers: tuple[str, ...] = ()
     match: str | None = None
+    # Recognised by another entry's match (one regex for the versions of a message).
+    recognised_by: str | None = None
     # Set where logscope does not yet record the example as ``event`` (what it records instead):
     # the coverage test holds these to the list, which only shrinks.
     gap: str | None = None
-    # Recognised before the specific patterns of logscope/parsers/patterns.py (which it refines: an
-    # NCCL "Cuda failure" in NVLS code is a node fault, not any CUDA failure); the others only
-    # before the generic catch-alls (any NCCL WARN, any error line of a C++ logger).
-    override: bool = False
+
+    @property
+    def key(self) -> str | None:
+        """The constant ``fields.key`` of its events: its id, for the events that carry it."""
+        return self.id if self.event in KEYED_EVENTS else None
 
 
-def _entry(raw: dict[str, Any]) -> Message:
+def _expanded(text: str, fragments: dict[str, str], seen: tuple[str, ...] = ()) -> str:
+    def one(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in fragments:
+            raise ValueError(f"unknown fragment {{{{{name}}}}}")
+        if name in seen:
+            raise ValueError(f"fragment {{{{{name}}}}} names itself")
+        return _expanded(fragments[name], fragments, (*seen, name))
+
+    return _FRAGMENT.sub(one, text)
+
+
+def _entry(raw: dict[str, Any], fragments: dict[str, str]) -> Message:
     category = raw.get("category", "none")
     blame = raw.get("blame", "self")
     if blame not in BLAMES:
         raise ValueError(f"{raw.get('id')}: blame must be one of {BLAMES}")
     if (raw.get("match") is None) != (raw.get("trigger") is None):
         raise ValueError(f"{raw.get('id')}: 'match' and 'trigger' come together")
+    if raw.get("match") is not None and raw.get("recognised_by") is not None:
+        raise ValueError(f"{raw.get('id')}: an entry has its own match or is recognised by another, not both")
+    trigger = raw.get("trigger")
+    triggers = () if trigger is None else (trigger,) if isinstance(trigger, str) else tuple(trigger)
     return Message(
         id=raw["id"], project=raw["project"], file=raw["file"], format=raw["format"], example=raw["example"],
         event=Event(raw["event"]), severity=Severity(raw["severity"]),
         category=None if category in ("none", "clean_end") else Category(category),
         meaning=raw["meaning"], source=raw["source"], blame=blame, commit=raw.get("commit", ""),
-        trigger=raw.get("trigger"), match=raw.get("match"), gap=raw.get("gap"),
-        override=bool(raw.get("override", False)),
+        triggers=triggers,
+        match=None if raw.get("match") is None else _expanded(raw["match"], fragments),
+        recognised_by=raw.get("recognised_by"), gap=raw.get("gap"),
     )
 
 
 @cache
 def _load() -> tuple[Message, ...]:
     text = resources.files("logscope.knowledge").joinpath("messages.toml").read_text(encoding="utf-8")
-    entries = tuple(_entry(raw) for raw in tomllib.loads(text).get("message", []))
+    table = tomllib.loads(text)
+    fragments = {name: str(value) for name, value in table.get("fragments", {}).items()}
+    entries = tuple(_entry(raw, fragments) for raw in table.get("message", []))
     duplicates = {i for i, n in Counter(m.id for m in entries).items() if n > 1}
     if duplicates:
         raise ValueError(f"duplicate catalogue ids: {sorted(duplicates)}")
+    ids = {m.id for m in entries}
+    unknown = sorted(m.recognised_by for m in entries if m.recognised_by and m.recognised_by not in ids)
+    if unknown:
+        raise ValueError(f"recognised_by names no entry: {unknown}")
     return entries
 
 
 CATALOGUE: tuple[Message, ...] = _load()
+# What the parser tries, in order: the entries with a match.
+RECOGNISERS: tuple[Message, ...] = tuple(m for m in CATALOGUE if m.match is not None)
 _BY_ID = {m.id: m for m in CATALOGUE}
 
 
@@ -91,12 +128,4 @@ def by_id(message_id: str | None) -> Message | None:
     return _BY_ID.get(message_id) if message_id else None
 
 
-def catalogue_patterns(*, override: bool) -> list[tuple[Event, str, Severity, str, str, str | None]]:
-    """(event, source, severity, trigger, regex, key) for each entry recognised from the catalogue
-    whose ``override`` is as asked, in file order; ``key`` is the entry's id for the events that
-    carry it."""
-    return [
-        (m.event, m.source, m.severity, m.trigger, m.match, m.id if m.event in KEYED_EVENTS else None)
-        for m in CATALOGUE
-        if m.match is not None and m.trigger is not None and m.override == override
-    ]
+__all__ = ["BLAMES", "CATALOGUE", "KEYED_EVENTS", "RECOGNISERS", "Message", "by_id"]

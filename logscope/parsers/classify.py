@@ -37,8 +37,8 @@ from functools import cache
 
 import polars as pl
 
+from logscope.knowledge import RECOGNISERS, Message
 from logscope.model import FIELD_SCHEMA
-from logscope.parsers.patterns import PATTERNS, LinePattern
 from logscope.parsers.regex_ascii import ascii_classes, plain_text
 
 # Rows of one pattern up to which Python's re runs its regex. Measured on the NCCL COLL and the
@@ -77,7 +77,7 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
         .partition_by("kw", as_dict=True, include_key=False)
     )
 
-    def rows_for(pattern: LinePattern) -> pl.DataFrame | None:
+    def rows_for(pattern: Message) -> pl.DataFrame | None:
         parts = [by_trigger[(t,)] for t in pattern.triggers if (t,) in by_trigger]
         if len(parts) > 1:  # a line holding two of the pattern's triggers is tried once
             return pl.concat(parts).unique("idx", maintain_order=True)
@@ -86,7 +86,7 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
     few = _FewLines()
     queries = []
     claimed: list[pl.Series] = []  # the lines earlier patterns claimed, as far as already known
-    for order, pattern in enumerate(PATTERNS):
+    for order, pattern in enumerate(RECOGNISERS):
         rows = rows_for(pattern)
         if rows is None:  # no line holds its trigger: its regex is never compiled
             continue
@@ -113,6 +113,11 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
     return _event_columns(groups)
 
 
+def _regex(message: Message) -> str:
+    assert message.match is not None  # a recogniser has one
+    return message.match
+
+
 @cache
 def _compiled(regex: str) -> re.Pattern[str]:
     return re.compile(ascii_classes(regex))
@@ -127,25 +132,25 @@ def _groups(regex: str) -> tuple[str, ...]:
 
 
 @cache
-def _columns(pattern: LinePattern) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _columns(pattern: Message) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The group columns a pattern fills, each with the groups it is read from, first non-null
     wins: ``name``, ``name__2``, ... are spellings of one field; NCCL's ``dev`` is ``cuda_dev``
     where the pattern has no ``cuda_dev`` of its own."""
     by_column: dict[str, list[str]] = {}
-    for name in _groups(pattern.regex):
+    for name in _groups(_regex(pattern)):
         by_column.setdefault(name.split("__")[0], []).append(name)
     dev = by_column.pop("dev", None)
     if dev is not None and "cuda_dev" not in by_column:
         by_column["cuda_dev"] = dev
     # The op count is read from one group or the other, never both (see _event_columns).
-    assert not ("op_count" in by_column and _HEX_OP_COUNT in by_column), pattern.regex
+    assert not ("op_count" in by_column and _HEX_OP_COUNT in by_column), _regex(pattern)
     return tuple((column, tuple(names)) for column, names in by_column.items() if column in GROUP_COLUMNS)
 
 
 @cache
-def _values_reader(pattern: LinePattern) -> Callable[[tuple[str | None, ...]], Sequence[str | None]]:
+def _values_reader(pattern: Message) -> Callable[[tuple[str | None, ...]], Sequence[str | None]]:
     """The values of a pattern's columns (see :func:`_columns`) from a match's ``groups()``."""
-    index = _compiled(pattern.regex).groupindex
+    index = _compiled(_regex(pattern)).groupindex
     numbers = [tuple(index[name] - 1 for name in names) for _, names in _columns(pattern)]
     if all(len(spellings) == 1 for spellings in numbers):  # most patterns: one group per column
         positions = [spellings[0] for spellings in numbers]
@@ -165,10 +170,10 @@ class _FewLines:
         self.found: list[tuple[int, tuple[str, ...], list[tuple[object, ...]]]] = []
         self.plain: dict[int, bool] = {}  # by idx: a line is tried by several patterns, checked once
 
-    def match(self, order: int, pattern: LinePattern, rows: pl.DataFrame) -> pl.DataFrame | None:
+    def match(self, order: int, pattern: Message, rows: pl.DataFrame) -> pl.DataFrame | None:
         """Run ``pattern`` on ``rows`` (``idx``, ``body``); the rows left to polars (not plain
         ASCII), None when there are none."""
-        search = _compiled(pattern.regex).search
+        search = _compiled(_regex(pattern)).search
         values_of = _values_reader(pattern)
         plain = self.plain
         matches: list[tuple[object, ...]] = []
@@ -208,12 +213,12 @@ class _FewLines:
         return pl.DataFrame(data, schema=schema)
 
 
-def _query(order: int, pattern: LinePattern, rows: pl.DataFrame) -> pl.LazyFrame:
+def _query(order: int, pattern: Message, rows: pl.DataFrame) -> pl.LazyFrame:
     """The groups of a pattern run in polars on many rows."""
     groups = pl.col("g").struct
     return (
         rows.lazy()
-        .select("idx", _extract(pattern.regex))
+        .select("idx", _extract(_regex(pattern)))
         .filter(groups.field("__m").is_not_null())
         .select(
             "idx",
@@ -242,11 +247,11 @@ def _pattern_table() -> pl.DataFrame:
     severity and constant ``key`` (a catalogue message's id)."""
     return pl.DataFrame(
         {
-            "order": range(len(PATTERNS)),
-            "event": [p.event.value for p in PATTERNS],
-            "source": [p.source for p in PATTERNS],
-            "severity": [p.severity.value for p in PATTERNS],
-            "_key": [p.key for p in PATTERNS],
+            "order": range(len(RECOGNISERS)),
+            "event": [m.event.value for m in RECOGNISERS],
+            "source": [m.source for m in RECOGNISERS],
+            "severity": [m.severity.value for m in RECOGNISERS],
+            "_key": [m.key for m in RECOGNISERS],
         },
         schema={"order": pl.UInt32, "event": pl.String, "source": pl.String, "severity": pl.String,
                 "_key": pl.String},

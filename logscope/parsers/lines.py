@@ -40,11 +40,11 @@ from functools import cache
 
 import polars as pl
 
+from logscope.knowledge import RECOGNISERS
 from logscope.limits import WRAP_MAX_LINES
-from logscope.model import FIELD_SCHEMA, Event
+from logscope.model import FIELD_SCHEMA, SUBJECT_IS_TARGET, Event
 from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
-from logscope.parsers.patterns import PATTERNS, SUBJECT_IS_TARGET
 from logscope.parsers.prefix_stack import PREFIX_STACK
 from logscope.parsers.prefixes import prefix_fields, split_prefix, timeless, times_of
 from logscope.parsers.progress_aside import progress_surplus
@@ -89,7 +89,7 @@ class ChunkResult:
 
 @cache
 def _triggers() -> list[str]:
-    return sorted({t for p in PATTERNS for t in p.triggers})
+    return sorted({t for m in RECOGNISERS for t in m.triggers})
 
 
 @dataclass

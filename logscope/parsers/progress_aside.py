@@ -32,9 +32,9 @@ from functools import cache
 
 import polars as pl
 
+from logscope.knowledge import RECOGNISERS, Message
 from logscope.model import Event
 from logscope.parsers.classify import IDENTITY_SCHEMA
-from logscope.parsers.patterns import PATTERNS, LinePattern
 from logscope.parsers.regex_ascii import ascii_classes
 
 
@@ -52,7 +52,7 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
-    matches = [_holds(list(p.triggers)) & pl.col("raw").str.contains(ascii_classes(p.regex)) for p in patterns]
+    matches = [_holds(list(p.triggers)) & pl.col("raw").str.contains(ascii_classes(str(p.match))) for p in patterns]
     certain = held.filter(pl.any_horizontal(matches) & ~_holds(others))
     # Positions among the certain lines of a prefix only: taken on their own frame, so that no
     # optimiser can fold the two filters into one (positions among every line held would be wrong).
@@ -68,13 +68,13 @@ def _holds(triggers: list[str]) -> pl.Expr:
 
 
 @cache
-def _progress_patterns() -> tuple[tuple[LinePattern, ...], list[str]]:
+def _progress_patterns() -> tuple[tuple[Message, ...], list[str]]:
     """The progress patterns whose events take their process from the prefix alone (no identity
     group), and the triggers of every other pattern before the last progress pattern."""
-    last = max((n for n, p in enumerate(PATTERNS) if p.event == Event.PROGRESS), default=-1)
-    usable = tuple(p for p in PATTERNS[:last + 1] if p.event == Event.PROGRESS
-                   and not {name.split("__")[0] for name in re.compile(p.regex).groupindex} & set(IDENTITY_SCHEMA))
-    others = sorted({t for p in PATTERNS[:last + 1] if p not in usable for t in p.triggers})
+    last = max((n for n, p in enumerate(RECOGNISERS) if p.event == Event.PROGRESS), default=-1)
+    usable = tuple(p for p in RECOGNISERS[:last + 1] if p.event == Event.PROGRESS
+                   and not {name.split("__")[0] for name in re.compile(str(p.match)).groupindex} & set(IDENTITY_SCHEMA))
+    others = sorted({t for p in RECOGNISERS[:last + 1] if p not in usable for t in p.triggers})
     return usable, others
 
 
