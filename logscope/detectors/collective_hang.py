@@ -97,8 +97,8 @@ class CollectiveHang(Detector):
         if not quiet:
             rows = (timeouts if timeouts.height else desync).to_dicts()
             return [self.finding(
-                title=(f"Collective timeout (SeqNum {waited_seq}) on {len(reporting)} rank(s); the rank that "
-                       "stopped could not be identified"),
+                title=(f"Collective timeout ({f'SeqNum {waited_seq}' if waited_seq is not None else 'SeqNum not logged'}) "
+                       f"on {len(reporting)} rank(s); the rank that stopped could not be identified"),
                 explanation=("Ranks timed out waiting in a collective, but every rank the logs show reported "
                              "the timeout and no counters differ, so the quiet rank is not in these logs "
                              f"(expected {len(expected) if expected else 'an unknown number of'} ranks)."),
@@ -169,11 +169,14 @@ class CollectiveHang(Detector):
 
     @staticmethod
     def _expected_ranks(job: JobView) -> list[int]:
+        """Every rank of the job: from its world size, else the ranks its lines name when they are
+        0 to N-1 without a gap. Ranks seen here and there (an excerpt of a few ranks' lines) are no
+        world: a rank missing from them says nothing."""
         size = job.world_size
         if size:
             return list(range(size))
-        seen = job.events["rank"].drop_nulls().unique().to_list()
-        return sorted(int(r) for r in seen)
+        seen = sorted(int(r) for r in job.events["rank"].drop_nulls().unique().to_list())
+        return seen if seen == list(range(len(seen))) else []
 
     @staticmethod
     def _from_desync(desync: pl.DataFrame) -> tuple[list[int], str]:

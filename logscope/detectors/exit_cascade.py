@@ -91,6 +91,12 @@ PROCESS_FAILURES = (Event.EXCEPTION, Event.CUDA_ERROR, Event.CUDA_OOM, Event.FAT
 EXIT_REPORTS = (Event.WORKER_FAILED, Event.CHILD_FAILURE)
 
 SIGNAL_EXIT = {-15, -9, -1, 143, 137, 15, 9}
+# SIGABRT: how c10d takes a process down after its watchdog failed (ProcessGroupNCCL.cpp: "To avoid
+# data inconsistency, we are taking the entire process down", then std::abort through terminate).
+ABORT_EXIT = {-6, 134, 6}
+# A Signalled key's pid for "c10d announced it takes a process of this place down" (which one, the
+# line may not say).
+TEARDOWN_ANNOUNCED = -2
 ROOT_CATEGORY = {
     Event.CUDA_OOM: Category.OOM,
     Event.HOST_OOM: Category.OOM,
@@ -144,14 +150,17 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
 
         if told((place, -1)):  # the whole node was told to stop: any exit after that follows from it
             return True
+        pid = row.get("pid") or field_of(row, "target_pid")
+        if code is not None and int(code) in ABORT_EXIT and (
+                told((place, TEARDOWN_ANNOUNCED)) or (pid is not None and told((place, int(pid))))):
+            return True  # the abort c10d announced on that place, after its watchdog failed
         if not by_signal:
             return False
-        pid = row.get("pid") or field_of(row, "target_pid")
         # A signal exit nobody asked for (OOM killer, kill from outside) is a failure of its own;
         # srun's task lines carry no pid to check, so they stay consequences.
         return event == Event.SRUN_TASK_EXIT or pid is None or told((place, int(pid)))
-    if event == Event.CPP_EXCEPTION:
-        return "DistBackendError" in error_type
+    if event == Event.CPP_EXCEPTION:  # what its what() said (logscope.parsers.terminations)
+        return "DistBackendError" in error_type or says_victim(message)
     return says_victim(message) or says_victim(error_type) or (event == Event.EXCEPTION and says_victim(text))
 
 
@@ -425,7 +434,8 @@ class ExitCascade(Detector):
         for a closing signal, (place, -1) when the node's agent got a death signal, every place
         when SLURM cancelled the job for a reason (time limit, preemption...). A reasonless
         cancellation is usually srun's own --kill-on-bad-exit reacting to a failure, so it marks
-        nobody."""
+        nobody. c10d's teardown announcement marks its process (place, pid), or the place
+        (TEARDOWN_ANNOUNCED) when the line names no pid: a SIGABRT exit there follows from it."""
         out = Signalled()
 
         def mark(key: tuple[str, int], row: dict[str, Any]) -> None:
@@ -444,6 +454,8 @@ class ExitCascade(Detector):
             elif event == Event.CANCELLED and field_of(r, "reason"):
                 for every in places:
                     mark((every, -1), r)
+            elif event == Event.TEARDOWN:
+                mark((place, int(r["pid"]) if r.get("pid") is not None else TEARDOWN_ANNOUNCED), r)
         return out
 
     @classmethod

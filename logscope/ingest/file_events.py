@@ -13,7 +13,8 @@ folds none of them itself.
 * ``host``, ``pid`` and ``local_rank`` a line does not give are the file's, from its name
   (``SourceFile.info``: torchrun's ``--log-dir`` files name the worker).
 * Records are folded per file, srun task and host (:mod:`logscope.parsers.records`), after the two
-  steps above: the fold reads the host and the cleaned text.
+  steps above: the fold reads the host and the cleaned text; so is a C++ terminate with the
+  ``what()`` that says why (:mod:`logscope.parsers.terminations`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import polars as pl
 from logscope.ingest.discovery import SourceFile
 from logscope.model import FIELD_SCHEMA
 from logscope.parsers.records import assemble_records
+from logscope.parsers.terminations import fold_terminations
 from logscope.stacking import positions, stacked, unstacked
 from logscope.textsafe import CONTROL_CHARACTER, CONTROLS
 
@@ -48,7 +50,7 @@ def completed(frames: Sequence[pl.DataFrame], sources: Sequence[SourceFile]) -> 
         pl.coalesce("pid", "_file_pid").alias("pid"),
         pl.coalesce("local_rank", "_file_local_rank").alias("local_rank"),
     ).drop("_file_host", "_file_pid", "_file_local_rank")
-    events = assemble_records(events, apart=[_FILE])
+    events = fold_terminations(assemble_records(events, apart=[_FILE]), apart=[_FILE])
     if len(frames) == 1:
         return [events.drop(_FILE)]
     return unstacked(events, _FILE, len(frames))  # the folded records follow the others: sorted by file
