@@ -196,7 +196,8 @@ FIELD_SCHEMA: dict[str, pl.DataType] = {
     "master_port": pl.Int64(),
     "rdzv_backend": pl.String(),
     "xid": pl.Int64(),
-    "count": pl.Int64(),  # how many raw lines a thinned row stands for (COLL/progress)
+    "count": pl.Int64(),  # a number the message states (a frame's line number, ranks launched, oom-kill events)
+    "message_id": pl.String(),  # the catalogue entry that recognised the line (logscope/knowledge/messages.toml)
 }
 
 # One row per recognised event. ``text`` is the line after the launcher prefix was removed;

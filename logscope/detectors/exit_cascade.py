@@ -66,6 +66,7 @@ from logscope.detectors.base import (
     window_of,
 )
 from logscope.detectors.worker_restart import job_recovered
+from logscope.knowledge import by_id
 from logscope.model import Category, Event, Finding, Role, Severity
 
 # Detailed failures: they say what went wrong in the failing process itself.
@@ -128,7 +129,7 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
     counts as a consequence.
     """
     event = event_of(row)
-    if event in VICTIM_EVENTS:
+    if event in VICTIM_EVENTS or witnesses(row):
         return True
     text = str(row.get("text") or "")
     message = str(field_of(row, "message") or "")
@@ -162,6 +163,13 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
     if event == Event.CPP_EXCEPTION:  # what its what() said (logscope.parsers.terminations)
         return "DistBackendError" in error_type or says_victim(message)
     return says_victim(message) or says_victim(error_type) or (event == Event.EXCEPTION and says_victim(text))
+
+
+def witnesses(row: dict[str, Any]) -> bool:
+    """Whether the catalogue says a row's message witnesses someone else's failure (blame "none":
+    ncclSystemError, a watchdog timeout, a peer gone), rather than a failure of its printer's."""
+    message = by_id(field_of(row, "message_id"))
+    return message is not None and message.blame == "none"
 
 
 def category_of(row: dict[str, Any]) -> Category:
@@ -385,7 +393,7 @@ class ExitCascade(Detector):
         own = [r for r, key, victim in zip(records, failures.keys, failures.victim, strict=True)
                if key == root_key and not victim]
         culprit = culprit_of(root)
-        culprit = self._refine(culprit, own, records)
+        culprit = self._refine(culprit, [*own, *self._its_exit_report(root, failures)], records)
         if self._tied(root, failures):
             # Other processes' exits were reported at the same second, none of them a reaction,
             # and no line says which came first: the logs name a node, not a process.
@@ -579,6 +587,20 @@ class ExitCascade(Detector):
             if best is None or candidate < best:
                 best = candidate
         return best[2] if best else None
+
+    @staticmethod
+    def _its_exit_report(root: dict[str, Any], failures: _Failures) -> list[dict[str, Any]]:
+        """The launcher's report on the root process's exit when the lines cannot tie it to the
+        root by identity (the exception names a rank, torchrun's report a local rank and a pid):
+        the one report of an exit that was no reaction, at the root's place, after it, for a root
+        that is a process's own failure line naming its rank. Several such reports say several
+        processes failed: none is taken."""
+        if event_of(root) in SUMMARY_EVENTS or root.get("rank") is None or root.get("local_rank") is not None:
+            return []
+        place, at = process_key(root)[0], order_key(root)
+        reports = [r for r, key, victim in zip(failures.records, failures.keys, failures.victim, strict=True)
+                   if event_of(r) in EXIT_REPORTS and not victim and key[0] == place and order_key(r) >= at]
+        return reports if len(reports) == 1 else []
 
     @staticmethod
     def _refine(culprit: Any, own: list[dict[str, Any]], records: list[dict[str, Any]]) -> Any:

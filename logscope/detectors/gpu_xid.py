@@ -56,6 +56,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when_row
+from logscope.detectors.completion import clean_end
 from logscope.detectors.job_facts import place_of
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -137,6 +138,7 @@ class GpuXid(Detector):
         title = f"Xid {xid} on {where}: {meaning}"
         where += f" (local rank {local_rank})" if local_rank is not None else ""
         others = [f"Xid {c}: {xid_meaning(c)[0]}" for c in codes if c != xid]
+        alone = not causes and self._all_that_failed(job)
         explanation = (
             f"The NVIDIA driver reported Xid {xid} on {where} at {when_row(first)}: {meaning}. "
             + (f"Also reported: {'; '.join(others)}. " if others else "")
@@ -144,9 +146,16 @@ class GpuXid(Detector):
                "an application-class Xid on several nodes at once points at the program (an illegal memory access "
                "in a kernel), not at the hardware. " if software else "")
             + ("Errors printed by the job's processes after it (CUDA errors, NCCL failures, timeouts) are "
-               "consequences." if causes else "No Xid here stops a job by itself; see the other findings for the cause.")
+               "consequences." if causes else
+               "No Xid here stops a job by itself, and nothing else in these logs failed: the GPU needs a reset (and a "
+               "check) before it runs a job again." if alone else
+               "No Xid here stops a job by itself; see the other findings for the cause.")
         )
-        if not causes:
+        if alone:
+            # Nothing else in these logs went wrong (no error of a process, no clean end): a GPU
+            # that needs a reset (row remapping pending, a high single-bit ECC rate) is all they show.
+            role, severity = Role.ROOT, Severity.ERROR
+        elif not causes:
             role, severity = Role.CONTEXT, Severity.WARNING
         elif software:
             role, severity = Role.ROOT, Severity.ERROR
@@ -163,7 +172,7 @@ class GpuXid(Detector):
                     "dcgmi diag -r 3); resubmit with sbatch --exclude=" + (place or "NODE") + "."),
             rows=evidence,
             culprit=Culprit(host=place, node=place, rank=rank, local_rank=local_rank, time=first.get("time"),
-                            evidence=evidence_of(first)) if causes else None,
+                            evidence=evidence_of(first)) if causes or alone else None,
             category=Category.CRASH if software else Category.HARDWARE,
             role=role,
             severity=severity,
@@ -171,6 +180,14 @@ class GpuXid(Detector):
             hosts=[place] if place else [],
             specificity=45 if software else None,
         )]
+
+    @staticmethod
+    def _all_that_failed(job: JobView) -> bool:
+        """Whether the driver's Xid lines are the only failure these logs show: no other line of
+        error severity, and no clean end."""
+        others = job.events.filter(pl.col("severity").is_in([Severity.ERROR.value, Severity.CRITICAL.value])
+                                   & (pl.col("event") != Event.XID.value))
+        return others.height == 0 and clean_end(job) is None
 
 
 __all__ = ["XID_TABLE", "GpuXid", "gpu_of_bus", "xid_meaning"]

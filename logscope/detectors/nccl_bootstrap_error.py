@@ -52,6 +52,7 @@ from logscope.detectors.base import (
     JobView,
     culprit_of,
     event_of,
+    evidence_of,
     field_of,
     message_and_text,
     message_and_text_of,
@@ -61,7 +62,8 @@ from logscope.detectors.base import (
 )
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.job_facts import capitalised, first_failure, happened_before, place_of, possible_cause
-from logscope.model import Category, Event, Finding, Role, Severity
+from logscope.knowledge import by_id
+from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
 BOOTSTRAP = re.compile(
     r"Bootstrap|bootstrap(?:Root|Net|Create|Init|Connect)|No usable listening interface|Invalid NCCL_COMM_ID"
@@ -101,6 +103,11 @@ class NcclBootstrapError(Detector):
                "a rank that died cannot join." if earlier is not None else "")
         )
         culprit = culprit_of(first) if event_of(first) != Event.STORE_ERROR and place_of(first) else None
+        named = by_id(field_of(first, "key"))
+        if named is not None and named.blame == "named" and first.get("rank") is not None:
+            # The message names the process at fault (a rank two processes claimed), not the one that
+            # printed it: that rank, whose host the line does not say.
+            culprit = Culprit(rank=int(first["rank"]), time=first.get("time"), evidence=evidence_of(first))
         return [self.finding(
             title=title,
             explanation=capitalised(explanation.strip()),

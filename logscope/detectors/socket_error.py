@@ -80,6 +80,10 @@ SOCKET_TEXT = re.compile(
     re.IGNORECASE,
 )
 SOCKET_TEXT_RUST = "(?i)" + SOCKET_TEXT.pattern  # the same, for polars
+# What names the peer as the end that went away (NCCL src/misc/socket.cc): socketStartConnect's
+# "Connect to %s failed : %s" with ECONNREFUSED's text (nothing listens there), and socketProgress's
+# "Connection closed by remote peer %s" (the peer closed it: recv returned 0, its process ended).
+PEER_WENT_AWAY = re.compile(r"[Cc]onnect to \S+ failed ?: ?Connection refused|Connection closed by remote peer")
 # The address a message names: "from 172.1.2.3<33759>", "peer [10.0.0.2]:5000", "peer host<53735>".
 _PEER = re.compile(
     r"(?:from|to|peer|error) (\[[^\]]+\]:\d+|[\w.:-]+<\d+>|[\w.-]+:\d+)",
@@ -146,9 +150,12 @@ class SocketError(Detector):
                "went away because of it, so these errors are consequences.")
         )
         culprit = None
-        # A host "losing" a connection to its own address chose a wrong interface or address: the
-        # logs then name no end at fault.
-        if root and peer_name and reporters != {peer_name}:
+        # Only a peer that went away is the end at fault: nothing listened at its address (a refused
+        # connect) or it closed the connection (its process ended). A connection reset, aborted,
+        # timed out or broken between two ends says it broke, not which end broke it: the peer's
+        # address is where the failure was seen from. A host "losing" a connection to its own
+        # address chose a wrong interface or address: the logs then name no end at fault either.
+        if root and peer_name and reporters != {peer_name} and PEER_WENT_AWAY.search(message_and_text_of(first)):
             culprit = Culprit(host=peer_name, node=peer_name, time=first.get("time"), evidence=evidence_of(first))
         evidence: list[dict[str, Any]] = [first, *[r for r in rows if r is not first][:5]]
         return [self.finding(

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, who
+from logscope.detectors.exit_cascade import is_victim, process_key
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Culprit, Event, Finding, Severity
 
@@ -98,10 +99,18 @@ class TracebackCutShort(Detector):
             if any(event_of(r) in _ENDINGS for r in after):
                 continue
             frames = [r for r in after if event_of(r) == Event.TRACEBACK]
-            return [self._finding(rows[at], frames)]  # the first file's: one finding says it
+            return [self._finding(rows[at], frames, self._others_reacted(job, rows[at]))]  # one finding says it
         return []
 
-    def _finding(self, start: dict[str, Any], frames: list[dict[str, Any]]) -> Finding:
+    @staticmethod
+    def _others_reacted(job: JobView, start: dict[str, Any]) -> bool:
+        """Whether another process's failure line is a reaction (a peer gone, a network error, a
+        timeout): the cut traceback, which cannot say what failed, may be one more of them."""
+        me = process_key(start)
+        return any(process_key(r) != me and is_victim(r)
+                   for r in job.rows(Event.EXCEPTION, Event.CPP_EXCEPTION, Event.KNOWN_MESSAGE))
+
+    def _finding(self, start: dict[str, Any], frames: list[dict[str, Any]], reactive: bool) -> Finding:
         culprit = culprit_of(start)
         places = {(r.get("node") or r.get("host")) for r in frames} - {None}
         if not (culprit.host or culprit.node) and len(places) == 1:
@@ -121,6 +130,7 @@ class TracebackCutShort(Detector):
             rows=sorted([start, *frames[:3]], key=order_key),
             culprit=culprit,
             severity=Severity.ERROR,
+            reactive=reactive,
         )
 
 

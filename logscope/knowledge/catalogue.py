@@ -28,7 +28,9 @@ except ImportError:  # pragma: no cover - an install without tomli
 # GPU). "job": the job's configuration or environment, shared by every process (an interface filter
 # that matches nothing): a root cause with no process to name. "none": it reports a consequence or a
 # wait (a timeout, a peer gone), so the process that printed it is a witness, not the culprit.
-BLAMES = ("self", "job", "none")
+# "named": the process the message names (its ``rank`` group) is at fault, not the one that printed
+# it (NCCL's bootstrap root reporting that a rank checked in twice).
+BLAMES = ("self", "job", "none", "named")
 # Events whose ``fields.key`` holds the catalogue id of the message (the others keep their own key).
 KEYED_EVENTS = frozenset({Event.KNOWN_MESSAGE, Event.CLEAN_END, Event.FAILURE_LINE})
 # A fragment of the [fragments] table, named in a match: {{name}}.

@@ -244,7 +244,8 @@ def _extract(regex: str) -> pl.Expr:
 @cache
 def _pattern_table() -> pl.DataFrame:
     """What each pattern says of its events whatever the line: by ``order``, the event, source,
-    severity and constant ``key`` (a catalogue message's id)."""
+    severity, constant ``key`` (a catalogue message's id) and whether the line is about the process
+    it names (``named``: the catalogue's blame "named") rather than the one that printed it."""
     return pl.DataFrame(
         {
             "order": range(len(RECOGNISERS)),
@@ -252,9 +253,11 @@ def _pattern_table() -> pl.DataFrame:
             "source": [m.source for m in RECOGNISERS],
             "severity": [m.severity.value for m in RECOGNISERS],
             "_key": [m.key for m in RECOGNISERS],
+            "_id": [m.id for m in RECOGNISERS],
+            "named": [m.blame == "named" for m in RECOGNISERS],
         },
         schema={"order": pl.UInt32, "event": pl.String, "source": pl.String, "severity": pl.String,
-                "_key": pl.String},
+                "_key": pl.String, "_id": pl.String, "named": pl.Boolean},
     )
 
 
@@ -274,10 +277,12 @@ def _event_columns(groups: pl.DataFrame) -> pl.DataFrame:
             return pl.when(group("key", pl.String()) == "ms").then(seconds / 1000).otherwise(seconds).cast(dtype)
         if name == "key":  # a catalogue message's own id beats a group named key
             return pl.coalesce(pl.col("_key"), group(name, pl.String()))
+        if name == "message_id":  # the entry that recognised the line
+            return pl.col("_id")
         return group(name, dtype)
 
     return groups.join(_pattern_table(), on="order", how="left", maintain_order="left").select(
-        "idx", "event", "source", "severity",
+        "idx", "event", "source", "severity", "named",
         *[group(name, dtype).alias(f"id_{name}") for name, dtype in IDENTITY_SCHEMA.items()],
         pl.struct([field(name, dtype).alias(name) for name, dtype in FIELD_SCHEMA.items()]).alias("fields"),
     )

@@ -271,6 +271,12 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
     return results
 
 
+def printer(column: str) -> pl.Expr:
+    """A prefix's identity of the process that printed a line: null where the line is about the
+    process it names (the catalogue's blame "named")."""
+    return pl.when(~pl.col("named")).then(pl.col(column))
+
+
 def _events(frame: pl.DataFrame) -> pl.DataFrame | None:
     """The events of candidate rows (``idx``: row position, the PreparedChunk columns, ``chunk``),
     in row order, with the columns of EVENT_COLUMNS and ``chunk``; None when no row is one."""
@@ -287,16 +293,19 @@ def _events(frame: pl.DataFrame) -> pl.DataFrame | None:
         pl.coalesce("exact_time", "near_time").alias("time"),
         pl.col("exact_time").is_null().alias("time_inferred"),
         pl.coalesce("exact_time", "next_time").alias("time_latest"),
-        pl.coalesce("id_host", "p_host").alias("host"),
-        pl.coalesce("id_pid", "p_pid").alias("pid"),
-        pl.coalesce(
+        # A message about the process it names (NCCL's root naming a rank that checked in twice)
+        # is that process's: its identity is what the message says, the printer's prefixes say
+        # nothing of it.
+        pl.coalesce("id_host", printer("p_host")).alias("host"),
+        pl.coalesce("id_pid", printer("p_pid")).alias("pid"),
+        pl.when(pl.col("named")).then(pl.col("id_rank")).otherwise(pl.coalesce(
             "p_rank",
             "id_rank",
             pl.when(pl.col("fields").struct.field("pg").is_null() | pl.col("fields").struct.field("pg").is_in(
                 ["0", "default_pg"])).then(pl.col("id_pg_rank")),
-        ).alias("rank"),
-        pl.coalesce("id_local_rank", "p_local_rank").alias("local_rank"),
-        pl.col("p_task").alias("task"),
+        )).alias("rank"),
+        pl.coalesce("id_local_rank", printer("p_local_rank")).alias("local_rank"),
+        printer("p_task").alias("task"),
         pl.col("body").str.slice(0, MAX_TEXT).alias("text"),
     )
     # For "Sending process N closing signal" and "failed (exitcode..) local_rank: L (pid: P)" the

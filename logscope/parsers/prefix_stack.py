@@ -13,7 +13,7 @@ prefix                                who adds it                               
                                                                                 ``prefix_host``
 ``[rank3]:``                          PyTorch's own rank prefix                 ``rank``
 ``node-7: `` / ``10.0.0.7: ``          pdsh                                      ``prefix_host``
-``[1,3]<stderr>:``                    Open MPI ``--tag-output``                 ``rank``
+``[1,3]<stderr>:``                    Open MPI ``--tag-output``                 ``task``
 ``(Actor pid=4009, ip=10.0.1.75) ``   Ray actor output                          ``pid``, ``prefix_host``
 ``[host:pid:0:tid] ``                 UCX's own head                            ``prefix_host``, ``pid``
 ``[trainer0|0]:``                     a launcher's role rank and local rank     ``local_rank``

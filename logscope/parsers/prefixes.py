@@ -98,11 +98,14 @@ def _peel(distinct: pl.Series) -> pl.DataFrame:
         # Innermost wins for each kind: what the process itself printed (its "[rank11]:") says more
         # than a wrapper around it (an Open MPI tag, a shipper's time).
         state = groups.filter(has_prefix).with_columns(
-            pl.coalesce(_int("task"), _int("task_b"), "p_task").alias("p_task"),
+            # Open MPI's "[job,rank]<stderr>:" numbers the processes mpirun started, as srun's label
+            # numbers its tasks: the training rank only where mpirun started the training processes
+            # themselves (not a per-node launcher), which the tag does not say.
+            pl.coalesce(_int("task"), _int("task_b"), _int("mpi_rank"), "p_task").alias("p_task"),
             pl.coalesce(_int("ray_pid"), _int("ucx_pid"), "p_pid").alias("p_pid"),
             pl.coalesce(_int("tee_local"), _int("role_local_c"), _int("role_local_b"), _int("role_local"),
                         "p_local_rank").alias("p_local_rank"),
-            pl.coalesce(_int("rank"), _int("mpi_rank"), "p_rank").alias("p_rank"),
+            pl.coalesce(_int("rank"), "p_rank").alias("p_rank"),
             pl.coalesce("pdsh", "ship_host", "ucx_host", _ray_host(), _role_host(), "p_host").alias("p_host"),
             pl.coalesce("time", "ship_time", "p_time").alias("p_time"),
             pl.coalesce("p_outer_time", "time", "ship_time").alias("p_outer_time"),

@@ -23,6 +23,7 @@ as processes interleave their output in a shared file. Few rows: plain Python.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
@@ -46,7 +47,7 @@ def fold_terminations(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Dat
     whats = (indexed.filter(pl.col("text").str.contains(_WHAT) & ~terminate)
              .select(_ROW, *keys, "line", "event", said.field("message").alias("_message")))
     teardowns = indexed.filter(pl.col("event") == Event.TEARDOWN.value).select(*keys, "line")
-    by_writer: dict[tuple[object, ...], list[dict[str, object]]] = {}
+    by_writer: dict[tuple[object, ...], list[dict[str, Any]]] = {}
     for row in whats.to_dicts():
         by_writer.setdefault(tuple(row[k] for k in keys), []).append(row)
     announced: dict[tuple[object, ...], list[int]] = {}
@@ -56,22 +57,20 @@ def fold_terminations(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Dat
     messages: dict[int, str] = {}  # terminate row -> the message of its what()
     types: dict[int, str] = {}  # known message's row -> the C++ type thrown
     for row in terminations.to_dicts():
-        line = int(row["line"])  # type: ignore[call-overload]
-        what = next((w for w in by_writer.get(tuple(row[k] for k in keys), [])
-                     if line < int(w["line"]) <= line + WHAT_WITHIN and int(w[_ROW]) not in drop),  # type: ignore[call-overload]
-                    None)
+        line, writer = int(row["line"]), tuple(row[k] for k in keys)
+        what = next((w for w in by_writer.get(writer, [])
+                     if line < int(w["line"]) <= line + WHAT_WITHIN and int(w[_ROW]) not in drop), None)
         if what is None:
-            writer = tuple(row[k] for k in keys)
             if any(line - WHAT_WITHIN <= above < line for above in announced.get(writer, [])):
-                drop.add(int(row[_ROW]))  # type: ignore[call-overload]
+                drop.add(int(row[_ROW]))
             continue
         if what["event"] == Event.EXCEPTION.value:  # no known message: the terminate line says it
-            messages[int(row[_ROW])] = str(what["_message"] or "")  # type: ignore[call-overload]
-            drop.add(int(what[_ROW]))  # type: ignore[call-overload]
+            messages[int(row[_ROW])] = str(what["_message"] or "")
+            drop.add(int(what[_ROW]))
         else:  # the message says what failed
             if row["_type"]:
-                types[int(what[_ROW])] = str(row["_type"])  # type: ignore[call-overload]
-            drop.add(int(row[_ROW]))  # type: ignore[call-overload]
+                types[int(what[_ROW])] = str(row["_type"])
+            drop.add(int(row[_ROW]))
     if not drop:
         return events
     message_of = pl.DataFrame({_ROW: list(messages), "_what": list(messages.values())},
