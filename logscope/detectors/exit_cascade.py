@@ -67,6 +67,7 @@ from logscope.detectors.base import (
 )
 from logscope.detectors.worker_restart import job_recovered
 from logscope.knowledge import by_id
+from logscope.knowledge.xids import xid_is_a_cause
 from logscope.model import Category, Event, Finding, Role, Severity
 
 # Detailed failures: they say what went wrong in the failing process itself.
@@ -160,6 +161,8 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
         # A signal exit nobody asked for (OOM killer, kill from outside) is a failure of its own;
         # srun's task lines carry no pid to check, so they stay consequences.
         return event == Event.SRUN_TASK_EXIT or pid is None or told((place, int(pid)))
+    if event == Event.XID:  # an Xid that stops nothing by itself (63, 92) or follows another error (45)
+        return not xid_is_a_cause(int(field_of(row, "xid") or 0))
     if event == Event.CPP_EXCEPTION:  # what its what() said (logscope.parsers.terminations)
         return "DistBackendError" in error_type or says_victim(message)
     return says_victim(message) or says_victim(error_type) or (event == Event.EXCEPTION and says_victim(text))

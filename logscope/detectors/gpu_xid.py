@@ -58,35 +58,12 @@ import polars as pl
 from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when_row
 from logscope.detectors.completion import clean_end
 from logscope.detectors.job_facts import place_of
+from logscope.knowledge.xids import known_xids, xid_is_critical, xid_meaning
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
-# Xid -> (meaning, kind). kind: "hardware" (the GPU/node is at fault), "app" (usually the
-# application), "consequence" (follows another error), "warning" (worth knowing, not fatal).
-XID_TABLE: dict[int, tuple[str, str]] = {
-    13: ("graphics engine exception (often an application fault: illegal instruction or address)", "app"),
-    31: ("GPU memory page fault (MMU fault; usually an illegal memory access by a kernel)", "app"),
-    43: ("GPU stopped processing (the faulting context was killed)", "app"),
-    45: ("preemptive cleanup after a previous error (a consequence, not a cause)", "consequence"),
-    48: ("double-bit ECC error (uncorrectable GPU memory error)", "hardware"),
-    61: ("internal micro-controller breakpoint/warning", "hardware"),
-    62: ("internal micro-controller halt", "hardware"),
-    63: ("ECC page retirement / row remapping recorded (reset the GPU to apply it)", "warning"),
-    64: ("ECC page retirement / row remapping failure (the GPU needs service)", "hardware"),
-    74: ("NVLink error", "hardware"),
-    79: ("GPU has fallen off the bus (it stopped answering on PCIe)", "hardware"),
-    92: ("high single-bit ECC error rate", "warning"),
-    94: ("contained ECC error (the application was stopped; the GPU is usable after a reset)", "hardware"),
-    95: ("uncontained ECC error (every application on the GPU is affected; reset required)", "hardware"),
-    109: ("context switch timeout", "hardware"),
-    119: ("GSP RPC timeout", "hardware"),
-    120: ("GSP error", "hardware"),
-}
-CRITICAL_XIDS = {48, 62, 64, 74, 79, 95, 119, 120}
+# What each Xid means, and whether it is a cause, is data: logscope/knowledge/xids.toml.
+XID_TABLE = known_xids()
 _PCI = re.compile(r"(?:PCI:)?([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})")
-
-
-def xid_meaning(xid: int) -> tuple[str, str]:
-    return XID_TABLE.get(xid, ("see NVIDIA's Xid catalog", "hardware"))
 
 
 def gpu_of_bus(job: JobView, place: str | None, pci: str | None) -> tuple[int | None, int | None, int | None]:
@@ -161,7 +138,7 @@ class GpuXid(Detector):
             role, severity = Role.ROOT, Severity.ERROR
         else:
             role = Role.ROOT
-            severity = Severity.CRITICAL if xid in CRITICAL_XIDS else Severity.ERROR
+            severity = Severity.CRITICAL if xid_is_critical(xid) else Severity.ERROR
         evidence: list[dict[str, Any]] = [first, *[r for r in rows if r is not first][:5]]
         return [self.finding(
             title=title,

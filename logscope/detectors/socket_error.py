@@ -80,10 +80,11 @@ SOCKET_TEXT = re.compile(
     re.IGNORECASE,
 )
 SOCKET_TEXT_RUST = "(?i)" + SOCKET_TEXT.pattern  # the same, for polars
-# What names the peer as the end that went away (NCCL src/misc/socket.cc): socketStartConnect's
-# "Connect to %s failed : %s" with ECONNREFUSED's text (nothing listens there), and socketProgress's
-# "Connection closed by remote peer %s" (the peer closed it: recv returned 0, its process ended).
-PEER_WENT_AWAY = re.compile(r"[Cc]onnect to \S+ failed ?: ?Connection refused|Connection closed by remote peer")
+# What names the peer as the end that went away: NCCL's socketStartConnect "Connect to %s failed :
+# %s" with ECONNREFUSED's text (nothing listens there; src/misc/socket.cc), and a connection the peer
+# closed (recv returned 0, its process ended): NCCL's socketProgress "Connection closed by remote
+# peer %s", gloo's pair.cc "Connection closed by peer [%s]:%d".
+PEER_WENT_AWAY = re.compile(r"[Cc]onnect to \S+ failed ?: ?Connection refused|Connection closed by (?:remote )?peer")
 # The address a message names: "from 172.1.2.3<33759>", "peer [10.0.0.2]:5000", "peer host<53735>".
 _PEER = re.compile(
     r"(?:from|to|peer|error) (\[[^\]]+\]:\d+|[\w.:-]+<\d+>|[\w.-]+:\d+)",

@@ -372,13 +372,23 @@ def _leading_times(frame: pl.DataFrame, reference_year: int, by: str | None = No
     if by is not None:
         spread, shift, frozen = spread.over(by), shift.over(by), frozen.over(by)
     agree = (spread.is_null() | (spread <= CLOCKS_AGREE)) & ~frozen
+    # A line with one time is on the outer clock when its time has the outer clock's form (its
+    # text, digits aside, as the outer times of the lines with two); another form is its own time.
+    shape = pl.col("p_outer_time").str.replace_all(r"[0-9]", "0").alias("_shape")
+    rows = rows.with_columns(shape)
+    outer_forms = rows.filter(pl.col("_two")).select(*([by] if by else []), "_shape").unique().with_columns(
+        pl.lit(True).alias("_outer_form"))
+    rows = rows.join(outer_forms, on=[*([by] if by else []), "_shape"], how="left", maintain_order="left")
+    on_outer_clock = pl.col("_outer_form").fill_null(False)
     rows = rows.with_columns(
         pl.when(pl.col("_two")).then(pl.col("_own"))
         .when(pl.col("_body_time").is_not_null()).then(pl.col("_body_time"))
-        .when(agree).then(pl.col("_outer") + shift.fill_null(timedelta(0)))
+        .when(on_outer_clock & agree).then(pl.col("_outer") + shift.fill_null(timedelta(0)))
+        .when(~on_outer_clock & ~frozen).then(pl.col("_outer"))
         .otherwise(none).alias("lead_time"),
         pl.when(pl.col("_body_time").is_not_null()).then(pl.col("body"))
-        .when(pl.col("_two") | agree).then(pl.col("p_time")).alias("_text"),
+        .when(pl.col("_two") | (on_outer_clock & agree) | (~on_outer_clock & ~frozen)).then(pl.col("p_time"))
+        .alias("_text"),
     )
     times = rows.select(_in_the_files_year(pl.col("lead_time"), pl.col("_text"), by)).to_series()
     return no_times.scatter(rows["idx"], times)
