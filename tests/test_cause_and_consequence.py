@@ -33,8 +33,8 @@ def test_a_terminate_whose_what_is_the_watchdogs_timeout_is_that_timeout(tmp_pat
 def test_a_terminate_whose_what_is_no_known_message_carries_it() -> None:
     frame = pl.DataFrame({"line": [1, 2], "raw": ["terminate called after throwing an instance of 'c10::Error'",
                                                   "  what():  the frobnicator jammed"]})
-    from logscope.ingest.file_events import completed
     from logscope.ingest.discovery import SourceFile
+    from logscope.ingest.file_events import completed
     from logscope.parsers.filenames import describe
 
     read = engine.parse_chunk(frame, 2026, None).events
