@@ -88,7 +88,7 @@ def test_a_document_named_on_the_command_line_is_no_job_log(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(("raw", "column", "value"), [
     ("10.223.9.146:   File \"x.py\", line 1", "p_host", "10.223.9.146"),
-    ("[1,3]<stderr>:Traceback (most recent call last):", "p_rank", 3),
+    ("[1,3]<stderr>:Traceback (most recent call last):", "p_task", 3),  # mpirun's process number, as srun's task
     ("(RayWorker pid=207931, ip=10.0.1.75) x", "p_host", "10.0.1.75"),
     ("[trainer0|0]:x", "p_local_rank", 0),
     ("2025-08-12 09:37:03.463948 worker-9 >> x", "p_host", "worker-9"),

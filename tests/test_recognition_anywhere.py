@@ -74,8 +74,9 @@ def test_the_traceback_torchrun_reprints_in_its_report_is_no_message_of_its_own(
 
 
 def test_the_ncclsystemerror_line_is_a_witness_and_the_ncclversion_tail_is_no_version_line() -> None:
-    found = events("[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed",
-                   "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version 2.21.5",
+    found = events("[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call",
+                   "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970,"
+                   " unhandled system error, NCCL version 2.21.5",
                    "[default0]:NCCL version 2.21.5+cuda12.4")
     ids = found["fields"].struct.field("message_id").to_list()
     assert ids == ["c10d.nccl.result_of_a_failed_call", "python.exception", "nccl.version"]
