@@ -214,7 +214,10 @@ def _window(finding: Finding) -> tuple[datetime | None, datetime | None]:
     low, high = finding.window
     if low is None and high is None:
         return finding.first_seen, finding.first_seen
-    return low or high, high or low
+    low, high = low or high, high or low
+    if low is not None and high is not None and high < low:  # never inverted: one can always come first
+        low, high = high, low
+    return low, high
 
 
 def _possibly_first(roots: list[Finding]) -> list[Finding]:

@@ -7,6 +7,9 @@ with ``event`` ``accounting``, ``source`` ``sacct`` or ``scontrol``, ``file`` th
 2... its steps). ``time`` is when the step ended (when SLURM recorded the state), else when it
 started; the state's severity comes from the state table (logscope/knowledge/slurm_states.toml).
 
+The row's text is :func:`describe`'s: ``End=`` is in it only when the record has an end (else
+``time`` is the start).
+
 ``fields``: ``job_id``, ``step_id`` (``batch``, ``0``; null for the job), ``key`` the state
 (``CANCELLED``), ``value`` who cancelled it (a uid), ``exit_code`` and ``signal`` (ExitCode),
 ``reason`` (the job's Reason), ``event_time`` the start (ISO), ``message`` MaxRSS (``1017502364K on

@@ -53,8 +53,12 @@ class RecordedStep:
 
     @property
     def end(self) -> datetime | None:
+        """When SLURM recorded the step's end. A row's time is its step's start where the record
+        has no end (logscope/accounting/rows.py): that is no end."""
         value = self.first.get("time")
-        return value if isinstance(value, datetime) else None
+        if not isinstance(value, datetime) or " End=" not in str(self.first.get("text") or ""):
+            return None
+        return value
 
 
 def recorded_steps(job: JobView, *states: str) -> list[RecordedStep]:
