@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -118,11 +119,27 @@ def deep_tree(root: Path, levels: int) -> Path:
     return root
 
 
+@pytest.fixture
+def deep_root(tmp_path: Path) -> Iterator[Path]:
+    """Where a deep tree goes; removed after the test without recursion (pytest's own clean-up of
+    old temporary folders, shutil.rmtree, recurses once per level)."""
+    root = tmp_path / "deep"
+    yield root
+    from logscope.walk import walk
+
+    folders = [folder for folder, _, _ in walk(root)]
+    for folder in reversed(folders):
+        for entry in os.scandir(folder):
+            if not entry.is_dir(follow_symlinks=False):
+                os.unlink(entry.path)  # noqa: PTH108
+        os.rmdir(folder)  # noqa: PTH106
+
+
 @pytest.mark.parametrize("command", ["analyze", "scan"])
-def test_a_folder_tree_1000_levels_deep(tmp_path: Path, command: str) -> None:
+def test_a_folder_tree_1000_levels_deep(tmp_path: Path, deep_root: Path, command: str) -> None:
     # The command itself (its early look at the inputs included): a RecursionError in os.walk was a
     # raw traceback and exit code 1, "a failure was found".
-    root = deep_tree(tmp_path / "deep", 1000)
+    root = deep_tree(deep_root, 1000)
     args = [command, str(root)] + (["-o", str(tmp_path / "t.csv")] if command == "scan" else ["--format", "json"])
     done = subprocess.run([sys.executable, "-m", "logscope", *args], capture_output=True, text=True, timeout=300,
                           check=False)
