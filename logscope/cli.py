@@ -116,6 +116,8 @@ def analyze(
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
                               accounting=gathered.record if gathered else None, exclude=saved_files)
+    if gathered is not None:  # what SLURM's record named that is not the job's: listed, not read
+        result.job.skipped.extend(gathered.refused)
     if chart_dir is not None:
         from logscope.report.charts import save_charts
 
@@ -208,6 +210,8 @@ def report(
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
                               accounting=gathered.record if gathered else None, exclude=saved_files)
+    if gathered is not None:
+        result.job.skipped.extend(gathered.refused)
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")

@@ -82,11 +82,17 @@ def _record(pairs: dict[str, str], source: str, names: NodeNames) -> AccountingR
         nodes=names.expand(_none(pairs.get("NodeList")) or ""),
         start=text_time(pairs.get("StartTime")), end=text_time(pairs.get("EndTime")))
     return AccountingRecord(
-        job=job, user=user.split("(", 1)[0] or None, work_dir=_none(pairs.get("WorkDir")),
+        job=job, user=user.split("(", 1)[0] or None, uid=_uid(user), work_dir=_none(pairs.get("WorkDir")),
         stdout=_none(pairs.get("StdOut")), stderr=_none(pairs.get("StdErr")),
         batch_host=_none(pairs.get("BatchHost")), failed_node=_none(pairs.get("FailedNode")),
         array_job_id=array_job if task else None,
         array_task_id=task if task and task.isdigit() else None, sources=(source,))
+
+
+def _uid(user: str) -> int | None:
+    """The uid of ``UserId=alice(1000)``."""
+    match = re.fullmatch(r"[^(]*\((\d{1,10})\)", user.strip())
+    return int(match.group(1)) if match else None
 
 
 def _none(value: str | None) -> str | None:
@@ -128,11 +134,17 @@ def _json_record(job: dict[str, Any], source: str, names: NodeNames) -> Accounti
         nodes=names.expand(_text(job.get("nodes")) or ""),
         start=epoch_time(job.get("start_time")), end=epoch_time(job.get("end_time")))
     return AccountingRecord(
-        job=record, user=_text(job.get("user_name")), work_dir=_text(job.get("current_working_directory")),
+        job=record, user=_text(job.get("user_name")), uid=_json_uid(job.get("user_id")),
+        work_dir=_text(job.get("current_working_directory")),
         stdout=_text(job.get("standard_output")), stderr=_text(job.get("standard_error")),
         batch_host=_text(job.get("batch_host")), failed_node=_text(job.get("failed_node")),
         array_job_id=str(array_job) if has_task else None,
         array_task_id=str(task) if has_task else None, sources=(source,))
+
+
+def _json_uid(value: Any) -> int | None:
+    found = number(value)
+    return found if found is not None and 0 <= found < NO_VAL else None
 
 
 def _text(value: Any) -> str | None:
