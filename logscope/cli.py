@@ -126,7 +126,8 @@ def analyze(
         from logscope.accounting.bundle import save_bundle
 
         written = save_bundle(save, [f.path for f in result.job.files], gathered.record if gathered else None,
-                              gathered.texts if gathered else {}, saved_files)
+                              gathered.texts if gathered else {}, saved_files,
+                              gathered.identities if gathered else None)
         sys.stderr.write(f"Saved {len(written)} file(s) to {printable(str(save))}\n")
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")

@@ -244,3 +244,73 @@ def test_a_job_of_a_user_this_machine_does_not_know(cluster: Cluster, capsys: py
     code, data, err = analyzed(capsys, str(cluster.work))
     assert code == 1, err
     assert len(data["job"]["files"]) == 2
+
+
+def test_save_on_a_full_disk_leaves_nothing_and_a_rerun_works(cluster: Cluster, capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # --save on a full disk left a folder with one log and no record, which the rerun then refused
+    import errno
+    import shutil
+
+    from logscope.accounting import bundle
+
+    cluster.job("train-%j-%N.out")
+    for node in ("gpu-node01", "gpu-node02"):
+        cluster.log(f"train-{JOB}-{node}.out", node)
+    ticket = cluster.tmp / "tickets" / "t-1"
+    copies: list[int] = []
+    real_copy = shutil.copyfileobj
+
+    def full_disk(reader: Any, writer: Any, length: int = 0) -> None:
+        copies.append(1)
+        if len(copies) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_copy(reader, writer, length)
+
+    monkeypatch.setattr(bundle.shutil, "copyfileobj", full_disk)
+    code, _, err = run(capsys, "analyze", JOB, "--save", str(ticket))
+    assert code == 2 and err.count("\n") == 1 and "No space left on device" in err, err
+    assert list((cluster.tmp / "tickets").iterdir()) == []  # neither the bundle nor its temporary folder
+    monkeypatch.setattr(bundle.shutil, "copyfileobj", real_copy)
+    code, _, err = run(capsys, "analyze", JOB, "--save", str(ticket))
+    assert code == 1, err
+    assert sorted(p.name for p in ticket.iterdir()) == ["sacct.json", f"train-{JOB}-gpu-node01.out",
+                                                        f"train-{JOB}-gpu-node02.out"]
+    assert [p.name for p in (cluster.tmp / "tickets").iterdir()] == ["t-1"]
+
+
+def test_save_copies_the_file_that_was_read_and_no_other(tmp_path: Path) -> None:
+    from logscope.accounting.bundle import save_bundle
+    from logscope.errors import OutputError
+
+    log = tmp_path / "job" / "train-1-n1.out"
+    log.parent.mkdir()
+    log.write_text("the job's log\n")
+    read_as = (log.stat().st_dev, log.stat().st_ino)
+    secret = tmp_path / "secret"
+    secret.write_text("not the job's\n")
+    log.unlink()
+    log.symlink_to(secret)  # swapped for a link after it was found
+    with pytest.raises(OutputError, match="not the file that was read"):
+        save_bundle(tmp_path / "ticket", [log], None, {}, (), {log: read_as})
+    assert not (tmp_path / "ticket").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job", "secret"]  # no temporary folder left
+
+
+def test_save_writes_only_what_analyze_read(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster.job("train-%j-%N.out")
+    for node in ("gpu-node01", "gpu-node02"):
+        cluster.log(f"train-{JOB}-{node}.out", node)
+    cluster.log("notes.md")  # in the working directory, named by no pattern
+    ticket = cluster.tmp / "ticket"
+    code, _, err = run(capsys, "analyze", JOB, "--save", str(ticket))
+    assert code == 1, err
+    assert sorted(p.name for p in ticket.iterdir()) == ["sacct.json", f"train-{JOB}-gpu-node01.out",
+                                                        f"train-{JOB}-gpu-node02.out"]
+    assert oct(ticket.stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
