@@ -569,20 +569,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = app(args=args, prog_name="logscope", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
         if code == 130:  # typer returns Ctrl-C (a KeyboardInterrupt) as 130, silently; no command does
-            sys.stderr.write("Interrupted.\n")
+            return _interrupted()
         sys.stdout.flush()  # a full disk says so here, not in a message at exit
         return code
     except typer.Exit as done:
         return int(done.exit_code)
     except typer.Abort:
+        from logscope.signals import interrupted
+
+        if interrupted()[1] != 130:  # SIGTERM or SIGHUP, which click took for Ctrl-C
+            return _interrupted()
         sys.stderr.write("Aborted.\n")
         return 130
     except LogscopeError as error:
         sys.stderr.write(f"Error: {printable(str(error))}\n")  # one line, whatever the paths in it hold
         return error.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("Interrupted.\n")
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C, and SIGTERM and SIGHUP (logscope.signals)
+        return _interrupted()
     except BrokenPipeError:
         # `logscope ... | head`: the reader went away; that is not an error of ours.
         with contextlib.suppress(OSError):
@@ -603,6 +606,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             error.show()
             return int(error.exit_code) if error.exit_code else 0
         return _internal_error(error)
+
+
+def _interrupted() -> int:
+    """One line saying the command was interrupted (Ctrl-C, SIGTERM, SIGHUP); its exit code."""
+    from logscope.signals import interrupted
+
+    line, code = interrupted()
+    with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (SIGHUP)
+        sys.stderr.write(line + "\n")
+    return code
 
 
 _WRITE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
