@@ -142,7 +142,7 @@ def test_a_folder_tree_1000_levels_deep(tmp_path: Path, deep_root: Path, command
     root = deep_tree(deep_root, 1000)
     args = [command, str(root)] + (["-o", str(tmp_path / "t.csv")] if command == "scan" else ["--format", "json"])
     done = subprocess.run([sys.executable, "-m", "logscope", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+                          check=False, cwd=tmp_path)
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
     if command == "analyze":
         assert done.returncode == 1, done.stderr

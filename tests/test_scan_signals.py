@@ -75,7 +75,7 @@ def stalled_scan(tmp_path: Path) -> subprocess.Popen[str]:
            "PYTHONPATH": os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])}
     scan = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2", "--no-cache", "-o",
                              str(tmp_path / "t.csv")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, cwd=tmp_path)
     try:
         until(lambda: sum("spawn_main" in c for c in group(scan.pid).values()) == 2, "the scan's two workers start")
         yield scan

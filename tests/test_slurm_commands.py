@@ -83,7 +83,7 @@ def test_a_command_whose_child_holds_the_pipe_is_killed_with_it(tmp_path: Path) 
     """)
     env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, env=env, timeout=GUARD_S,
-                          check=False)
+                          check=False, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("Error: sacct -j 4242 ") and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.endswith("did not answer in 2 s\n")
