@@ -314,3 +314,14 @@ def _umask() -> int:
     current = os.umask(0o022)
     os.umask(current)
     return current
+
+
+def test_the_batch_shells_own_variables_are_known(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    # a folder per job, named by the batch shell's $SLURM_JOB_ID: known, so looked in
+    cluster.job("slurm-%j.out", script="#!/bin/bash\nsrun --output=logs/${SLURM_JOB_ID}/$USER-%N.log python t.py\n")
+    for node in ("gpu-node01", "gpu-node02"):
+        cluster.log(f"{cluster.user}-{node}.log", node, folder=cluster.work / "logs" / JOB)
+    code, data, err = analyzed(capsys)
+    assert code == 1, err
+    assert sorted(Path(f).name for f in data["job"]["files"]) == [f"{cluster.user}-gpu-node01.log",
+                                                                  f"{cluster.user}-gpu-node02.log"]

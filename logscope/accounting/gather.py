@@ -28,7 +28,12 @@ from logscope.ingest.discovery import Skipped
 # srun's output options in a batch script: --output=PAT, --output PAT, -o PAT, -oPAT (and --error/-e)
 _SRUN = re.compile(r"(?:^|[\s;&|(])srun\s")
 _OUTPUT_OPTION = re.compile(r"(?:--output|--error)(?:=|\s+)(\S+)|\s-[oe]\s*(\S+)")
-_SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+_SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+# The variables the batch shell sets that the record knows, as the fields of the same value (the
+# batch shell expands them once, for the whole job: SLURM_PROCID and SLURMD_NODENAME there are the
+# batch task's, not each task's, so they are not among them)
+_KNOWN_VARIABLES = {"SLURM_JOB_ID": "%j", "SLURM_JOBID": "%j", "SLURM_JOB_NAME": "%x", "SLURM_ARRAY_JOB_ID": "%A",
+                    "SLURM_ARRAY_TASK_ID": "%a", "USER": "%u", "LOGNAME": "%u"}
 # A pattern whose folder holds %N makes a folder per node: looked in for this many nodes at most.
 MAX_NODE_FOLDERS = 1024
 
@@ -190,10 +195,15 @@ def _node_rules(pattern: str, base: PatternContext, nodes: tuple[str, ...], work
             for index, name in enumerate(nodes[:MAX_NODE_FOLDERS])]
 
 
+def _variable(match: re.Match[str]) -> str:
+    return _KNOWN_VARIABLES.get(match.group(1) or match.group(2), SHELL_VALUE)
+
+
 def srun_output_patterns(script: str) -> list[str]:
     """The ``--output``/``--error`` patterns of the script's srun commands, each once and at most
-    MAX_RULES of them (a shell variable, which the record cannot resolve, stands for any text:
-    SHELL_VALUE; ``/dev/null`` and ``none`` are no file)."""
+    MAX_RULES of them (a shell variable the record cannot resolve stands for any text: SHELL_VALUE;
+    ``$SLURM_JOB_ID`` and the others of _KNOWN_VARIABLES are their fields; ``/dev/null`` and
+    ``none`` are no file)."""
     out: dict[str, None] = {}
     for line in script.replace("\\\n", " ").splitlines():
         code = line.split("#", 1)[0]
@@ -203,7 +213,7 @@ def srun_output_patterns(script: str) -> list[str]:
             value = (match.group(1) or match.group(2) or "").strip("'\"")
             if not value or value.startswith("/dev/") or value.lower() == "none":
                 continue
-            out[_SHELL_VARIABLE.sub(SHELL_VALUE, value.replace(SHELL_VALUE, ""))] = None
+            out[_SHELL_VARIABLE.sub(_variable, value.replace(SHELL_VALUE, ""))] = None
             if len(out) >= MAX_RULES:
                 return list(out)
     return list(out)
