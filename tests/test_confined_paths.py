@@ -325,3 +325,11 @@ def test_the_batch_shells_own_variables_are_known(cluster: Cluster, capsys: pyte
     assert code == 1, err
     assert sorted(Path(f).name for f in data["job"]["files"]) == [f"{cluster.user}-gpu-node01.log",
                                                                   f"{cluster.user}-gpu-node02.log"]
+
+
+def test_the_kernels_files_are_no_jobs_output(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    # /proc/self/environ is a regular file of whoever reads it: a job of theirs could name it
+    cluster.job("/proc/self/environ")
+    code, _, err = analyzed(capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "a file of the kernel's, no job's output" in err

@@ -8,7 +8,7 @@ can. So a file is read as the job's log only when it is the job's:
   a folder known whole, its names matched in one listing of it, never a walk; at most
   :data:`MAX_RULES` patterns, and :data:`MAX_FILES` files, a job);
 * it is a regular file owned by the job's user (its uid from the record's user name, or
-  scontrol's ``UserId=name(uid)``);
+  scontrol's ``UserId=name(uid)``), and none of the kernel's (``/proc``, ``/sys``, ``/dev``);
 * its real path (links followed) is under the job's working directory, for a relative pattern,
   or under the folder an absolute pattern names: no link leads out, and no ``..`` (refused with
   the pattern, :mod:`~logscope.accounting.stdio_patterns`).
@@ -34,6 +34,8 @@ from logscope.ingest.discovery import Skipped
 MAX_RULES = 1024
 MAX_FILES = 10_000
 MAX_REFUSED_SHOWN = 20
+# The kernel's own files look regular (/proc/self/environ), but SLURM writes no job's output there.
+KERNEL_FOLDERS = ("/proc/", "/sys/", "/dev/")
 
 
 @dataclass
@@ -140,6 +142,8 @@ def _why_not(path: Path, root: str | None, owner: Owner) -> tuple[str | None, tu
     identity = (info.st_dev, info.st_ino)
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file", identity
+    if real.startswith(KERNEL_FOLDERS):
+        return "a file of the kernel's, no job's output", identity
     if root is None or not (real == root or real.startswith(root.rstrip("/") + "/")):
         return f"a link to {printable(real)}, outside {printable(root or '(the job folder)')}", identity
     if owner.uid is None:
