@@ -44,6 +44,9 @@ SAME_MOMENT = timedelta(seconds=5)
 SAME_MOMENT_LINES = 400
 # findings saying SLURM lost a node: LS604 node-failure (srun's line), LS605 node-fail-recorded (sacct)
 NODE_LOSS_FINDINGS = frozenset({"LS604", "LS605"})
+# findings that are a root only where no log line shows a failure: LS305 failure-recorded (SLURM
+# recorded FAILED and no log line says why)
+RECORD_ONLY_ROOTS = frozenset({"LS305"})
 
 
 @dataclass
@@ -140,7 +143,7 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
         # SLURM's record is read only where one was given: its rows' module is imported here.
         from logscope.accounting.rows import add_to_job
 
-        add_to_job(job, accounting)
+        accounting = add_to_job(job, accounting)  # on the logs' clock
     if job.lines_recognised == 0:
         if accounting is not None:
             job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
@@ -221,7 +224,10 @@ def _window(finding: Finding) -> tuple[datetime | None, datetime | None]:
     low, high = finding.window
     if low is None and high is None:
         return finding.first_seen, finding.first_seen
-    return low or high, high or low
+    low, high = low or high, high or low
+    if low is not None and high is not None and high < low:  # never inverted: one can always come first
+        low, high = high, low
+    return low, high
 
 
 def _possibly_first(roots: list[Finding]) -> list[Finding]:
@@ -267,6 +273,10 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
                     if f.role == Role.ROOT and before_clean_end(f, completed, view) else f for f in findings]
     end = clean_end(view)
     roots = [f for f in findings if f.role == Role.ROOT and f.severity.rank >= Severity.ERROR.rank]
+    if any(f.code not in RECORD_ONLY_ROOTS for f in roots):
+        # the logs say why: SLURM's "FAILED, no log line says why" is their failure's record,
+        # whatever the clocks (a record hours behind the logs seems to come first)
+        roots = [f for f in roots if f.code not in RECORD_ONLY_ROOTS]
     if not roots:
         ordered = sorted(findings, key=_moment)
         return ordered, _no_root_verdict(view, ordered, survived, end)

@@ -116,6 +116,8 @@ def analyze(
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
                               accounting=gathered.record if gathered else None, exclude=saved_files)
+    if gathered is not None:  # what SLURM's record named that is not the job's: listed, not read
+        result.job.skipped.extend(gathered.refused)
     if chart_dir is not None:
         from logscope.report.charts import save_charts
 
@@ -124,7 +126,8 @@ def analyze(
         from logscope.accounting.bundle import save_bundle
 
         written = save_bundle(save, [f.path for f in result.job.files], gathered.record if gathered else None,
-                              gathered.texts if gathered else {}, saved_files)
+                              gathered.texts if gathered else {}, saved_files,
+                              gathered.identities if gathered else None)
         sys.stderr.write(f"Saved {len(written)} file(s) to {printable(str(save))}\n")
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
@@ -208,6 +211,8 @@ def report(
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
                               accounting=gathered.record if gathered else None, exclude=saved_files)
+    if gathered is not None:
+        result.job.skipped.extend(gathered.refused)
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")
@@ -564,20 +569,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = app(args=args, prog_name="logscope", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
         if code == 130:  # typer returns Ctrl-C (a KeyboardInterrupt) as 130, silently; no command does
-            sys.stderr.write("Interrupted.\n")
+            return _interrupted()
         sys.stdout.flush()  # a full disk says so here, not in a message at exit
         return code
     except typer.Exit as done:
         return int(done.exit_code)
     except typer.Abort:
+        from logscope.signals import interrupted
+
+        if interrupted()[1] != 130:  # SIGTERM or SIGHUP, which click took for Ctrl-C
+            return _interrupted()
         sys.stderr.write("Aborted.\n")
         return 130
     except LogscopeError as error:
         sys.stderr.write(f"Error: {printable(str(error))}\n")  # one line, whatever the paths in it hold
         return error.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("Interrupted.\n")
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C, and SIGTERM and SIGHUP (logscope.signals)
+        return _interrupted()
     except BrokenPipeError:
         # `logscope ... | head`: the reader went away; that is not an error of ours.
         with contextlib.suppress(OSError):
@@ -598,6 +606,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             error.show()
             return int(error.exit_code) if error.exit_code else 0
         return _internal_error(error)
+
+
+def _interrupted() -> int:
+    """One line saying the command was interrupted (Ctrl-C, SIGTERM, SIGHUP); its exit code."""
+    from logscope.signals import interrupted
+
+    line, code = interrupted()
+    with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (SIGHUP)
+        sys.stderr.write(line + "\n")
+    return code
 
 
 _WRITE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))

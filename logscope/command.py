@@ -13,6 +13,7 @@ those it reads is stopped, and workers a scan does not take.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,15 +37,19 @@ SCAN_SHORT = {"-o": "--output", "-j": "--jobs", "-p": "--pattern", "-f": "--form
 def run() -> NoReturn:
     """Start a big job's readers, then run the CLI (:func:`logscope.cli.run`)."""
     from logscope.collector import collect_less_often
+    from logscope.signals import end_on_termination, interrupted
 
+    end_on_termination()  # SIGTERM, SIGHUP: as Ctrl-C, from the first moment
     collect_less_often()
     try:
         start_readers(sys.argv[1:])
         start_scan_workers(sys.argv[1:])
         from logscope.cli import run as run_cli
-    except KeyboardInterrupt:  # Ctrl-C before the CLI could say it: as it would
-        sys.stderr.write("Interrupted.\n")
-        raise SystemExit(130) from None  # (workers started early are stopped at exit)
+    except KeyboardInterrupt:  # Ctrl-C (SIGTERM, SIGHUP) before the CLI could say it: as it would
+        line, code = interrupted()
+        with contextlib.suppress(OSError):  # a terminal gone with SIGHUP
+            sys.stderr.write(line + "\n")
+        raise SystemExit(code) from None  # (workers started early are stopped at exit)
     run_cli()
 
 

@@ -40,6 +40,7 @@ from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
 from logscope.scan_pool import ctrl_c_ignored, new_pool, single_threaded_workers, stop, worker_count
+from logscope.walk import walk
 
 if TYPE_CHECKING:
     from logscope.accounting.record import AccountingRecord
@@ -145,7 +146,7 @@ def find_jobs(roots: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
             raise InputError(f"{root}: {what}")
         walker: Iterable[tuple[str, list[str], list[str]]]
         given_file = root.is_file()  # read alone, as `logscope analyze FILE` reads it: no record beside it
-        walker = [(str(root.parent), [], [root.name])] if given_file else os.walk(root, followlinks=False)
+        walker = [(str(root.parent), [], [root.name])] if given_file else walk(root)
         for folder, dirs, files in walker:
             dirs.sort()
             for name in sorted(files):
@@ -543,7 +544,7 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
     check_cache_path(path)
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than json reads
         return {}
     jobs = data.get("jobs") if isinstance(data, dict) and data.get("version") == _CACHE_VERSION else None
     if not isinstance(jobs, dict):

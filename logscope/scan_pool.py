@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from logscope.collector import collect_less_often
 from logscope.cores import usable_cores
+from logscope.signals import die_with_parent
 
 # The pool start_early began, waiting for the scan: its worker count, the pool, and each worker's
 # first task (importing the analysis).
@@ -77,15 +79,26 @@ def new_pool(count: int) -> ProcessPoolExecutor:
     return _new(count)
 
 
+# What multiprocessing's resource tracker (the helper process that removes a pool's semaphores
+# once every process using them ended) says when a scan was killed (kill -9) before it could
+# release them: it removes them, and its warning only tells the terminal of whoever killed the
+# scan that it did. Passed to the helper (and the workers) as a -W option.
+_QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
 def _new(count: int) -> ProcessPoolExecutor:
     import multiprocessing
 
+    if _QUIET_TRACKER not in sys.warnoptions:  # before the pool starts the tracker
+        sys.warnoptions.append(_QUIET_TRACKER)
     context = multiprocessing.get_context("spawn")  # polars' thread pool does not survive fork()
-    return ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_worker_init)
+    return ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_worker_init,
+                               initargs=(os.getpid(),))
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # see new_pool: the scan stops its workers itself
+    die_with_parent(parent)  # a scan killed (kill -9) leaves no worker behind (logscope.signals)
     collect_less_often()
 
 

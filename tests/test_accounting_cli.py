@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
 from pathlib import Path
 
 import pytest
@@ -68,7 +70,9 @@ if job != "4242015":
     sys.exit(0)
 name = "sacct-P-node-fail.txt" if "-P" in args else "sacct-24.11-node-fail.json"
 text = open(os.path.join(data, name)).read()
-sys.stdout.write(text.replace("/lustre/alice/llm", os.environ["FAKE_WORKDIR"]))
+# the job is the test's user's (logscope reads only the job's user's files)
+text = text.replace("/lustre/alice/llm", os.environ["FAKE_WORKDIR"])
+sys.stdout.write(text.replace("alice", os.environ["FAKE_USER"]))
 '''
 
 
@@ -90,6 +94,7 @@ def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("FAKE_DATA", str(DATA))
     monkeypatch.setenv("FAKE_WORKDIR", str(work))
+    monkeypatch.setenv("FAKE_USER", pwd.getpwuid(os.getuid()).pw_name)
     return work
 
 

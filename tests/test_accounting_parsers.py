@@ -135,9 +135,9 @@ def test_stdio_patterns(pattern: str, expanded: str) -> None:
     assert expand_pattern(pattern, context) == expanded
 
 
-def test_relative_pattern_is_in_the_work_dir_and_unknowns_glob() -> None:
+def test_relative_pattern_is_in_the_work_dir_and_unknowns_are_shown_as_stars() -> None:
     context = PatternContext(job_id="128_7", array_job_id="128", array_task_id="7")
-    assert expand_pattern("slurm-%A_%a-%N-%t.out", context, "/w/d[1]") == "/w/d[[]1]/slurm-128_7-*-*.out"
+    assert expand_pattern("slurm-%A_%a-%N-%t.out", context, "/w/d[1]") == "/w/d[1]/slurm-128_7-*-*.out"
     assert expand_pattern("%b.out", PatternContext(job_id="128_17", array_task_id="17")) == "7.out"
 
 

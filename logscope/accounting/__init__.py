@@ -9,6 +9,7 @@ One concern per module:
 * :mod:`.states` what each state means (``logscope/knowledge/slurm_states.toml``);
 * :mod:`.jobid` job ids as typed (``12345``, ``12345_7``, ``12345.2``);
 * :mod:`.query` the live commands; :mod:`.saved` their outputs saved beside the logs;
-* :mod:`.stdio_patterns` ``--output`` patterns expanded to files; :mod:`.gather` record + logs;
+* :mod:`.stdio_patterns` ``--output`` patterns as name rules; :mod:`.confine` the files they name
+  that are the job's; :mod:`.gather` record + logs;
 * :mod:`.rows` the record as timeline rows; :mod:`.bundle` ``--save DIR``.
 """

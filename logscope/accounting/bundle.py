@@ -1,20 +1,25 @@
 """``logscope analyze JOBID --save DIR``: one folder to attach to a ticket.
 
-DIR gets the job's log files (copied, named as they were; a name met twice gets its folder's name
-in front), SLURM's record as the commands printed it (``sacct.json`` or ``sacct.txt``,
-``scontrol.txt``, or the saved files it was read from) and the batch script (``batch-script.sh``).
-``logscope analyze DIR`` then reads it all again, anywhere, the same way.
+DIR gets the job's log files that ``analyze`` read (copied, named as they were; a name met twice
+gets its folder's name in front), SLURM's record as the commands printed it (``sacct.json`` or
+``sacct.txt``, ``scontrol.txt``, or the saved files it was read from) and the batch script
+(``batch-script.sh``). ``logscope analyze DIR`` then reads it all again, anywhere, the same way.
 
+Nothing else goes in: only the files the analysis read, and a log found through SLURM's record
+only while it is still the file that was found (its device and inode, logscope.accounting.confine).
 DIR must be new or empty, and outside the logs' folders (the CLI refuses it before any work, as
-for every output). Each file is written through a temporary file and a rename.
+for every output). The bundle is written into a new temporary folder beside DIR, renamed to DIR
+once complete: a full disk or an interruption leaves no half bundle (the temporary folder is
+removed), and a rerun finds DIR as it was.
 """
 
 from __future__ import annotations
 
-import contextlib
+import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from logscope.accounting.record import AccountingRecord
@@ -29,54 +34,67 @@ def check_target(target: Path) -> None:
 
 
 def save_bundle(target: Path, logs: Sequence[Path], record: AccountingRecord | None, texts: dict[str, str],
-                saved_files: Sequence[Path] = ()) -> list[Path]:
-    """Write the bundle; return the files written."""
+                saved_files: Sequence[Path] = (),
+                identities: Mapping[Path, tuple[int, int]] | None = None) -> list[Path]:
+    """Write the bundle; return the files written (in ``target``).
+
+    ``identities``: (device, inode) of the logs found through SLURM's record when they were found;
+    such a log that is another file now (replaced meanwhile) is refused (OutputError)."""
     shown = printable(str(target))
     check_target(target)
+    parent = target.absolute().parent
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
     except OSError as error:
         raise OutputError(f"--save {shown}: cannot create it ({error.strerror or error})") from None
-    written: list[Path] = []
+    try:
+        names = _fill(building, logs, record, texts, saved_files, identities or {})
+        from logscope.report.output import _umask  # the one reader of the umask
+
+        os.chmod(building, 0o777 & ~_umask())  # noqa: PTH101 - as a plain mkdir would make it
+        check_target(target)  # still new or empty
+        building.rename(target)  # over an empty folder too (rename(2))
+    except BaseException as error:
+        shutil.rmtree(building, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise OutputError(f"--save {shown}: {error.strerror or error}; nothing was saved") from None
+        raise
+    return [target / name for name in names]
+
+
+def _fill(folder: Path, logs: Sequence[Path], record: AccountingRecord | None, texts: dict[str, str],
+          saved_files: Sequence[Path], identities: Mapping[Path, tuple[int, int]]) -> list[str]:
+    names: list[str] = []
     used: set[str] = set()
     for path in [*logs, *saved_files]:
         name = path.name if path.name not in used else f"{path.parent.name}-{path.name}"
         used.add(name)
-        written.append(_copy(path, target / name))
+        _copy(path, folder / name, identities.get(path))
+        names.append(name)
     for name, text in texts.items():
         if name not in used:
             used.add(name)
-            written.append(_write(target / name, text.encode("utf-8")))
-    if record is not None and record.script and not (used & {"batch-script.sh"}) and not any(
+            (folder / name).write_bytes(text.encode("utf-8"))
+            names.append(name)
+    if record is not None and record.script and not any(
             n.lower().startswith(("batch-script", "batch_script")) for n in used):
-        written.append(_write(target / "batch-script.sh", record.script.encode("utf-8")))
-    return written
+        (folder / "batch-script.sh").write_bytes(record.script.encode("utf-8"))
+        names.append("batch-script.sh")
+    return names
 
 
-def _copy(source: Path, destination: Path) -> Path:
-    descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
-    temporary = Path(name)
+def _copy(source: Path, destination: Path, identity: tuple[int, int] | None) -> None:
     try:
-        with source.open("rb") as reader, open(descriptor, "wb") as writer:  # noqa: PTH123 - a descriptor
-            shutil.copyfileobj(reader, writer, 1024 * 1024)
-        temporary.replace(destination)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        if isinstance(error, OSError):
-            raise OutputError(f"--save: cannot copy {printable(str(source))} ({error.strerror or error})") from None
-        raise
-    return destination
-
-
-def _write(destination: Path, data: bytes) -> Path:
-    from logscope.report.output import atomic_write
-
-    try:
-        atomic_write(destination, data)
-    except OSError as error:
-        raise OutputError(f"--save: cannot write {printable(str(destination))} ({error.strerror or error})") from None
-    return destination
+        with source.open("rb") as reader:
+            info = os.fstat(reader.fileno())
+            if not stat.S_ISREG(info.st_mode) or (identity is not None and (info.st_dev, info.st_ino) != identity):
+                raise OutputError(f"--save: {printable(str(source))} is not the file that was read (replaced since); "
+                                  "nothing was saved")
+            with destination.open("xb") as writer:
+                shutil.copyfileobj(reader, writer, 1024 * 1024)
+    except FileNotFoundError:
+        raise OutputError(f"--save: {printable(str(source))} is gone since it was read; nothing was saved") from None
 
 
 __all__ = ["check_target", "save_bundle"]

@@ -2,8 +2,9 @@
 the log files its output patterns name.
 
 * :func:`from_cluster` asks ``sacct``/``scontrol`` (:mod:`~logscope.accounting.query`), then expands
-  the job's StdOut/StdErr and each ``srun --output``/``--error`` of its batch script for every node
-  of the job (:mod:`~logscope.accounting.stdio_patterns`) and lists the files that exist;
+  the job's StdOut/StdErr and each ``srun --output``/``--error`` of its batch script into name rules
+  (:mod:`~logscope.accounting.stdio_patterns`) and lists the files they name that are the job's
+  (:mod:`~logscope.accounting.confine`: its user's, in its folders); the others are listed as refused;
 * :func:`from_saved` reads the outputs saved in the job's folder (:mod:`~logscope.accounting.saved`)
   and picks the job the logs belong to.
 """
@@ -16,16 +17,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logscope.accounting.confine import MAX_RULES, find_job_files, job_owner
 from logscope.accounting.jobid import JobRef, parse_job_ref, select_job
 from logscope.accounting.record import AccountingRecord, merged
 from logscope.accounting.saved import SavedRecord, read_saved, saved_files
-from logscope.accounting.stdio_patterns import PatternContext, expand_pattern, find_files
+from logscope.accounting.stdio_patterns import SHELL_VALUE, NameRule, PatternContext, name_rule
 from logscope.errors import AccountingError, UsageError, printable
+from logscope.ingest.discovery import Skipped
 
 # srun's output options in a batch script: --output=PAT, --output PAT, -o PAT, -oPAT (and --error/-e)
 _SRUN = re.compile(r"(?:^|[\s;&|(])srun\s")
 _OUTPUT_OPTION = re.compile(r"(?:--output|--error)(?:=|\s+)(\S+)|\s-[oe]\s*(\S+)")
-_SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+_SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+# The variables the batch shell sets that the record knows, as the fields of the same value (the
+# batch shell expands them once, for the whole job: SLURM_PROCID and SLURMD_NODENAME there are the
+# batch task's, not each task's, so they are not among them)
+_KNOWN_VARIABLES = {"SLURM_JOB_ID": "%j", "SLURM_JOBID": "%j", "SLURM_JOB_NAME": "%x", "SLURM_ARRAY_JOB_ID": "%A",
+                    "SLURM_ARRAY_TASK_ID": "%a", "USER": "%u", "LOGNAME": "%u"}
+# A pattern whose folder holds %N makes a folder per node: looked in for this many nodes at most.
+MAX_NODE_FOLDERS = 1024
 
 
 @dataclass
@@ -34,9 +44,13 @@ class Gathered:
 
     record: AccountingRecord
     logs: list[Path] = field(default_factory=list)
-    patterns: list[str] = field(default_factory=list)  # the globs the logs were looked for with
+    patterns: list[str] = field(default_factory=list)  # the names the logs were looked for under
     saved_files: list[Path] = field(default_factory=list)  # files read as the record, not as logs
     texts: dict[str, str] = field(default_factory=dict)  # file name -> what the command printed
+    # what the record's patterns name that is not the job's (logscope.accounting.confine), with why
+    refused: list[Skipped] = field(default_factory=list)
+    # each log found through the record: its (device, inode) when it was found
+    identities: dict[Path, tuple[int, int]] = field(default_factory=dict)
 
 
 def gather_inputs(paths: Sequence[Path]) -> tuple[list[Path], Gathered | None]:
@@ -60,8 +74,10 @@ def gather_inputs(paths: Sequence[Path]) -> tuple[list[Path], Gathered | None]:
     gathered = from_cluster(ref)
     if not gathered.logs and not rest:
         looked = ", ".join(printable(g) for g in gathered.patterns[:3])
-        raise AccountingError(f"job {ref}: no log file where SLURM says its output went ({looked}); give the "
-                              f"folder of its logs too: logscope analyze {ref} FOLDER")
+        refused = "; ".join(f"{s.display}: {s.reason}" for s in gathered.refused[:2])
+        raise AccountingError(f"job {ref}: no log file of the job where SLURM says its output went ({looked}"
+                              + (f"; {refused}" if refused else "") + f"); give the folder of its logs too: "
+                              f"logscope analyze {ref} FOLDER")
     return [*gathered.logs, *rest], gathered
 
 
@@ -77,8 +93,10 @@ def from_cluster(ref: JobRef) -> Gathered:
     from logscope.accounting.query import query  # the commands' runner: only for a job id
 
     record, outputs = query(ref)
-    globs = output_globs(record)
-    return Gathered(record, find_files(globs), globs, texts=dict(outputs.texts))
+    rules, refused = output_rules(record)
+    found = find_job_files(rules, record.job.nodes, job_owner(record), record.work_dir)
+    return Gathered(record, found.files, [rule.shown for rule in rules], texts=dict(outputs.texts),
+                    refused=[*refused, *found.refused], identities=found.identities)
 
 
 def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
@@ -130,37 +148,63 @@ def _knows(records: list[AccountingRecord], ref: JobRef) -> bool:
     return any(r.job_id == ref.job_id or r.job_id.split("_")[0] == ref.job for r in records)
 
 
-def output_globs(record: AccountingRecord) -> list[str]:
-    """The globs of the files the job's processes wrote: the batch step's StdOut/StdErr (SLURM's
-    default ``slurm-%j.out``, ``slurm-%A_%a.out`` for an array task, when the record names none),
-    and every ``srun --output/--error`` of the batch script, for each node of the job."""
+def output_rules(record: AccountingRecord) -> tuple[list[NameRule], list[Skipped]]:
+    """Where the job's processes wrote, as name rules (logscope.accounting.stdio_patterns): the
+    batch step's StdOut/StdErr (SLURM's default ``slurm-%j.out``, ``slurm-%A_%a.out`` for an array
+    task, when the record names none), and every ``srun --output/--error`` of the batch script.
+
+    A ``%N``/``%n`` in a file's name stands for any of the job's nodes (one rule, however many
+    nodes); in a folder it makes a folder per node, at most MAX_NODE_FOLDERS of them (the rest
+    are listed as not looked in)."""
     job = record.job
     base = PatternContext(job_id=record.job_id, array_job_id=record.array_job_id,
                           array_task_id=record.array_task_id, user=record.user, job_name=job.name)
-    batch_node = record.batch_host or (job.nodes[0] if job.nodes else None)
-    globs: list[str] = []
+    rules: list[NameRule] = []
+    refused: list[Skipped] = []
     default = "slurm-%A_%a.out" if record.array_task_id else "slurm-%j.out"
+    batch_node = record.batch_host or (job.nodes[0] if job.nodes else None)
     for pattern in dict.fromkeys(p for p in (record.stdout or default, record.stderr) if p):
-        batch = PatternContext(**{**base.__dict__, "step": "batch", "node": batch_node, "node_index": 0, "task": 0})
-        globs.append(expand_pattern(pattern, batch, record.work_dir))
-        if "%N" in pattern or "%n" in pattern:
-            # SLURM writes the batch step's file for the batch host only; a pattern with %N used
-            # for srun's steps too (exported, or the same in --output) names every node's file
-            for index, name in enumerate(job.nodes):
-                context = PatternContext(**{**base.__dict__, "node": name, "node_index": index})
-                globs.append(expand_pattern(pattern, context, record.work_dir))
-    places: list[tuple[int | None, str | None]] = list(enumerate(job.nodes)) or [(None, None)]
+        if not _per_node(pattern):
+            # SLURM writes the batch step's file for the batch host only
+            batch = dataclasses.replace(base, step="batch", node=batch_node, node_index=0, task=0)
+            rules.append(name_rule(pattern, batch, record.work_dir))
+            continue
+        # a pattern with %N used for srun's steps too (exported, or the same in --output) names
+        # every node's file; the batch host's is among them
+        rules.extend(_node_rules(pattern, base, job.nodes, record.work_dir, refused))
     for pattern in srun_output_patterns(record.script or ""):
-        for position, host in places:
-            context = PatternContext(**{**base.__dict__, "node": host, "node_index": position})
-            globs.append(expand_pattern(pattern, context, record.work_dir))
-    return list(dict.fromkeys(globs))
+        rules.extend(_node_rules(pattern, base, job.nodes, record.work_dir, refused))
+    unique = {(rule.folder, rule.name.pattern, rule.problem): rule for rule in rules}
+    return list(unique.values()), refused
+
+
+def _per_node(pattern: str) -> bool:
+    return "\\" not in pattern and bool(re.search(r"%\d*[Nn]", pattern))
+
+
+def _node_rules(pattern: str, base: PatternContext, nodes: tuple[str, ...], work_dir: str | None,
+                refused: list[Skipped]) -> list[NameRule]:
+    """The rules of an srun pattern: one for any node, or one per node when its folder holds %N/%n."""
+    folder = pattern.rpartition("/")[0]
+    if not nodes or not _per_node(folder):
+        return [name_rule(pattern, base, work_dir, nodes)]
+    if len(nodes) > MAX_NODE_FOLDERS:
+        refused.append(Skipped(printable(pattern), f"a folder per node: only those of its first {MAX_NODE_FOLDERS} "
+                                                   f"nodes of {len(nodes)} are looked in"))
+    return [name_rule(pattern, dataclasses.replace(base, node=name, node_index=index), work_dir)
+            for index, name in enumerate(nodes[:MAX_NODE_FOLDERS])]
+
+
+def _variable(match: re.Match[str]) -> str:
+    return _KNOWN_VARIABLES.get(match.group(1) or match.group(2), SHELL_VALUE)
 
 
 def srun_output_patterns(script: str) -> list[str]:
-    """The ``--output``/``--error`` patterns of the script's srun commands (shell variables, which
-    the record cannot resolve, become ``*``; ``/dev/null`` and ``none`` are no file)."""
-    out: list[str] = []
+    """The ``--output``/``--error`` patterns of the script's srun commands, each once and at most
+    MAX_RULES of them (a shell variable the record cannot resolve stands for any text: SHELL_VALUE;
+    ``$SLURM_JOB_ID`` and the others of _KNOWN_VARIABLES are their fields; ``/dev/null`` and
+    ``none`` are no file)."""
+    out: dict[str, None] = {}
     for line in script.replace("\\\n", " ").splitlines():
         code = line.split("#", 1)[0]
         if not _SRUN.search(code):
@@ -169,9 +213,11 @@ def srun_output_patterns(script: str) -> list[str]:
             value = (match.group(1) or match.group(2) or "").strip("'\"")
             if not value or value.startswith("/dev/") or value.lower() == "none":
                 continue
-            out.append(_SHELL_VARIABLE.sub("*", value))
-    return out
+            out[_SHELL_VARIABLE.sub(_variable, value.replace(SHELL_VALUE, ""))] = None
+            if len(out) >= MAX_RULES:
+                return list(out)
+    return list(out)
 
 
-__all__ = ["Gathered", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "knows", "output_globs",
+__all__ = ["Gathered", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "knows", "output_rules",
            "record_of", "srun_output_patterns"]

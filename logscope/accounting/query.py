@@ -5,10 +5,15 @@ one :class:`AccountingError` line (exit code 2).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import selectors
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,12 +21,15 @@ from logscope.accounting.jobid import JobRef, select_job
 from logscope.accounting.record import AccountingRecord, merged
 from logscope.accounting.sacct_json import parse_sacct_json
 from logscope.accounting.sacct_parsable import parse_batch_script, parse_sacct_parsable
-from logscope.accounting.saved import folded
+from logscope.accounting.saved import MAX_BYTES, folded
 from logscope.accounting.scontrol import parse_scontrol
 from logscope.errors import AccountingError
 from logscope.textsafe import drop_controls
 
 TIMEOUT_S = 60
+# The most a command may print (each stream): a job's record is kilobytes, its batch script and
+# --json a few megabytes; a saved record is refused past the same size (saved.MAX_BYTES).
+MAX_OUTPUT_BYTES = MAX_BYTES
 # The fields `sacct -P` is asked for when --json is not available (SLURM before 20.11, or a
 # build without the JSON serializer); src/sacct/sacct.c names them.
 PARSABLE_FIELDS = "JobID,JobName,State,ExitCode,Reason,NodeList,Start,End,MaxRSS,MaxRSSNode,User,WorkDir"
@@ -38,17 +46,71 @@ class Outputs:
 
 def _run(command: Sequence[str]) -> tuple[int, str, str]:
     try:
-        done = subprocess.run(list(command), capture_output=True, timeout=TIMEOUT_S, check=False)
+        code, out, err = run_capped(command, TIMEOUT_S, MAX_OUTPUT_BYTES)
     except FileNotFoundError:
         raise AccountingError(f"{command[0]} is not on PATH: run logscope on a SLURM login node, or save the "
                               "job's record beside its logs (see the README, \"Away from the cluster\")") from None
-    except subprocess.TimeoutExpired:
-        raise AccountingError(f"{' '.join(command)} did not answer in {TIMEOUT_S} s") from None
     except OSError as error:
         raise AccountingError(f"cannot run {command[0]}: {error.strerror or error}") from None
     # what SLURM prints (job names, paths, Reason) reaches the outputs: never its escape sequences
-    return (done.returncode, drop_controls(done.stdout.decode("utf-8", "replace")),
-            drop_controls(done.stderr.decode("utf-8", "replace")))
+    return code, drop_controls(out.decode("utf-8", "replace")), drop_controls(err.decode("utf-8", "replace"))
+
+
+def run_capped(command: Sequence[str], timeout_s: float, max_bytes: int) -> tuple[int, bytes, bytes]:
+    """Run ``command`` (no shell, no standard input) in a process group of its own and return its
+    exit code, standard output and standard error, read as they come.
+
+    AccountingError when it has not ended within ``timeout_s`` or prints more than ``max_bytes``
+    (on either stream): the whole group is killed then, the processes it started too (one that
+    still holds the pipe must not keep logscope waiting, nor run on), and what it printed is not
+    read further. So is it when logscope is interrupted meanwhile."""
+    process = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    shown = " ".join(command)
+    deadline = time.monotonic() + timeout_s
+    streams = [stream for stream in (process.stdout, process.stderr) if stream is not None]
+    chunks: dict[int, list[bytes]] = {stream.fileno(): [] for stream in streams}
+    sizes = dict.fromkeys(chunks, 0)
+    code = None
+    try:
+        with selectors.DefaultSelector() as selector:
+            for stream in streams:
+                os.set_blocking(stream.fileno(), False)
+                selector.register(stream.fileno(), selectors.EVENT_READ)
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AccountingError(f"{shown} did not answer in {timeout_s:g} s")
+                for key, _ in selector.select(min(left, 1.0)):
+                    data = os.read(key.fd, 1 << 16)
+                    if not data:
+                        selector.unregister(key.fd)
+                        continue
+                    sizes[key.fd] += len(data)
+                    if sizes[key.fd] > max_bytes:
+                        raise AccountingError(f"{shown} printed more than {max_bytes // (1024 * 1024)} MiB: not "
+                                              "the record of one job")
+                    chunks[key.fd].append(data)
+        try:
+            code = process.wait(max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            raise AccountingError(f"{shown} did not answer in {timeout_s:g} s") from None
+    finally:
+        if code is None:
+            _kill_group(process)
+        parts = [b"".join(chunks[stream.fileno()]) for stream in streams]
+        for stream in streams:
+            stream.close()
+    return code, parts[0], parts[1]
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process`` and every process of its group (it leads one: start_new_session), and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+    process.wait()
 
 
 def _first_error(stderr: str) -> str:

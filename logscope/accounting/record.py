@@ -73,6 +73,7 @@ class AccountingRecord:
     job: StepRecord
     steps: tuple[StepRecord, ...] = ()
     user: str | None = None
+    uid: int | None = None  # the user's uid, where the record says it (scontrol's UserId=alice(1000))
     work_dir: str | None = None
     stdout: str | None = None  # the --output pattern (or its expansion) as SLURM reports it
     stderr: str | None = None
@@ -124,7 +125,8 @@ def merged(first: AccountingRecord, second: AccountingRecord) -> AccountingRecor
     for item in dataclasses.fields(AccountingRecord):
         if item.name in ("job", "steps", "sources"):
             continue
-        values[item.name] = getattr(first, item.name) or getattr(second, item.name)
+        mine = getattr(first, item.name)
+        values[item.name] = mine if mine not in (None, "") else getattr(second, item.name)  # uid 0 is one
     others = {s.step: s for s in second.steps}
     steps = tuple(_filled(s, others[s.step]) if s.step in others else s for s in first.steps) or second.steps
     return AccountingRecord(job=job, steps=steps,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from logscope.accounting.hostlist import expand_hostlist
+from logscope.accounting.hostlist import NodeNames
 from logscope.accounting.record import AccountingRecord, StepRecord
 from logscope.accounting.values import epoch_time, exit_json, number, state_of
 from logscope.errors import AccountingError
@@ -44,11 +44,12 @@ def parse_sacct_json(text: str, source: str) -> list[AccountingRecord]:
         raise AccountingError(f"{source}: not sacct --json output (no \"jobs\" list)")
     _raise_reported_errors(document, source)
     records = []
+    names = NodeNames(source)
     for index, job in enumerate(document["jobs"]):
         if not isinstance(job, dict):
             raise AccountingError(f"{source}: job {index + 1} of \"jobs\" is not an object")
         try:
-            records.append(_record(job, source))
+            records.append(_record(job, source, names))
         except (TypeError, AttributeError, ValueError) as error:
             raise AccountingError(f"{source}: job {index + 1} of \"jobs\" is malformed ({_short(error)})") from None
     return records
@@ -63,7 +64,7 @@ def _raise_reported_errors(document: dict[str, Any], source: str) -> None:
         raise AccountingError(f"{source}: sacct reported an error: {what}")
 
 
-def _record(job: dict[str, Any], source: str) -> AccountingRecord:
+def _record(job: dict[str, Any], source: str, names: NodeNames) -> AccountingRecord:
     job_id = _job_id(job)
     state = job.get("state") or {}
     current = state.get("current") if isinstance(state, dict) else state
@@ -76,9 +77,9 @@ def _record(job: dict[str, Any], source: str) -> AccountingRecord:
     record = StepRecord(
         job_id=job_id, step=None, state=base, name=_text(job.get("name")), cancelled_by=by,
         exit_code=code, signal=sig, reason=_text(state.get("reason")) if isinstance(state, dict) else None,
-        nodes=tuple(expand_hostlist(_text(job.get("nodes")) or "")),
+        nodes=names.expand(_text(job.get("nodes")) or ""),
         start=epoch_time(times.get("start")), end=epoch_time(times.get("end")))
-    steps = tuple(_step(step, job_id) for step in job.get("steps") or [])
+    steps = tuple(_step(step, job_id, names) for step in job.get("steps") or [])
     user = job.get("user")
     array = job.get("array") or {}
     return AccountingRecord(
@@ -111,7 +112,7 @@ def _set_id(value: Any) -> str | None:
     return str(found)
 
 
-def _step(step: dict[str, Any], job_id: str) -> StepRecord:
+def _step(step: dict[str, Any], job_id: str, names: NodeNames) -> StepRecord:
     ident = step.get("step") or {}
     raw = str(ident.get("id")) if isinstance(ident, dict) and ident.get("id") is not None else ""
     name = raw.rsplit(".", 1)[-1] if "." in raw else raw  # "12345.batch" (v0.0.39+) or "batch" (0.0.38)
@@ -124,13 +125,13 @@ def _step(step: dict[str, Any], job_id: str) -> StepRecord:
         by = str(killer)
     nodes_part = step.get("nodes") or {}
     listed = nodes_part.get("list") if isinstance(nodes_part, dict) else None
-    nodes = [drop_controls(str(n)) for n in listed] if isinstance(listed, list) and listed else \
-        expand_hostlist(_text(nodes_part.get("range")) or "" if isinstance(nodes_part, dict) else "")
+    nodes = names.listed([drop_controls(str(n)) for n in listed]) if isinstance(listed, list) and listed else \
+        names.expand(_text(nodes_part.get("range")) or "" if isinstance(nodes_part, dict) else "")
     times = step.get("time") or {}
     rss, rss_node = _max_rss(step)
     return StepRecord(
         job_id=job_id, step=name, state=base, name=_text(ident.get("name")) if isinstance(ident, dict) else None,
-        cancelled_by=by, exit_code=code, signal=sig, nodes=tuple(nodes),
+        cancelled_by=by, exit_code=code, signal=sig, nodes=nodes,
         start=epoch_time(times.get("start")), end=epoch_time(times.get("end")), max_rss=rss, max_rss_node=rss_node)
 
 

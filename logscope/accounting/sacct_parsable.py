@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from logscope.accounting.hostlist import expand_hostlist
+from logscope.accounting.hostlist import NodeNames
 from logscope.accounting.record import AccountingRecord, StepRecord
 from logscope.accounting.values import exit_text, state_of, text_time
 from logscope.errors import AccountingError
@@ -37,6 +37,7 @@ def parse_sacct_parsable(text: str, source: str) -> list[AccountingRecord]:
         raise AccountingError(f"{source}: not sacct -P output with a header (no {', '.join(missing)} column; "
                               "save it with `sacct -j JOB -P --format=...` without --noheader)")
     jobs: dict[str, list[StepRecord]] = {}
+    names = NodeNames(source)
     extra: dict[str, dict[str, str]] = {}
     for number, line in enumerate(lines[1:], start=2):
         values = line.split("|")
@@ -50,7 +51,7 @@ def parse_sacct_parsable(text: str, source: str) -> list[AccountingRecord]:
         if match is None:
             raise AccountingError(f"{source}:{number}: {row['JobID'][:40]!r} is not a SLURM job id")
         job_id, step = match.group("job"), match.group("step")
-        jobs.setdefault(job_id, []).append(_step(row, job_id, step, source, number))
+        jobs.setdefault(job_id, []).append(_step(row, job_id, step, source, number, names))
         if step is None:
             extra[job_id] = row
     records = []
@@ -67,7 +68,8 @@ def parse_sacct_parsable(text: str, source: str) -> list[AccountingRecord]:
     return records
 
 
-def _step(row: dict[str, str], job_id: str, step: str | None, source: str, number: int) -> StepRecord:
+def _step(row: dict[str, str], job_id: str, step: str | None, source: str, number: int,
+          names: NodeNames) -> StepRecord:
     try:
         state, by = state_of(row["State"])
     except AccountingError as error:
@@ -76,7 +78,7 @@ def _step(row: dict[str, str], job_id: str, step: str | None, source: str, numbe
     return StepRecord(
         job_id=job_id, step=step, state=state, name=row.get("JobName") or None, cancelled_by=by,
         exit_code=code, signal=sig, reason=(row.get("Reason") or None) if step is None else None,
-        nodes=tuple(expand_hostlist(row.get("NodeList", ""))),
+        nodes=names.expand(row.get("NodeList", "")),
         start=text_time(row.get("Start")), end=text_time(row.get("End")),
         max_rss=row.get("MaxRSS") or None, max_rss_node=row.get("MaxRSSNode") or None)
 

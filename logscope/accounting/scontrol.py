@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from logscope.accounting.hostlist import expand_hostlist
+from logscope.accounting.hostlist import NodeNames
 from logscope.accounting.record import AccountingRecord, StepRecord
 from logscope.accounting.values import epoch_time, exit_json, exit_text, number, state_of, text_time
 from logscope.errors import AccountingError
@@ -43,7 +43,8 @@ def parse_scontrol(text: str, source: str) -> list[AccountingRecord]:
     jobs = [pairs for pairs in jobs if pairs]
     if not jobs or any("JobId" not in pairs for pairs in jobs):
         raise AccountingError(f"{source}: not scontrol show job output (no JobId=)")
-    return [_record(pairs, source) for pairs in jobs]
+    names = NodeNames(source)
+    return [_record(pairs, source, names) for pairs in jobs]
 
 
 def _pairs(block: str) -> dict[str, str]:
@@ -64,7 +65,7 @@ def _pairs(block: str) -> dict[str, str]:
     return pairs
 
 
-def _record(pairs: dict[str, str], source: str) -> AccountingRecord:
+def _record(pairs: dict[str, str], source: str, names: NodeNames) -> AccountingRecord:
     if "JobState" not in pairs:
         raise AccountingError(f"{source}: job {pairs.get('JobId')} has no JobState= (truncated?)")
     raw_id = pairs["JobId"].strip()
@@ -78,14 +79,20 @@ def _record(pairs: dict[str, str], source: str) -> AccountingRecord:
     job = StepRecord(
         job_id=job_id, step=None, state=state, name=pairs.get("JobName") or None, cancelled_by=by,
         exit_code=code, signal=sig, reason=_none(pairs.get("Reason")),
-        nodes=tuple(expand_hostlist(_none(pairs.get("NodeList")) or "")),
+        nodes=names.expand(_none(pairs.get("NodeList")) or ""),
         start=text_time(pairs.get("StartTime")), end=text_time(pairs.get("EndTime")))
     return AccountingRecord(
-        job=job, user=user.split("(", 1)[0] or None, work_dir=_none(pairs.get("WorkDir")),
+        job=job, user=user.split("(", 1)[0] or None, uid=_uid(user), work_dir=_none(pairs.get("WorkDir")),
         stdout=_none(pairs.get("StdOut")), stderr=_none(pairs.get("StdErr")),
         batch_host=_none(pairs.get("BatchHost")), failed_node=_none(pairs.get("FailedNode")),
         array_job_id=array_job if task else None,
         array_task_id=task if task and task.isdigit() else None, sources=(source,))
+
+
+def _uid(user: str) -> int | None:
+    """The uid of ``UserId=alice(1000)``."""
+    match = re.fullmatch(r"[^(]*\((\d{1,10})\)", user.strip())
+    return int(match.group(1)) if match else None
 
 
 def _none(value: str | None) -> str | None:
@@ -104,12 +111,13 @@ def _parse_json(text: str, source: str) -> list[AccountingRecord]:
     if not isinstance(jobs, list) or not all(isinstance(j, dict) and "job_id" in j for j in jobs):
         raise AccountingError(f"{source}: not scontrol show job --json output (no \"jobs\" list of jobs)")
     try:
-        return [_json_record(job, source) for job in jobs]
+        names = NodeNames(source)
+        return [_json_record(job, source, names) for job in jobs]
     except (TypeError, AttributeError, ValueError) as error:
         raise AccountingError(f"{source}: malformed scontrol --json job ({error})") from None
 
 
-def _json_record(job: dict[str, Any], source: str) -> AccountingRecord:
+def _json_record(job: dict[str, Any], source: str, names: NodeNames) -> AccountingRecord:
     raw = number(job.get("job_id"))
     if raw is None:
         raise AccountingError(f"{source}: a job without job_id")
@@ -123,14 +131,20 @@ def _json_record(job: dict[str, Any], source: str) -> AccountingRecord:
     record = StepRecord(
         job_id=job_id, step=None, state=state, name=_text(job.get("name")), cancelled_by=by,
         exit_code=code, signal=sig, reason=_none(_text(job.get("state_reason"))),
-        nodes=tuple(expand_hostlist(_text(job.get("nodes")) or "")),
+        nodes=names.expand(_text(job.get("nodes")) or ""),
         start=epoch_time(job.get("start_time")), end=epoch_time(job.get("end_time")))
     return AccountingRecord(
-        job=record, user=_text(job.get("user_name")), work_dir=_text(job.get("current_working_directory")),
+        job=record, user=_text(job.get("user_name")), uid=_json_uid(job.get("user_id")),
+        work_dir=_text(job.get("current_working_directory")),
         stdout=_text(job.get("standard_output")), stderr=_text(job.get("standard_error")),
         batch_host=_text(job.get("batch_host")), failed_node=_text(job.get("failed_node")),
         array_job_id=str(array_job) if has_task else None,
         array_task_id=str(task) if has_task else None, sources=(source,))
+
+
+def _json_uid(value: Any) -> int | None:
+    found = number(value)
+    return found if found is not None and 0 <= found < NO_VAL else None
 
 
 def _text(value: Any) -> str | None:

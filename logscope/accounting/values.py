@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -21,33 +22,45 @@ from logscope.accounting.states import state_table
 from logscope.errors import AccountingError
 from logscope.textsafe import drop_controls
 
+# SLURM's numbers are 64-bit at most (uint64 and int64 fields, NO_VAL64): anything beyond is no
+# value of its (and polars, which holds them, refuses it).
+_LOWEST, _HIGHEST = -(2**63), 2**63 - 1
+# A time outside these years is taken as no time, as for the logs' timestamps.
+_FIRST_YEAR, _LAST_YEAR = 1900, 2999
+
 
 def number(value: Any) -> int | None:
-    """An integer from a plain number or a ``{set, infinite, number}`` struct; None if unset/infinite."""
+    """An integer from a plain number or a ``{set, infinite, number}`` struct; None if unset/infinite,
+    and for what no 64-bit field holds (``1e400`` reads as an infinite float, ``NaN`` as none)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
-        return int(value)
+        if not math.isfinite(value):
+            return None
+        value = int(value)
+    if isinstance(value, int):
+        return value if _LOWEST <= value <= _HIGHEST else None
     if isinstance(value, dict):
         if value.get("set") is False or value.get("infinite") is True:
             return None
-        return number(value.get("number"))
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+        inner = value.get("number")
+        return None if isinstance(inner, dict) else number(inner)  # a number is no struct: no recursion
+    if isinstance(value, str) and 0 < len(value.strip()) <= 20 and value.strip().lstrip("-").isdigit():
+        return number(int(value))
     return None
 
 
 def epoch_time(value: Any) -> datetime | None:
-    """A JSON time (UNIX epoch, either number shape) as a naive local datetime; 0 is no time."""
+    """A JSON time (UNIX epoch, either number shape) as a naive local datetime; 0 is no time, and
+    so is a time outside the years 1900-2999."""
     seconds = number(value)
     if not seconds or seconds <= 0:
         return None
     try:
-        return datetime.fromtimestamp(seconds)
+        when = datetime.fromtimestamp(seconds)
     except (OverflowError, OSError, ValueError):
         return None
+    return when if _FIRST_YEAR <= when.year <= _LAST_YEAR else None
 
 
 def text_time(value: str | None) -> datetime | None:
@@ -58,7 +71,7 @@ def text_time(value: str | None) -> datetime | None:
         when = datetime.fromisoformat(value.strip())
     except ValueError:
         return None
-    return when if 1900 <= when.year <= 2999 else None
+    return when if _FIRST_YEAR <= when.year <= _LAST_YEAR else None
 
 
 def state_of(value: Any) -> tuple[str, str | None]:
@@ -83,11 +96,16 @@ _FLAGS = frozenset({"REQUEUED", "COMPLETING"})
 
 
 def exit_text(value: str | None) -> tuple[int | None, int | None]:
-    """``1:0`` -> (1, 0); anything else -> (None, None)."""
+    """``1:0`` -> (1, 0); anything else -> (None, None) (a part no exit status holds is None)."""
     if not value or ":" not in value:
         return None, None
     code, _, sig = value.strip().partition(":")
-    return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
+    return _status_part(number(code) if code.isdigit() else None), _status_part(number(sig) if sig.isdigit() else None)
+
+
+def _status_part(value: int | None) -> int | None:
+    """A return code or signal as a process's exit status holds it (32 bits), else None."""
+    return value if value is not None and 0 <= value < 2**32 else None
 
 
 def exit_json(value: Any, state: str | None = None) -> tuple[int | None, int | None]:
@@ -106,9 +124,10 @@ def exit_json(value: Any, state: str | None = None) -> tuple[int | None, int | N
         if raw is None:
             return None, None
         return (raw >> 8) & 0xFF, raw & 0x7F  # a wait() status (scontrol's dbv0.0.38 exit_code)
-    code = number(value.get("return_code"))
+    code = _status_part(number(value.get("return_code")))
     signal_part = value.get("signal") or {}
-    sig = number(signal_part.get("id", signal_part.get("signal_id"))) if isinstance(signal_part, dict) else None
+    sig = _status_part(number(signal_part.get("id", signal_part.get("signal_id")))) if isinstance(signal_part, dict) \
+        else None
     return code, sig if sig is not None else (0 if code is not None else None)
 
 

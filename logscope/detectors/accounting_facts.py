@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from logscope.accounting.hostlist import hosts_named
+from logscope.accounting.hostlist import MAX_HOSTS, hosts_named
 from logscope.detectors.base import JobView, field_of
 from logscope.model import Event
 
@@ -53,8 +53,12 @@ class RecordedStep:
 
     @property
     def end(self) -> datetime | None:
+        """When SLURM recorded the step's end. A row's time is its step's start where the record
+        has no end (logscope/accounting/rows.py): that is no end."""
         value = self.first.get("time")
-        return value if isinstance(value, datetime) else None
+        if not isinstance(value, datetime) or " End=" not in str(self.first.get("text") or ""):
+            return None
+        return value
 
 
 def recorded_steps(job: JobView, *states: str) -> list[RecordedStep]:
@@ -117,10 +121,28 @@ def recorded_failed_node(job: JobView) -> str | None:
 
 
 def _srun_failed_nodes(job: JobView) -> set[str]:
-    nodes: set[str] = set()
-    for row in job.rows(Event.NODE_FAILURE):
-        nodes.update(hosts_named(str(row.get("node") or row.get("host") or "")))
-    return nodes
+    return {host for _, hosts in srun_lost_hosts(job) for host in hosts}
+
+
+def srun_lost_hosts(job: JobView) -> list[tuple[dict[str, Any], list[str]]]:
+    """srun's ``Node failure on HOSTLIST`` rows, in order, each with the hosts it names.
+
+    Each line's hostlist is expanded once for every detector that asks (LS604, the failed nodes
+    of the network detectors, the node a NODE_FAIL record means), and the job's lines together
+    make at most MAX_HOSTS names: a line whose list would go past that names nobody (its size is
+    known from its ranges before any name is made, logscope.accounting.hostlist)."""
+
+    def compute() -> list[tuple[dict[str, Any], list[str]]]:
+        out: list[tuple[dict[str, Any], list[str]]] = []
+        left = MAX_HOSTS
+        for row in job.rows_in_order(Event.NODE_FAILURE):
+            hosts = hosts_named(str(row.get("node") or row.get("host") or ""), limit=left) if left > 0 else []
+            left -= len(hosts)
+            out.append((row, hosts))
+        return out
+
+    found: list[tuple[dict[str, Any], list[str]]] = job.remember("srun lost hosts", compute)
+    return found
 
 
 def recorded_failure_rows(job: JobView) -> list[dict[str, Any]]:

@@ -22,8 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from logscope.accounting.hostlist import hosts_named
-from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows
+from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows, srun_lost_hosts
 from logscope.detectors.base import JobView, event_of, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
 from logscope.model import Event, Severity
@@ -149,8 +148,8 @@ def failed_nodes(job: JobView) -> set[str]:
     so errors *about* such a node that come before the line are still its consequences.
     """
     nodes: set[str] = set()
-    for row in job.rows(Event.NODE_FAILURE):
-        nodes.update(hosts_named(str(row.get("node") or row.get("host") or "")))
+    for _, hosts in srun_lost_hosts(job):
+        nodes.update(hosts)
     recorded = recorded_failed_node(job)
     if recorded is not None:
         nodes.add(recorded)

@@ -84,7 +84,9 @@ class NodeFailRecorded(Detector):
                     f"excluding it (sbatch --exclude={failed or 'NODE'})."),
             rows=rows[:4], culprit=culprit, severity=Severity.CRITICAL, hosts=[failed] if failed else nodes)
         # The node failed some time after its last line (or the step's start) and before SLURM's record.
-        return [dataclasses.replace(finding, window=(low, end or low), first_seen=low or finding.first_seen)]
+        # (A record whose end comes before the node's last line, its clock behind the logs', bounds nothing.)
+        high = end if end is not None and (low is None or end >= low) else low
+        return [dataclasses.replace(finding, window=(low, high), first_seen=low or finding.first_seen)]
 
 
 def _last_own_line(job: JobView, node: str) -> datetime | None:

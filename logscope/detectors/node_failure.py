@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from logscope.accounting.hostlist import hosts_named
+from logscope.detectors.accounting_facts import srun_lost_hosts
 from logscope.detectors.base import Detector, JobView, evidence_of, field_of, when
 from logscope.model import Category, Culprit, Event, Finding, Severity
 
@@ -50,16 +50,13 @@ class NodeFailure(Detector):
     specificity = 60
 
     def detect(self, job: JobView) -> list[Finding]:
-        srun = job.rows_in_order(Event.NODE_FAILURE)
+        named = srun_lost_hosts(job)
+        srun = [row for row, _ in named]
         cancelled = [r for r in job.rows_in_order(Event.CANCELLED)
                      if str(field_of(r, "reason") or "").startswith("NODE FAIL")]
         if not srun and not cancelled:
             return []
-        failed: list[str] = []
-        for row in srun:
-            for host in hosts_named(str(row.get("node") or row.get("host") or "")):
-                if host not in failed:
-                    failed.append(host)
+        failed = list(dict.fromkeys(host for _, hosts in named for host in hosts))
         cancel_time = cancelled[0].get("time") if cancelled else None
         first_srun = srun[0] if srun else None
         culprit = None

@@ -64,6 +64,13 @@
  *
  * Nothing here allocates per line; memory is bounded by the block (a block is at most a few tens
  * of MiB, so a uint32 line index cannot overflow: blocks over 4 GiB are refused).
+ *
+ * Every entry point checks its arguments against the block before one of them sizes a buffer or
+ * indexes one, and raises ValueError on what does not fit (a line count no block of that size
+ * has, a negative count, a span or a group id out of range): a caller's mistake is an exception,
+ * never memory corruption. tests/test_scanner_api.py forges each; .ci/run runs them, the byte
+ * pass's tests and a fuzz corpus against a build with -fsanitize=address,undefined
+ * (tools/sanitized_scanner.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -304,6 +311,10 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "block too big");
         goto done;
     }
+    if (max_line < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_line must not be negative");
+        goto done;
+    }
     /* A COLL line holds at least INFO + OPCOUNT + COMM + a letter, a digit and a space. */
     Py_ssize_t most = block.len / (INFO_LEN + OPCOUNT_LEN + COMM_LEN + 3) + 1;
     pairs = PyBytes_FromStringAndSize(NULL, most * PAIR_FIELDS * 4);
@@ -432,9 +443,29 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     const uint32_t *pair = pairs.buf;
     const int32_t *merge = merged.buf;
     const unsigned char *is_timed = timed.buf;
-    if (timed.len != n_groups || pairs.len % (PAIR_FIELDS * 4) || merged.len % 4 || lines < 0 || first_line < 0) {
+    if (timed.len != n_groups || pairs.len % (PAIR_FIELDS * 4) || merged.len % 4) {
         PyErr_SetString(PyExc_ValueError, "pairs, merged and timed do not fit together");
         goto done;
+    }
+    /* What the arguments may be, checked before any of them sizes a buffer or an index: scan's
+     * count of a block's lines (split at '\n', a last line without one counted) is at most its
+     * bytes + 1, and below 2^32 (a block is under 4 GiB: scan); each kept line's number
+     * (first_line + 1 + its index) must fit a Py_ssize_t; head and tail are counts; a merged id
+     * is a group's (below the groups' count) or -1. So the kept lines' buffer (the block, and 22
+     * bytes a line for its number and separator) cannot overflow its size. */
+    if (block.len >= (Py_ssize_t)UINT32_MAX || lines < 0 || lines > block.len + 1) {
+        PyErr_SetString(PyExc_ValueError, "lines is not a count of the block's lines");
+        goto done;
+    }
+    if (head < 0 || tail < 0 || first_line < 0 || first_line > PY_SSIZE_T_MAX - lines - 1) {
+        PyErr_SetString(PyExc_ValueError, "head, tail and first_line must be counts of lines");
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < n_groups; g++) {
+        if (merge[g] < -1 || merge[g] >= n_groups) {
+            PyErr_SetString(PyExc_ValueError, "a merged group id out of range");
+            goto done;
+        }
     }
     /* Each pair's span within the block, after the one before. The walk below steps over a line
      * set aside by its span, unread (reading a byte of each would cost about what reading the
@@ -521,6 +552,11 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
         result = with_lines ? Py_BuildValue("(y#nny#y#)", "", (Py_ssize_t)0, n_kept, n_aside, "", (Py_ssize_t)0, "",
                                             (Py_ssize_t)0)
                             : Py_BuildValue("(y#nn)", "", (Py_ssize_t)0, n_kept, n_aside);
+        goto done;
+    }
+    /* coll_lines hold where each kept line starts in ``kept`` as a uint32 */
+    if (with_lines && block.len + n_kept * 22 > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "block too big for coll_lines");
         goto done;
     }
     kept = PyBytes_FromStringAndSize(NULL, block.len + n_kept * 22);

@@ -9,13 +9,13 @@ and the files met in a folder that are not logs by their names.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from logscope.errors import InputError, printable
 from logscope.parsers.filenames import DEFAULT_PATTERNS, NameInfo, describe, strip_compression
+from logscope.walk import walk
 
 # Met while walking a folder, these are not logs: documents, configs, code, images, checkpoints.
 # A file named on the command line is always read, whatever its name.
@@ -58,7 +58,7 @@ def discover(inputs: Sequence[Path], patterns: tuple[str, ...] = DEFAULT_PATTERN
             raise InputError(f"{given}: no such file or directory")
         if given.is_dir():
             walk_errors: list[OSError] = []
-            for root, dirs, files in os.walk(given, onerror=walk_errors.append, followlinks=False):
+            for root, dirs, files in walk(given, onerror=walk_errors.append):
                 dirs.sort()
                 for name in sorted(files):
                     if left_out and (Path(root) / name).resolve() in left_out:

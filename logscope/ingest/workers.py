@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from logscope.cores import usable_cores
 from logscope.errors import LogscopeError
 from logscope.ingest.discovery import Skipped, SourceFile, discover
+from logscope.walk import walk
 
 if TYPE_CHECKING:
     from logscope.ingest.reading import FileRead
@@ -292,7 +293,7 @@ def _size_at_least(inputs: Sequence[Path], enough: int) -> int:
             if given.is_file():
                 total += given.stat().st_size
             elif given.is_dir():
-                for folder, _, names in os.walk(given):
+                for folder, _, names in walk(given):
                     for name in names:
                         try:
                             total += os.stat(os.path.join(folder, name)).st_size  # noqa: PTH116, PTH118

@@ -1,0 +1,82 @@
+"""The compiled scanner's entry points check their arguments: what does not fit (a forged line count,
+negative counts, a merged group id out of range) is a Python exception, never memory corruption.
+
+Log bytes cannot reach these arguments (the byte pass computes them), but one caller's mistake must
+not write past a buffer: ``reduce`` with a forged line count wrote past its buffer (a heap overflow
+under ASan, ``double free`` in the installed build) and UBSan found two signed overflows (the kept
+lines' buffer size, a group's count less ``tail``). The calls run in a process of their own: one that
+corrupts memory may crash it, which fails the test instead of the test run. ``.ci/run`` runs this
+file against a build with ``-fsanitize=address,undefined`` too (tools/sanitized_scanner.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from logscope.ingest.compiled import COMPILED
+
+pytestmark = pytest.mark.skipif(not COMPILED, reason="the compiled scanner was not built here (no C compiler)")
+
+FORGED = {
+    # reduce(block, lines, pairs, merged, timed, head, tail, first_line[, with_lines])
+    "a line count near 2**62": "c.reduce(text, 2**62, pairs, merged, timed, 1, 1, 0)",
+    "a line count whose buffer size wraps": "c.reduce(text, 838488366986797801, pairs, merged, timed, 1, 1, 0)",
+    "the largest line count": "c.reduce(text, MAX, pairs, merged, timed, 1, 1, 0, True)",
+    "more lines than the block has bytes": "c.reduce(text, len(text) + 2, pairs, merged, timed, 1, 1, 0)",
+    "a negative line count": "c.reduce(text, -1, pairs, merged, timed, 1, 1, 0)",
+    "the lowest tail": "c.reduce(text, lines, pairs, merged, timed, 1, -MAX - 1, 0)",
+    "a negative tail": "c.reduce(text, lines, pairs, merged, timed, 1, -5, 0)",
+    "a negative head": "c.reduce(text, lines, pairs, merged, timed, -1, 1, 0)",
+    "a negative first line": "c.reduce(text, lines, pairs, merged, timed, 1, 1, -1)",
+    "a first line whose numbers overflow": "c.reduce(text, lines, pairs, merged, timed, 1, 1, MAX)",
+    "a merged id past the groups": "c.reduce(text, lines, pairs, ints([2**31 - 1]), timed, 1, 1, 0)",
+    "a merged id below -1": "c.reduce(text, lines, pairs, ints([-7]), timed, 1, 1, 0)",
+    "a negative max_line": "c.scan(text, False, -1)",
+}
+
+DRIVER = textwrap.dedent("""
+    import array, sys
+    from logscope.ingest import _collscan as c
+    MAX = 2**63 - 1
+    def ints(values):
+        return array.array("i", values).tobytes()
+    coll = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1"
+    text = b"\\n".join([coll] * 6)
+    lines, pairs, _ = c.scan(text, False, 4096)
+    merged, timed = ints([0]), b"\\0"
+    for name, call in CALLS.items():
+        try:
+            eval(call)
+            outcome = "returned"
+        except Exception as error:
+            outcome = type(error).__name__
+        print(f"{name}: {outcome}", flush=True)
+""")
+
+
+def test_forged_arguments_are_refused_with_a_python_exception(tmp_path: Path) -> None:
+    # (run elsewhere than the checkout: -c puts its folder first on the path, and the source tree
+    # holds no build of the scanner where the package was installed from it)
+    done = subprocess.run([sys.executable, "-c", f"CALLS = {FORGED!r}\n" + DRIVER], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path)
+    said = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    assert done.returncode == 0, f"the process died ({done.returncode}) after {said}: {done.stderr[-2000:]}"
+    assert said == dict.fromkeys(FORGED, "ValueError"), said
+
+
+def test_arguments_that_fit_are_still_taken() -> None:
+    from logscope.ingest import _collscan as c
+
+    coll = b"h:1:1 [0] NCCL INFO AllReduce: opCount 1 comm 0x1"
+    text = b"\n".join([coll] * 6)
+    lines, pairs, _ = c.scan(text, False, 4096)
+    merged, timed = (0).to_bytes(4, sys.byteorder), b"\0"
+    kept, kept_count, set_aside = c.reduce(text, lines, pairs, merged, timed, 1, 1, 2**40)
+    assert (kept_count, set_aside) == (2, 4)
+    assert kept.startswith(f"{2**40 + 1}\x1f".encode()) and kept.count(b"\n") == 1
+    assert c.reduce(text, lines, pairs, merged, timed, 0, 0, 0, True)[1:3] == (0, 6)
+    assert c.scan(text, False, 0)[1] == b""  # no line is that short: none is a COLL line
