@@ -33,7 +33,7 @@ import polars as pl
 
 from logscope.detectors.base import JobView, compact_ranks, event_of, evidence_of, order_key, who
 from logscope.detectors.behind import Behind, Mark, counter_text, located, marks_of, ranks_behind, silent_ranks
-from logscope.detectors.completion import clean_end
+from logscope.detectors.completion import run_completed
 from logscope.detectors.worker_restart import last_states
 from logscope.ingest.blocks import SNIFF_BYTES
 from logscope.ingest.discovery import SourceFile
@@ -56,7 +56,8 @@ RECOVERY_MARGIN = 1.5  # the threshold stays this much above the longest stall t
 GAPS_KEPT = 256
 RANK_GAPS_KEPT = 32
 PROGRESS_KEEP = 16  # progress lines kept per process of a file (the last ones)
-THIN_FROM = 4096  # a file's rows are thinned once they are this many (then twice what was left)
+THIN_FROM = 1024  # a file's rows are thinned once they are this many (then twice what was left)
+COLL_KEEP = 2  # NCCL COLL lines kept per process and communicator of a file (the last ones)
 ERROR_KINDS_SAID = 200  # error alerts said at most (a crash loop's kinds are few; its lines are not)
 
 _PROGRESS = (Event.NCCL_COLL.value, Event.PROGRESS.value)
@@ -76,7 +77,7 @@ class _File:
     year: int
     kept: pl.DataFrame | None = None
     pending: list[pl.DataFrame] = field(default_factory=list)
-    thin_at: int = THIN_FROM
+    thin_at: int = 0  # thinned again once it holds this many rows (and THIN_FROM)
     lines: int = 0
     recognised: int = 0
 
@@ -217,9 +218,9 @@ class Watch:
             if kept.pending:
                 kept.kept = pl.concat([*([kept.kept] if kept.kept is not None else []), *kept.pending])
                 kept.pending = []
-                if kept.kept.height >= kept.thin_at:
+                if kept.kept.height >= max(THIN_FROM, kept.thin_at):
                     kept.kept = _thinned(kept.kept)
-                    kept.thin_at = max(THIN_FROM, 2 * kept.kept.height)
+                    kept.thin_at = 2 * kept.kept.height
             if kept.kept is not None and kept.kept.height:
                 with_rows.append(kept)
         if not with_rows:
@@ -333,27 +334,27 @@ def _without_spare_coll(frames: Sequence[pl.DataFrame]) -> tuple[list[pl.DataFra
 
 
 def _thinned(rows: pl.DataFrame) -> pl.DataFrame:
-    """A file's kept rows thinned as ``analyze`` thins them, with fewer progress lines (the watch
-    reads the last ones: :data:`PROGRESS_KEEP` of each process)."""
-    writer = ["host", "pid", "rank", "local_rank", "task", "prefix"]
-    return _last_progress(thin(rows).with_row_index("_row"), writer).drop("_row")
-
-
-def _last_progress(rows: pl.DataFrame, writer: list[str]) -> pl.DataFrame:
-    progress = rows.filter(pl.col("event") == Event.PROGRESS.value)
-    if progress.height <= PROGRESS_KEEP:
-        return rows
-    keep = progress.with_columns(pl.int_range(pl.len()).over(writer).alias("_at"),
-                                 pl.len().over(writer).alias("_of")).filter(
-        pl.col("_at") >= pl.col("_of").cast(pl.Int64) - PROGRESS_KEEP)["_row"]
-    return rows.filter((pl.col("event") != Event.PROGRESS.value) | pl.col("_row").is_in(keep.implode()))
+    """A file's kept rows thinned as ``analyze`` thins them, then fewer of the lines the watch
+    reads only the last of: :data:`COLL_KEEP` COLL lines of each process and communicator,
+    :data:`PROGRESS_KEEP` progress lines of each process."""
+    rows = thin(rows)
+    said = pl.col("fields").struct
+    process = [pl.col(name) for name in ("host", "pid", "rank", "local_rank", "task", "prefix")]
+    coll = pl.col("event") == Event.NCCL_COLL.value
+    progress = pl.col("event") == Event.PROGRESS.value
+    group = pl.when(coll).then(said.field("comm")).when(progress).then(pl.lit("progress"))
+    keep = pl.when(coll).then(COLL_KEEP).when(progress).then(PROGRESS_KEEP)
+    from_end = pl.int_range(pl.len(), 0, -1).over([*process, "event", group.alias("_group")])
+    return rows.filter(~(coll | progress) | (from_end <= keep))
 
 
 def _ended_in_logs(view: JobView) -> dict[str, Any] | None:
-    """The line saying the job ended, when its logs say so: a clean end, SLURM cancelling it or srun
-    aborting its step, or every torchrun agent's last state final (its workers finished, or it
-    reported their failure), one for each node whose agent met the others."""
-    end = clean_end(view)
+    """The line saying the job ended, when its logs say so: the run's own last line (a catalogue
+    clean-end line, the last step of a known total), SLURM cancelling it or srun aborting its step,
+    or every torchrun agent's last state final (its workers finished, or it reported their failure),
+    one for each node whose agent joined the rendezvous: an agent that finished first does not end
+    a job whose other agents still run."""
+    end = run_completed(view)
     if end is not None:
         return end
     endings = view.rows_in_order(*_ENDINGS)
