@@ -98,7 +98,11 @@ def _from_sacct(ref: JobRef, texts: dict[str, str], problems: list[str]) -> Acco
         texts["sacct.txt"] = out
     code, out, err = _run(["sacct", "-j", name, "--json"])
     if code == 0 and out.lstrip().startswith("{"):  # a sacct without --json says so and exits 1
-        parsed = parse_sacct_json(out, f"sacct -j {name} --json")
+        try:
+            parsed = parse_sacct_json(out, f"sacct -j {name} --json")
+        except AccountingError as error:  # "Nothing found": a job slurmdbd has no record of yet
+            problems.append(str(error))
+            parsed = []
         if parsed:
             texts["sacct.json"] = out
         records = folded([*records, *parsed])
