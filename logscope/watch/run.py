@@ -14,6 +14,7 @@ the job's end does: one last look, then the verdict.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -29,7 +30,7 @@ from logscope.accounting.gather import Gathered, from_cluster, output_globs
 from logscope.accounting.jobid import JobRef
 from logscope.accounting.states import state_info
 from logscope.accounting.stdio_patterns import find_files
-from logscope.errors import InputError
+from logscope.errors import AccountingError, InputError
 from logscope.ingest.discovery import SourceFile, discover
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.watch.events import END, STATUS, WatchEvent
@@ -129,9 +130,11 @@ class SlurmJob:
         if state is None:
             return False
         if state != self.state and not find_files(self._globs):
-            # the job started (or moved): its record names its nodes now, and so its files
-            self.gathered = from_cluster(self.ref)
-            self._globs = output_globs(self.gathered.record)
+            # the job started (or moved): its record names its nodes now, and so its files (a record
+            # that does not answer yet, as sacct's of a job just started, is asked again later)
+            with contextlib.suppress(AccountingError):
+                self.gathered = from_cluster(self.ref)
+                self._globs = output_globs(self.gathered.record)
         self.state = state
         return state_info(state).role in ("root", "end", "clean")
 
