@@ -7,7 +7,10 @@ import gzip
 import os
 from pathlib import Path
 
+import pytest
+
 from logscope.ingest.discovery import discover
+from logscope.watch import follow
 from logscope.watch.follow import Follower, Looked
 
 
@@ -157,3 +160,27 @@ def test_the_files_are_not_changed(tmp_path: Path) -> None:
     watch.close()
     assert log.read_bytes() == b"one\ntwo\n"
     assert log.stat().st_mtime == 1_000_000_000
+
+
+def test_a_look_reads_a_bounded_amount_and_the_files_take_turns(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(follow, "READ_BYTES", 1000)
+    lines = {name: b"".join(f"{name} line {n:04d}\n".encode() for n in range(300)) for name in ("a.out", "b.out")}
+    for name, text in lines.items():
+        (tmp_path / name).write_bytes(text)
+    watch, _ = follower(tmp_path)
+    got: dict[str, bytes] = {}
+    looks = 0
+    while True:
+        looked = watch.look()
+        looks += 1
+        for piece in looked.pieces:
+            got[piece.source.path.name] = got.get(piece.source.path.name, b"") + piece.data
+            assert len(piece.data) <= 1000
+            # a piece whose file was not read to its end at the last look has no lower bound but
+            # the last look that did
+            assert piece.written_after is None or piece.first_line == 0 or piece.written_after > 0
+        if not looked.behind:
+            break
+    assert got == lines  # every byte once, in order
+    assert looks >= 2 * sum(len(text) for text in lines.values()) // 1000 // 2

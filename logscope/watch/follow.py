@@ -36,9 +36,11 @@ from logscope.ingest.blocks import MAX_LINE_BYTES, SNIFF_BYTES, looks_binary, wi
 from logscope.ingest.compression import READ_ERRORS, describe_error, open_source
 from logscope.ingest.discovery import SourceFile
 
-# At most this much of one file is read at one look (the rest at the next): memory stays bounded
-# when a watch starts on a big file.
-READ_BYTES = 32 * 1024 * 1024
+# At most this much is read at one look, of all files together (the rest at the next look, which
+# comes at once: Looked.behind): what a look holds stays bounded when a watch starts on big files
+# or a job writes fast. Files are read in turn, each look starting where the last one stopped.
+READ_BYTES = 8 * 1024 * 1024
+ARCHIVE_BLOCK_BYTES = 32 * 1024 * 1024  # a complete compressed file is read whole, in pieces of this
 # A rotated file (its path now names another) that has not grown for this long, and that no look
 # finds under a new name, is let go.
 LET_GO_AFTER_S = 600.0
@@ -64,6 +66,7 @@ class Looked:
     pieces: list[Piece] = field(default_factory=list)
     renamed: dict[int, SourceFile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    behind: bool = False  # some file has more to read than this look took (READ_BYTES): look again now
 
 
 @dataclass
@@ -107,6 +110,7 @@ class Follower:
         self._archives: dict[tuple[int, int], _Archive] = {}
         self._ignored: set[tuple[int, int]] = set()
         self._next_id = 0
+        self._first = 0  # the file read first at the next look (files take turns when a look is full)
         self.looks = 0
 
     @property
@@ -147,15 +151,19 @@ class Follower:
             if known.source.path != source.path:  # renamed (rotated): known by its new name now
                 known.source, known.rotated = source, False
                 looked.renamed[known.file_id] = source
-        for key, tail in list(self._tails.items()):
+        tails = list(self._tails.items())
+        self._first = self._first % len(tails) if tails else 0
+        budget = [READ_BYTES]
+        for key, tail in tails[self._first:] + tails[:self._first]:
             moved = at_path.get(tail.source.path) not in (None, key)
             if moved and not tail.found and not tail.rotated:  # rotated away, its new name not found
                 tail.rotated = True
                 tail.source = replace(tail.source, display=f"{tail.source.display} (rotated)")
                 looked.renamed[tail.file_id] = tail.source
-            self._read(tail, now, looked)
+            self._read(tail, now, looked, budget)
             if not tail.found and now - tail.grew > LET_GO_AFTER_S:
                 self._let_go(key)
+        self._first += 1
         for archive in self._archives.values():
             self._read_archive(archive, now, looked)
         return looked
@@ -193,7 +201,7 @@ class Follower:
         self._tails[(status.st_dev, status.st_ino)] = _Tail(self._new_id(), source, fd,
                                                             (status.st_dev, status.st_ino))
 
-    def _read(self, tail: _Tail, now: float, looked: Looked) -> None:
+    def _read(self, tail: _Tail, now: float, looked: Looked, budget: list[int]) -> None:
         try:
             status = os.fstat(tail.fd)
         except OSError:
@@ -208,8 +216,18 @@ class Follower:
         if status.st_size == tail.offset:
             tail.last_look = now
             return
+        if budget[0] <= 0:
+            looked.behind = True
+            return  # this look is full: next look (its lines will not have been seen any earlier)
+        want = status.st_size - tail.offset
+        if want > budget[0]:
+            looked.behind = True
         try:
-            data = os.pread(tail.fd, min(status.st_size - tail.offset, READ_BYTES), tail.offset)
+            data = os.pread(tail.fd, min(want, budget[0]), tail.offset)
+            if b"\n" not in data and len(data) < min(want, MAX_LINE_BYTES + 1):
+                if budget[0] < READ_BYTES:
+                    return  # what is left of this look's budget holds no whole line: next look
+                data = os.pread(tail.fd, min(want, MAX_LINE_BYTES + 1), tail.offset)  # a line longer than a look
             after = os.fstat(tail.fd)
         except OSError as error:
             looked.notes.append(f"{tail.source.display}: cannot read ({error.strerror or error})")
@@ -226,9 +244,11 @@ class Follower:
         if written_after is not None and seen < written_after:
             seen = now  # a clock that disagrees (a file server's): the look's own time
         looked.pieces.append(Piece(tail.file_id, tail.source, lines, tail.lines, written_after, seen))
+        budget[0] -= consumed
         tail.offset += consumed
         tail.lines += count
-        tail.last_look = now
+        if want <= len(data):  # all the file held was taken: what comes next was written after now
+            tail.last_look = now
         tail.grew = now
 
     def _let_go(self, key: tuple[int, int]) -> None:
@@ -254,7 +274,7 @@ class Follower:
             with open_source(archive.source) as stream:
                 rest = b""
                 while True:
-                    block = stream.read(READ_BYTES)
+                    block = stream.read(ARCHIVE_BLOCK_BYTES)
                     data = rest + block
                     end = data.rfind(b"\n") + 1 if block else len(data)
                     whole, rest = data[:end], data[end:]
@@ -275,7 +295,7 @@ def _complete(source: SourceFile) -> bool:
     """Whether a compressed file decompresses to its end (a file still being written does not)."""
     try:
         with open_source(source) as stream:
-            while stream.read(READ_BYTES):
+            while stream.read(ARCHIVE_BLOCK_BYTES):
                 pass
     except READ_ERRORS:
         return False

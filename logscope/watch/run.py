@@ -277,7 +277,8 @@ def watch(target: Target, output: Output, *, stall: float | None = None, interva
                     output.update(state, now)
                     if target.ended(state, now, quiet_since):
                         break
-                    sleep(every)
+                    if not looked.behind:  # else the files hold more than a look takes: at once
+                        sleep(every)
             except _Stopped:
                 stopped = True
             state.take(follower.look())  # the last lines
@@ -314,7 +315,11 @@ def once(target: Target, output: Output, *, stall: float | None = None, clock: C
     follower = Follower(target.find, clock)
     state = Watch(stall)
     try:
-        state.take(follower.look())
+        while True:
+            looked = follower.look()
+            state.take(looked)
+            if not looked.behind:
+                break
     finally:
         follower.close()
     now = clock()
