@@ -47,9 +47,9 @@ def init_line(rank: int, ranks: int) -> str:
 
 def step_lines(rank: int, step: int, colls: int) -> str:
     host, pid = f"gpu-node{rank // 8 + 1:02d}", 40000 + rank
-    out = [f"{host}:{pid}:{pid} [{rank % 8}] NCCL INFO AllReduce: opCount {step * colls + n:x} sendbuff 0x7f{rank:06x}00 "
-           f"recvbuff 0x7f{rank:06x}00 count 6553600 datatype 7 op 0 root 0 comm 0x55{rank:08x}0 [nranks=64] "
-           f"stream 0x55{rank:08x}f\n" for n in range(colls)]
+    out = [f"{host}:{pid}:{pid} [{rank % 8}] NCCL INFO AllReduce: opCount {step * colls + n:x} "
+           f"sendbuff 0x7f{rank:06x}00 recvbuff 0x7f{rank:06x}00 count 6553600 datatype 7 op 0 root 0 "
+           f"comm 0x55{rank:08x}0 [nranks=64] stream 0x55{rank:08x}f\n" for n in range(colls)]
     out.append(f"[rank{rank}]: step {step} loss {2.0 / (1 + step * 0.01):.6f} lr 3.0e-04\n")
     return "".join(out)
 
@@ -118,7 +118,8 @@ def run(name: str, ranks: int, colls: int, step_s: float, job_seconds: float, sp
             "wall_s": round(wall, 1), "lines": lines, "bytes": size,
             "watch_cpu_s": round(cpu, 2), "watch_cpu_pct": round(100 * cpu / wall, 2),
             "tail_cpu_s": round(tail_cpu, 2), "tail_cpu_pct": round(100 * tail_cpu / wall, 2),
-            "rss_mb_first_quarter_max": round(max(rss[:quarter]), 1), "rss_mb_last_quarter_max": round(max(rss[-quarter:]), 1),
+            "rss_mb_first_quarter_max": round(max(rss[:quarter]), 1),
+            "rss_mb_last_quarter_max": round(max(rss[-quarter:]), 1),
             "rss_mb_max": round(max(rss), 1), "rss_mb_samples": [(round(t), round(v, 1)) for t, v in samples[::10]],
             "alerts": [event["kind"] for event in events], "exit_code": code,
         }
