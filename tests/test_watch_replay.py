@@ -114,6 +114,21 @@ def replay(sample: str, folder: Path, *, lines_a_write: int, pause: float, stop_
     return time.monotonic()
 
 
+def following(watch: Watching, folder: Path, within: float = 60.0) -> None:
+    """Wait until the watch holds the folder's files open: its first look is under way, and its
+    SIGTERM handler set (it is set before the first look)."""
+    deadline = time.monotonic() + within
+    fds = Path(f"/proc/{watch.process.pid}/fd")
+    while time.monotonic() < deadline:
+        try:
+            if any(str(fd.readlink()).startswith(str(folder)) for fd in fds.iterdir()):
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"the watch did not open the files of {folder} within {within:.0f} s")
+
+
 def stall_after_writes_stop(watch: Watching, stopped: float) -> dict[str, Any]:
     deadline = stopped + STALL_WITHIN_S
     while (event := watch.next_event(deadline)) is not None:
@@ -155,3 +170,18 @@ def test_a_healthy_job_raises_no_alert(tmp_path: Path, lines_a_write: int, pause
         assert end["verdict"]["category"] == "healthy"
         assert watch.process.wait(timeout=30) == 0
         assert watch.next_event(time.monotonic() + 1) is None  # nothing after the end
+
+
+def test_sigterm_ends_the_watch_with_the_verdict(tmp_path: Path) -> None:
+    """What SLURM sends a watch started in the batch script when the job ends: the last look, then
+    the verdict (here: the logs stop with rank 13 behind, LS104), its exit code."""
+    replay("hang-quiet-rank", tmp_path, lines_a_write=100_000, pause=0.0, stop_at=STOP)
+    with watching(tmp_path) as watch:
+        following(watch, tmp_path)  # (the default stall is a minute away)
+        watch.process.send_signal(signal.SIGTERM)
+        code = watch.process.wait(timeout=60)
+        end = watch.next_event(time.monotonic() + 10)
+    assert end is not None and end["kind"] == "end", watch.events
+    assert "stopped (SIGTERM)" in end["summary"]
+    assert end["verdict"]["finding"] == "LS104" and (end["rank"], end["host"]) == (13, "gpu-node02")
+    assert code == 1
