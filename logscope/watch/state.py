@@ -291,29 +291,31 @@ class Watch:
         if failed.height == 0:
             return []
         self.failed = True
-        fresh = [row for row in failed.to_dicts() if (row["file"], row["line"]) not in self._errors_said]
+        rows = failed.to_dicts()
+        fresh = [row for row in rows if (row["file"], row["line"]) not in self._errors_said]
+        # the lines kept now, all said: a line thinned away is not remembered (a crash loop's are many)
+        self._errors_said = {(row["file"], row["line"]) for row in rows}
         said = []
         by_kind: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         for row in fresh:
-            self._errors_said.add((row["file"], row["line"]))
             fields = row.get("fields") or {}
             by_kind.setdefault((row["event"], fields.get("key"), fields.get("error_type")), []).append(row)
-        for kind, rows in sorted(by_kind.items(), key=lambda item: min(_error_order(r) for r in item[1])):
+        for kind, alike in sorted(by_kind.items(), key=lambda item: min(_error_order(r) for r in item[1])):
             if kind in self._error_kinds or len(self._error_kinds) >= ERROR_KINDS_SAID:
                 continue
             self._error_kinds.add(kind)
-            first = min(rows, key=_error_order)
-            ranks = sorted({int(r["rank"]) for r in rows if r.get("rank") is not None})
-            hosts = sorted({str(place) for r in rows if (place := r.get("node") or r.get("host"))})
+            first = min(alike, key=_error_order)
+            ranks = sorted({int(r["rank"]) for r in alike if r.get("rank") is not None})
+            hosts = sorted({str(place) for r in alike if (place := r.get("node") or r.get("host"))})
             others = ""
-            if len(rows) > 1:
-                others = f" (and {len(rows) - 1} more line(s) like it" + (
+            if len(alike) > 1:
+                others = f" (and {len(alike) - 1} more line(s) like it" + (
                     f": ranks {compact_ranks(ranks)})" if ranks else ")")
             said.append(WatchEvent(
                 ERROR, now, f"{event_of(first).value} on {who(first)}: {str(first.get('text') or '').strip()[:200]}"
                 f"{others}", rank=first.get("rank"), host=first.get("node") or first.get("host"),
                 seconds_quiet=self.quiet(now), evidence=_evidence(first), ranks=tuple(ranks), hosts=tuple(hosts),
-                extra={"event": first["event"], "count": len(rows)}))
+                extra={"event": first["event"], "count": len(alike)}))
         return said
 
 
