@@ -101,3 +101,15 @@ def test_analyze_names_the_rank_behind_where_it_said_incomplete() -> None:
     root = analysis.verdict.root_cause
     assert root is not None and (root.rank, root.host, root.local_rank) == (13, "gpu-node02", 5)
     assert analysis.exit_code == 1
+
+
+def test_when_the_peers_are_known_to_have_waited_a_whole_node_behind_is_named() -> None:
+    """LS101: a collective timed out on the ranks ahead, so they waited; the two ranks of the node that
+    stopped (one file, cut when the node died: no witness) are named, as they were before the rule was
+    shared (tests/data/accounting/lab/node-lost)."""
+    marks = [mark(r, 4, kind=STEP, scope="training steps", file="node01.out") for r in (0, 1)]
+    marks += [mark(r, 3, kind=STEP, scope="training steps", file="node02.out") for r in (2, 3)]
+    assert ranks_behind(marks) is None
+    behind = ranks_behind(marks, peers_waited=True)
+    assert behind is not None and behind.ranks == (2, 3)
+    assert ranks_behind([mark(r, 4) for r in range(4)], peers_waited=True) is None  # all equal: no one

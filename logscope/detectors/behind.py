@@ -147,8 +147,12 @@ def _comm_ids(events: pl.DataFrame) -> pl.DataFrame | None:
     return init if init.height else None
 
 
-def ranks_behind(marks: Iterable[Mark]) -> Behind | None:
-    """The ranks the counters single out as behind their peers (see the module docstring), or None."""
+def ranks_behind(marks: Iterable[Mark], *, peers_waited: bool = False) -> Behind | None:
+    """The ranks the counters single out as behind their peers (see the module docstring), or None.
+
+    ``peers_waited``: other lines already prove that the ranks ahead waited for the others (their
+    collective timed out: LS101). The counts then need no witness, and any ranks below the highest
+    count but not all of them are named (a whole node behind the other of a two-node job, say)."""
     by_kind: dict[str, dict[str, dict[int, Mark]]] = {}
     for mark in marks:
         scope = by_kind.setdefault(mark.kind, {}).setdefault(mark.scope, {})
@@ -157,12 +161,12 @@ def ranks_behind(marks: Iterable[Mark]) -> Behind | None:
             scope[mark.rank] = mark
     for kind in KINDS:
         found = [behind for marks_of_scope in by_kind.get(kind, {}).values()
-                 if (behind := _behind_in_scope(marks_of_scope)) is not None]
+                 if (behind := _behind_in_scope(marks_of_scope, peers_waited)) is not None]
         if not found:
             continue
         ranks = sorted({rank for behind in found for rank in behind.ranks})
         compared = {rank for scope in by_kind[kind].values() for rank in scope}
-        if len(ranks) > _bound(len(compared)):
+        if len(ranks) > _bound(len(compared), peers_waited):
             return None  # the scopes of this kind name too many ranks between them: no one stands out
         if len(found) == 1:
             return found[0]
@@ -174,12 +178,15 @@ def ranks_behind(marks: Iterable[Mark]) -> Behind | None:
     return None
 
 
-def _bound(ranks: int) -> int:
-    """How many of ``ranks`` may be named: fewer than the others, at most a quarter (at least one)."""
+def _bound(ranks: int, peers_waited: bool = False) -> int:
+    """How many of ``ranks`` may be named: fewer than the others, at most a quarter (at least one);
+    when the peers are known to have waited, any but all."""
+    if peers_waited:
+        return ranks - 1
     return min(max(1, int(ranks * MAX_BEHIND_FRACTION)), (ranks - 1) // 2)
 
 
-def _behind_in_scope(marks: Mapping[int, Mark]) -> Behind | None:
+def _behind_in_scope(marks: Mapping[int, Mark], peers_waited: bool = False) -> Behind | None:
     """The ranks of one scope at its lowest count, when they are few and each has a witness."""
     if len(marks) < 2:
         return None
@@ -188,13 +195,12 @@ def _behind_in_scope(marks: Mapping[int, Mark]) -> Behind | None:
     if top == low:
         return None
     behind = sorted(rank for rank, mark in marks.items() if mark.value == low)
-    if len(behind) > _bound(len(marks)):
+    if len(behind) > _bound(len(marks), peers_waited):
         return None
-    ahead = [mark for mark in marks.values() if mark.value > low]
+    ahead = sorted((mark for mark in marks.values() if mark.value > low), key=lambda m: m.rank)
     witnesses = []
     for rank in behind:
-        witness = next((peer for peer in sorted(ahead, key=lambda m: m.rank) if _written_after(peer, marks[rank])),
-                       None)
+        witness = next((peer for peer in ahead if peers_waited or _written_after(peer, marks[rank])), None)
         if witness is None:
             return None  # its log may just stop earlier: nothing shows the peers went on after it
         witnesses.append(witness)

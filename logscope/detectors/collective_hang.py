@@ -204,9 +204,9 @@ class CollectiveHang(Detector):
     @staticmethod
     def _behind_on_counters(job: JobView) -> tuple[list[int], str]:
         """The ranks whose progress counters are behind their peers' (the rule ``logscope watch``
-        and LS104 apply: :mod:`logscope.detectors.behind`)."""
+        and LS104 apply: :mod:`logscope.detectors.behind`); the timeout proves the others waited."""
         behind = ranks_behind(marks_of(job.of(Event.NCCL_COLL, Event.PROGRESS, Event.NCCL_INIT,
-                                              Event.NCCL_INIT_START)))
+                                              Event.NCCL_INIT_START)), peers_waited=True)
         if behind is None:
             return [], ""
         return list(behind.ranks), behind.reason
