@@ -128,3 +128,18 @@ def test_a_job_id_without_slurm_is_one_line_exit_2(capsys: pytest.CaptureFixture
     code, out, err = run(capsys, "watch", "12345")
     assert (code, out) == (2, "")
     assert err.startswith("Error: neither sacct nor scontrol is on PATH") and err.count("\n") == 1
+
+
+def test_sigterm_stops_the_loop_only_while_it_runs() -> None:
+    """SLURM sends SIGTERM, then SIGKILL after KillWait: a second SIGTERM while the verdict is made
+    (or one before the loop started) only asks, and the verdict is still printed."""
+    from logscope.watch.run import _Stopped, _Termination
+
+    termination = _Termination()
+    termination(15, None)  # before the loop: asked, nothing raised
+    assert termination.asked
+    termination.armed = True
+    with pytest.raises(_Stopped):
+        termination(15, None)
+    assert not termination.armed
+    termination(15, None)  # again, while the verdict is made: nothing raised

@@ -179,9 +179,11 @@ def test_sigterm_ends_the_watch_with_the_verdict(tmp_path: Path) -> None:
     with watching(tmp_path) as watch:
         following(watch, tmp_path)  # (the default stall is a minute away)
         watch.process.send_signal(signal.SIGTERM)
-        code = watch.process.wait(timeout=60)
+        code = watch.process.wait(timeout=120)
+        assert watch.process.stderr is not None
+        stderr = watch.process.stderr.read()
         end = watch.next_event(time.monotonic() + 10)
-    assert end is not None and end["kind"] == "end", watch.events
+    assert end is not None and end["kind"] == "end", (code, stderr, watch.events)
     assert "stopped (SIGTERM)" in end["summary"]
     assert end["verdict"]["finding"] == "LS104" and (end["rank"], end["host"]) == (13, "gpu-node02")
     assert code == 1

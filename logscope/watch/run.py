@@ -240,13 +240,26 @@ class _Stopped(Exception):
     """SIGTERM: the job is ending (SLURM stops a watch started in its batch script)."""
 
 
-@contextmanager
-def _sigterm_ends() -> Iterator[None]:
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise _Stopped
+@dataclass
+class _Termination:
+    """SIGTERM, as the watch takes it: asked for (at any time), and stopping the loop at once while
+    it runs (``armed``); a SIGTERM outside the loop (before it, or again while the verdict is made)
+    only asks."""
 
+    asked: bool = False
+    armed: bool = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.asked = True
+        if self.armed:
+            self.armed = False
+            raise _Stopped
+
+
+@contextmanager
+def _sigterm_ends(termination: _Termination) -> Iterator[None]:
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = signal.signal(signal.SIGTERM, termination)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
@@ -259,33 +272,36 @@ def _sigterm_ends() -> Iterator[None]:
 def watch(target: Target, output: Output, *, stall: float | None = None, interval: float | None = None,
           clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> int:
     """Follow ``target`` until it ends; return the exit code of its verdict (``analyze``'s)."""
-    follower = Follower(target.find, clock)
-    state = Watch(stall)
-    every = interval if interval is not None else interval_for(stall)
-    quiet_since = clock()
-    stopped = False
-    try:
-        with _sigterm_ends(), output.live():
-            try:
-                while True:
-                    looked = follower.look()
-                    now = clock()
-                    if looked.pieces:
-                        quiet_since = now
-                    state.take(looked)
-                    output.said(state.check(now))
-                    output.update(state, now)
-                    if target.ended(state, now, quiet_since):
-                        break
-                    if not looked.behind:  # else the files hold more than a look takes: at once
-                        sleep(every)
-            except _Stopped:
-                stopped = True
-            state.take(follower.look())  # the last lines
-            output.said(state.check(clock()))
-    finally:
-        follower.close()
-    return _end(target, output, state, clock(), stopped)
+    termination = _Termination()
+    with _sigterm_ends(termination):
+        follower = Follower(target.find, clock)
+        state = Watch(stall)
+        every = interval if interval is not None else interval_for(stall)
+        quiet_since = clock()
+        try:
+            with output.live():
+                try:
+                    termination.armed = not termination.asked
+                    while termination.armed:
+                        looked = follower.look()
+                        now = clock()
+                        if looked.pieces:
+                            quiet_since = now
+                        state.take(looked)
+                        output.said(state.check(now))
+                        output.update(state, now)
+                        if target.ended(state, now, quiet_since):
+                            break
+                        if not looked.behind:  # else the files hold more than a look takes: at once
+                            sleep(every)
+                except _Stopped:
+                    pass
+                termination.armed = False
+                state.take(follower.look())  # the last lines
+                output.said(state.check(clock()))
+        finally:
+            follower.close()
+        return _end(target, output, state, clock(), termination.asked)
 
 
 def _end(target: Target, output: Output, state: Watch, now: float, stopped: bool) -> int:
