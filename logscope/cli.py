@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from logscope.scan import ScanResult
+    from logscope.watch.run import Target
 
 app = typer.Typer(
     name="logscope",
@@ -217,6 +218,60 @@ def report(
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")
     return 0  # written; the verdict is in the report (`analyze` exits 1 on a failure)
+
+
+@app.command()
+def watch(
+    paths: Annotated[list[Path], typer.Argument(
+        help="The running job's folder(s) or files, or its SLURM job id (its files are found as analyze JOBID "
+        "finds them; folders given beside it are watched too).", show_default=False)],
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text (a live view) or jsonl (one JSON "
+                                               "object per event).", case_sensitive=False)] = "text",
+    stall: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--stall", help="Seconds without any rank advancing that make a stall (default: learnt from the job's "
+        "rhythm, at least 60).", min=0.1)] = None,
+    once: Annotated[bool, typer.Option("--once", help="Look once, print the state and exit: 0 progressing, "
+                                       "1 stalled or failed.")] = False,
+    interval: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--interval", help="Seconds between looks (default: a tenth of --stall, 0.5 to 5).", min=0.05)] = None,
+    pattern: PatternOption = None,
+    color: ColorOption = "auto",
+) -> int:
+    """Follow a running job's logs; name the rank that stalls while the job runs, and the verdict when it ends.
+
+    Example: logscope watch $SLURM_JOB_ID --format jsonl > watch.jsonl &   (or: logscope watch job-12345/)
+    """
+    from logscope.watch.run import Jsonl, Terminal
+    from logscope.watch.run import once as look_once
+    from logscope.watch.run import watch as follow
+
+    fmt = output_format.lower()
+    if fmt not in ("text", "jsonl"):
+        raise UsageError(f"unknown format {output_format!r}: use text or jsonl")
+    _color_choice(color)
+    patterns = _patterns(pattern)
+    target = _watch_target(paths, patterns)
+    output = Jsonl() if fmt == "jsonl" else Terminal(_console(color), target.name, once=once)
+    if once:
+        return look_once(target, output, stall=stall)
+    return follow(target, output, stall=stall, interval=interval)
+
+
+def _watch_target(paths: list[Path], patterns: tuple[str, ...]) -> "Target":
+    """What ``watch`` follows: a job id's files (SLURM's record names them), or the paths given."""
+    from logscope.accounting.gather import from_cluster, job_id_argument
+    from logscope.watch.run import Paths, SlurmJob
+
+    refs = [(p, ref) for p in paths if (ref := job_id_argument(p)) is not None]
+    if len(refs) > 1:
+        raise UsageError(f"give one job id at a time (got {', '.join(str(r) for _, r in refs)})")
+    rest = [p for p in paths if not refs or p is not refs[0][0]]
+    for path in rest:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+    if refs:
+        return SlurmJob(refs[0][1], from_cluster(refs[0][1]), rest, patterns)
+    return Paths(rest, patterns)
 
 
 @app.command()

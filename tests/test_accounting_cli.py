@@ -65,6 +65,9 @@ job = args[args.index("-j") + 1]
 if "-B" in args:
     sys.stdout.write("Batch Script for " + job + "\\n" + "-" * 80 + "\\nNONE\\n")
     sys.exit(0)
+if job != "4242015" and mode == "not-yet" and "-P" not in args:  # 22.05's --json of a job it has no record of
+    sys.stdout.write('{{"jobs": [], "errors": [{{"description": "Nothing found", "error_number": 9003}}]}}\\n')
+    sys.exit(0)
 if job != "4242015":
     sys.stdout.write("JobID|JobName|State\\n" if "-P" in args else '{{"jobs": [], "errors": [], "warnings": []}}\\n')
     sys.exit(0)
@@ -114,6 +117,18 @@ def test_unknown_job_id_one_line_exit_2(fake_slurm: Path, capsys: pytest.Capture
     code, out, err = run(capsys, "analyze", "999")
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "no record of job 999" in err and "Invalid job id specified" in err
+
+
+@pytest.mark.usefixtures("utc")
+def test_a_job_sacct_has_no_record_of_yet_is_asked_of_scontrol(fake_slurm: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """sacct --json of a job just submitted reports "Nothing found" as an error (22.05, seen in the
+    lab): scontrol, which knows a running job, is asked too, and the one line says what both said."""
+    monkeypatch.setenv("FAKE_SLURM", "not-yet")
+    code, out, err = run(capsys, "analyze", "999")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "no record of job 999" in err
+    assert "Nothing found" in err and "Invalid job id specified" in err
 
 
 @pytest.mark.usefixtures("utc")

@@ -93,10 +93,18 @@ def from_cluster(ref: JobRef) -> Gathered:
     from logscope.accounting.query import query  # the commands' runner: only for a job id
 
     record, outputs = query(ref)
+    gathered = files_of(record)
+    gathered.texts = dict(outputs.texts)
+    return gathered
+
+
+def files_of(record: AccountingRecord) -> Gathered:
+    """The log files ``record``'s output patterns name that are the job's (logscope.accounting.confine),
+    looked for now: a running job's files appear as its steps start."""
     rules, refused = output_rules(record)
     found = find_job_files(rules, record.job.nodes, job_owner(record), record.work_dir)
-    return Gathered(record, found.files, [rule.shown for rule in rules], texts=dict(outputs.texts),
-                    refused=[*refused, *found.refused], identities=found.identities)
+    return Gathered(record, found.files, [rule.shown for rule in rules], refused=[*refused, *found.refused],
+                    identities=found.identities)
 
 
 def from_saved(inputs: Sequence[Path], job_id: str | None) -> Gathered | None:
@@ -219,5 +227,5 @@ def srun_output_patterns(script: str) -> list[str]:
     return list(out)
 
 
-__all__ = ["Gathered", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "knows", "output_rules",
-           "record_of", "srun_output_patterns"]
+__all__ = ["Gathered", "files_of", "from_cluster", "from_saved", "gather_inputs", "job_id_argument", "knows",
+           "output_rules", "record_of", "srun_output_patterns"]

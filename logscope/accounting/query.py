@@ -160,7 +160,11 @@ def _from_sacct(ref: JobRef, texts: dict[str, str], problems: list[str]) -> Acco
         texts["sacct.txt"] = out
     code, out, err = _run(["sacct", "-j", name, "--json"])
     if code == 0 and out.lstrip().startswith("{"):  # a sacct without --json says so and exits 1
-        parsed = parse_sacct_json(out, f"sacct -j {name} --json")
+        try:
+            parsed = parse_sacct_json(out, f"sacct -j {name} --json")
+        except AccountingError as error:  # "Nothing found": a job slurmdbd has no record of yet
+            problems.append(str(error))
+            parsed = []
         if parsed:
             texts["sacct.json"] = out
         records = folded([*records, *parsed])
@@ -200,4 +204,25 @@ def _from_scontrol(ref: JobRef, texts: dict[str, str], problems: list[str]) -> A
     return record
 
 
-__all__ = ["PARSABLE_FIELDS", "PARSABLE_FIELDS_NEW", "Outputs", "query"]
+def live_state(ref: JobRef) -> str | None:
+    """The job's state now: slurmctld's (``scontrol show job``) while it holds the job, else what
+    sacct recorded (``sacct -X -P``, the allocation's line); None when neither answers (``logscope
+    watch JOBID`` asks again and again: two commands at most, never sacct's ``--json`` or ``-B``)."""
+    try:
+        if shutil.which("scontrol"):
+            problems: list[str] = []
+            record = _from_scontrol(ref, {}, problems)
+            if record is not None:
+                return record.job.state
+        if shutil.which("sacct"):
+            code, out, _ = _run(["sacct", "-j", ref.job_id, "-X", "-n", "-P", "--format=JobID,State"])
+            for line in out.splitlines() if code == 0 else []:
+                job_id, _, state = line.partition("|")
+                if job_id.strip() == ref.job_id and state.strip():
+                    return state.split()[0].upper()
+    except AccountingError:
+        return None
+    return None
+
+
+__all__ = ["PARSABLE_FIELDS", "PARSABLE_FIELDS_NEW", "Outputs", "live_state", "query"]

@@ -45,6 +45,7 @@ from logscope.detectors.node_rank_collision import NodeRankCollision
 from logscope.detectors.oom_recorded import OomRecorded
 from logscope.detectors.preemption import Preemption
 from logscope.detectors.progress_stall import ProgressStall
+from logscope.detectors.rank_behind import RankBehind
 from logscope.detectors.rendezvous_port_in_use import RendezvousPortInUse
 from logscope.detectors.rendezvous_unreachable import RendezvousUnreachable
 from logscope.detectors.requeue import Requeue
@@ -61,6 +62,7 @@ REGISTRY: tuple[type[Detector], ...] = (
     CollectiveHang,
     CollectiveMismatch,
     ProgressStall,
+    RankBehind,
     NodeRankCollision,
     DuplicateRank,
     SplitWorld,

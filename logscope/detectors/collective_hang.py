@@ -57,6 +57,7 @@ from logscope.detectors.base import (
     when,
     who,
 )
+from logscope.detectors.behind import marks_of, ranks_behind
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -205,24 +206,13 @@ class CollectiveHang(Detector):
 
     @staticmethod
     def _behind_on_counters(job: JobView) -> tuple[list[int], str]:
-        coll = job.of(Event.NCCL_COLL).filter(pl.col("rank").is_not_null())
-        if coll.height:
-            last = coll.group_by("rank").agg(pl.col("fields").struct.field("op_count").max().alias("oc"))
-            top, low = _int_or_none(last["oc"].max()), _int_or_none(last["oc"].min())
-            if top is not None and low is not None and top != low:
-                behind = sorted(int(r) for r in last.filter(pl.col("oc") == low)["rank"].to_list())
-                if len(behind) < last.height:
-                    return behind, (f"rank(s) {compact_ranks(behind)} stopped at NCCL opCount {low:#x} while "
-                                    f"the others reached {top:#x}")
-        steps = job.of(Event.PROGRESS).filter(pl.col("rank").is_not_null())
-        if steps.height:
-            last = steps.group_by("rank").agg(pl.col("fields").struct.field("step").max().alias("s"))
-            top, low = _int_or_none(last["s"].max()), _int_or_none(last["s"].min())
-            if top is not None and low is not None and top != low:
-                behind = sorted(int(r) for r in last.filter(pl.col("s") == low)["rank"].to_list())
-                if len(behind) < last.height:
-                    return behind, f"rank(s) {compact_ranks(behind)} stopped at step {low} while others reached {top}"
-        return [], ""
+        """The ranks whose progress counters are behind their peers' (the rule ``logscope watch``
+        and LS104 apply: :mod:`logscope.detectors.behind`); the timeout proves the others waited."""
+        behind = ranks_behind(marks_of(job.of(Event.NCCL_COLL, Event.PROGRESS, Event.NCCL_INIT,
+                                              Event.NCCL_INIT_START)), peers_waited=True)
+        if behind is None:
+            return [], ""
+        return list(behind.ranks), behind.reason
 
     @staticmethod
     def _last_activity(job: JobView, ranks: list[int]) -> list[dict[str, Any]]:
@@ -271,6 +261,3 @@ class CollectiveHang(Detector):
                 "Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1), and py-spy dump "
                 "the quiet rank while the job hangs.")
 
-
-def _int_or_none(value: object) -> int | None:
-    return int(value) if isinstance(value, (int, float)) else None
