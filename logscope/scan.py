@@ -666,6 +666,18 @@ def read_table(path: Path) -> pl.DataFrame:
     return frame.select(list(SCAN_SCHEMA))
 
 
+def read_cache_table(path: Path) -> pl.DataFrame:
+    """The rows a scan cache holds, as a scan table (``logscope diff --against auto`` reads either);
+    InputError when the file is no cache of this version."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    cache = _load_cache(path)
+    if not cache:
+        raise InputError(f"{path}: not a logscope scan table or cache")
+    rows = [row for row in (_from_json_row(entry["row"]) for entry in cache.values()) if row is not None]
+    return pl.DataFrame(rows, schema=SCAN_SCHEMA)
+
+
 def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:
     """Join shard tables; a job scanned twice keeps its newest row."""
     if not paths:
