@@ -24,7 +24,7 @@ _READING_COMMANDS = frozenset({"analyze", "analyse", "report"})
 # the existing out.html would make the files found early differ from the command's, and the early
 # read would be wasted.)
 VALUE_OPTIONS = frozenset({"--format", "-f", "--pattern", "-p", "--select", "--ignore", "--charts", "--color",
-                           "--save", "--output", "-o"})
+                           "--save", "--output", "-o", "--against", "--table"})
 # scan's options that take a value and its flags (cli.scan; a test holds these to the CLI), the
 # short names by their long ones.
 SCAN_VALUE_OPTIONS = frozenset({"--output", "--table-format", "--jobs", "--since", "--category", "--shard", "--cache",

@@ -199,7 +199,8 @@ def _progress_rows(job: JobView, steps: list[dict[str, Any]]) -> list[dict[str, 
 
 
 def _short(row: dict[str, Any]) -> str:
-    text = str(row.get("text") or "").strip()
+    """What a nearby line says: its message where the pattern took one (an NCCL WARN's), else its text."""
+    text = str((row.get("fields") or {}).get("message") or row.get("text") or "").strip()
     return text if len(text) <= 100 else text[:97] + "..."
 
 

@@ -66,6 +66,10 @@ _INTERFACE = re.compile(r"(?:\[\d+\])?([A-Za-z][\w.-]*):(?:\d{1,3}\.){3}\d{1,3}"
 _ENV_ASSIGNMENT = re.compile(r"(?<![\w$])((?:NCCL|TORCH|CUDA|PYTORCH)_[A-Z0-9_]+)=([^\s'\";|&]+)")
 _TORCH_VERSION = re.compile(
     r"(?i)\b(?:py)?torch(?:\s+version)?\s*(?:==|:|=|\s)\s*v?(\d+\.\d+(?:\.\d+)?(?:[+.][\w.]+)?)")
+# within a group, these come first, in this order (what breaks jobs most often)
+_FIRST = {name: order for order, name in enumerate((
+    "NCCL version", "CUDA driver", "torch version", "NCCL network", "NCCL transports", "network interfaces",
+    "IB devices", "NCCL net plugin", "world size", "nodes", "new nodes", "missing nodes"))}
 # values that change every run, whatever the configuration
 _RUN_SPECIFIC = frozenset({"--rdzv_id", "--rdzv-id", "--master_port", "--master-port", "--output", "--error",
                            "--job-name", "-J", "--log_dir", "--log-dir", "--run_id", "--run-id"})
@@ -300,7 +304,8 @@ def compare_settings(good: Analysis, bad: Analysis) -> list[Drift]:
         elif g and b and g[0].value != b[0].value:
             drifts.append(Drift(name, group, None, g[0].value, b[0].value))
     drifts += _node_names(good, bad)
-    return sorted(drifts, key=lambda d: (GROUPS.index(d.group), d.node is not None, d.setting, d.node or ""))
+    return sorted(drifts, key=lambda d: (GROUPS.index(d.group), _FIRST.get(d.setting, len(_FIRST)), d.node is not None,
+                                         d.setting, d.node or ""))
 
 
 def _has(good: Analysis, bad: Analysis, group: str) -> bool:

@@ -62,6 +62,7 @@ _MASKS: tuple[tuple[str, str], ...] = (
     (r"\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?", "<time>"),
     (r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?:<[0-9]+>|:[0-9]+)?", "<ip>"),
     (r"\b0[xX][0-9a-fA-F]+\b", "<hex>"),
+    (r"\b[0-9]{8,}\b", "<n>"),  # a long number is a number, not a digest
     (r"\b[0-9a-f]{8,}\b", "<hex>"),
     (r"\b(busId|busid|bus id|PCI:?) ?[0-9a-fA-F:.]*[0-9a-fA-F]", "${1} <hex>"),  # a GPU's bus (busId 4c000)
     (r"(?:/[^\s/'\",:;()\[\]<>|]+){2,}/?", "<path>"),

@@ -1,0 +1,219 @@
+"""``logscope diff`` and ``--against``: new templates ranked, configuration and performance drift,
+exit codes, the outputs of one model, and ``--against auto`` from a scan table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from reading_support import jobsim
+
+from logscope.analysis import analyze
+from logscope.cli import main
+from logscope.diff import compare
+from logscope.diff.config import command_options, script_settings
+from logscope.diff.templates import mask
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def healthy() -> object:
+    return analyze([SAMPLES / "healthy"])
+
+
+# --- templates ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "template"), [
+    ("gpu-node02:46578:46674 [2] NCCL INFO comm 0x551650cd1360 rank 10 nranks 16 cudaDev 2 busId 4c000",
+     "<host>:<n>:<n> [<n>] NCCL INFO comm <hex> rank <n> nranks <n> cudaDev <n> busId <hex>"),
+    ("ValueError: sample 18342057 in shard /lustre/data/shard-00417.bin has 2049 tokens",
+     "ValueError: sample <n> in shard <path> has <n> tokens"),
+    ("commId 0xd5fbd648b2b764b3 digest 3f2a9c1d7e5b", "commId <hex> digest <hex>"),
+    ("socketProgress: Connection closed by remote peer 10.0.1.12<42192>",
+     "socketProgress: Connection closed by remote peer <ip>"),
+    ("2026-11-03 11:06:41,260 - INFO - iteration      500/    1000 | loss 2.1",
+     "<time> - INFO - iteration <n...> | loss <n>"),
+    ("I1103 11:06:48.627000 49063 torch/distributed/elastic/api.py:869] failed",
+     "I<time> <n> torch<path>:<n>] failed"),
+    ("terminate called after throwing an instance of 'c10::DistBackendError'",
+     "terminate called after throwing an instance of 'c<n>::DistBackendError'"),
+])
+def test_a_template_masks_what_changes_from_run_to_run(text: str, template: str) -> None:
+    got = pl.select(mask(pl.lit(text), ["gpu-node01", "gpu-node02"])).item()
+    assert got == template
+
+
+def test_the_root_failure_of_crash_cascade_is_the_first_new_template(healthy: object) -> None:
+    comparison = compare(healthy, analyze([SAMPLES / "crash-cascade"]))  # type: ignore[arg-type]
+    top = comparison.new_templates[:3]
+    assert any("ValueError: sample" in t.example.text for t in top)
+    first = comparison.new_templates[0]
+    assert first.root and first.ranks == (11,) and first.hosts == ("gpu-node02",) and first.count == 1
+    assert first.example.file.endswith("train-4242004-gpu-node02.out") and first.example.line == 243
+    assert first.after_failure_s == 0.0
+    # no line of the healthy run is new, and the cascade's consequences come after the root
+    assert not comparison.config_drift and not comparison.performance_changes
+    assert all(t.after_failure_s is None or t.after_failure_s > -5 for t in comparison.new_templates)
+
+
+def test_a_catalogue_message_is_its_id(healthy: object) -> None:
+    comparison = compare(healthy, analyze([SAMPLES / "crash-cascade"]))  # type: ignore[arg-type]
+    known = [t for t in comparison.new_templates if t.catalogue_id]
+    assert known and all(t.key == f"catalogue:{t.catalogue_id}" for t in known)
+
+
+def test_nccl_version_skew_names_the_version_drift(healthy: object) -> None:
+    comparison = compare(healthy, analyze([SAMPLES / "nccl-version-skew"]))  # type: ignore[arg-type]
+    drift = {(d.setting, d.node): (d.good, d.bad) for d in comparison.config_drift}
+    assert drift[("NCCL version", "gpu-node02")] == ("2.21.5+cuda12.4", "2.18.6+cuda12.2")
+    assert drift[("CUDA driver", "gpu-node02")] == ("12040", "12020")
+    assert comparison.config_drift[0].setting == "NCCL version"
+    assert "Mismatched NCCL version" in comparison.new_templates[0].example.text
+
+
+def test_a_run_against_itself_shows_nothing(healthy: object) -> None:
+    comparison = compare(healthy, healthy)  # type: ignore[arg-type]
+    assert not comparison.changed and comparison.exit_code == 0
+    assert not comparison.new_templates and not comparison.volume_changes and not comparison.config_drift
+    assert comparison.performance and not comparison.performance_changes
+
+
+def test_a_warning_printed_far_more_often_is_listed_apart(tmp_path: Path) -> None:
+    """Volume: the same warning, 2 times in GOOD and 40 times in BAD, is not new but louder."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for folder, repeats in ((good, 2), (bad, 40)):
+        shutil.copytree(SAMPLES / "healthy", folder)
+        log = folder / "train-4242001-gpu-node01.out"
+        warning = ("[default0]:gpu-node01:80191:80293 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got "
+                   "async event : port error\n")
+        lines = log.read_text().splitlines(keepends=True)
+        log.write_text("".join(lines[:230] + [w.replace("port error", f"port error {i}")
+                                              for i, w in enumerate([warning] * repeats)] + lines[230:]))
+    comparison = compare(analyze([good]), analyze([bad]))
+    louder = [v for v in comparison.volume_changes if "async event" in v.template]
+    assert louder and louder[0].good_count == 2 and louder[0].bad_count == 40
+    assert not any("async event" in t.template for t in comparison.new_templates)
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+
+def test_command_options_read_a_launch_line() -> None:
+    line = ("srun --wait=60 --kill-on-bad-exit=1 bash -c 'python -u -m torch.distributed.run --nproc_per_node 8 "
+            "--rdzv_endpoint node01:29500 --standalone --max_restarts=0 train.py | tee log'")
+    assert dict(command_options(line)) == {"--wait": "60", "--kill-on-bad-exit": "1", "--nproc_per_node": "8",
+                                           "--rdzv_endpoint": "node01:29500", "--standalone": "true",
+                                           "--max_restarts": "0"}
+
+
+def test_a_batch_script_gives_its_sbatch_options_and_exports() -> None:
+    script = "#!/bin/bash\n#SBATCH --nodes=4  # four\n#SBATCH --time 02:00:00\nexport NCCL_DEBUG=INFO\nsrun x\n"
+    assert script_settings(script) == [("#SBATCH --nodes", "4"), ("#SBATCH --time", "02:00:00"),
+                                       ("export NCCL_DEBUG", "INFO")]
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def test_diff_exits_1_and_names_the_root(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, err = run(capsys, "diff", str(SAMPLES / "healthy"), str(SAMPLES / "crash-cascade"), "--color", "never")
+    assert code == 1, err
+    assert out.index("new templates") < out.index("configuration drift") < out.index("performance") \
+        < out.index("fail-slow")
+    assert "ValueError: sample <n> in shard <path>" in out and "the root failure's line" in out
+
+
+def test_diff_of_a_copy_of_a_job_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(SAMPLES / "healthy", copy)
+    code, out, err = run(capsys, "diff", str(SAMPLES / "healthy"), str(copy), "--color", "never")
+    assert code == 0, err
+    assert "Nothing new in BAD" in out
+
+
+def test_diff_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "diff", str(SAMPLES / "healthy"), str(SAMPLES / "nccl-version-skew"), "-f", "json")
+    data = json.loads(out)
+    assert code == 1
+    assert data["schema"] == "logscope.diff/1" and data["changed"] is True
+    assert {"new_templates", "config_drift", "performance", "fail_slow", "volume_changes"} <= set(data)
+    assert data["bad"]["verdict"]["finding"] == "LS802" and data["good"]["verdict"]["category"] == "healthy"
+    assert {"template", "severity", "count", "first_seen", "ranks", "hosts", "example", "catalogue_id"} \
+        <= set(data["new_templates"][0])
+    assert {"setting": "NCCL version", "group": "versions", "scope": "node", "node": "gpu-node02",
+            "good": "2.21.5+cuda12.4", "bad": "2.18.6+cuda12.2"} in data["config_drift"]
+
+
+def test_diff_of_a_missing_run_is_one_error_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "diff", str(SAMPLES / "healthy"), str(tmp_path / "nowhere"))
+    assert code == 2 and err.startswith("Error:") and len(err.strip().splitlines()) == 1
+
+
+def test_analyze_against_adds_the_comparison(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / "crash-cascade"), "--against", str(SAMPLES / "healthy"),
+                       "--format", "json")
+    data = json.loads(out)
+    assert code == 1  # analyze's own exit code: the verdict's
+    assert data["verdict"]["finding"] == "LS301"
+    assert data["comparison"]["new_templates"][0]["root"] is True
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / "crash-cascade"), "--against", str(SAMPLES / "healthy"),
+                       "--color", "never")
+    assert out.index("root cause") < out.index("What changed from GOOD to BAD")
+
+
+def test_against_auto_needs_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "analyze", str(SAMPLES / "crash-cascade"), "--against", "auto")
+    assert code == 2 and "--table" in err
+    code, _, err = run(capsys, "analyze", str(SAMPLES / "crash-cascade"), "--table", "x.parquet")
+    assert code == 2 and "--against auto" in err
+
+
+def test_report_has_a_what_changed_section(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    code, _, err = run(capsys, "report", str(SAMPLES / "nccl-version-skew"), "--against", str(SAMPLES / "healthy"),
+                       "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    section = text.split("## What changed", 1)[1].split("\n## ", 1)[0]
+    assert "Mismatched NCCL version" in section and "2.18.6+cuda12.2" in section
+    assert "**Configuration drift.**" in section
+
+
+def test_against_auto_takes_the_last_healthy_run_of_the_job_from_a_scan_table(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    sim = jobsim()
+    logs = tmp_path / "logs"
+    runs = {"older": (5100001, "healthy", datetime(2026, 11, 1, 10)),
+            "newer": (5100002, "healthy", datetime(2026, 11, 2, 10)),
+            "crashed": (5100003, "crash-cascade", datetime(2026, 11, 2, 20)),
+            "later": (5100004, "healthy", datetime(2026, 11, 4, 10))}  # after BAD: not its baseline
+    for name, (job_id, scenario, start) in runs.items():
+        sim.write_job(sim.JobSpec(scenario=scenario, job_id=job_id, start=start, steps=60, seed=job_id),
+                      logs / name)
+    other = sim.JobSpec(job_name="other", job_id=5100005, start=datetime(2026, 11, 2, 12), steps=60)
+    sim.write_job(other, logs / "other")  # another job's name: not a baseline
+    table = tmp_path / "jobs.parquet"
+    assert run(capsys, "scan", str(logs), "-o", str(table))[0] == 0
+    for given in (table, tmp_path / "jobs.parquet.cache.json"):
+        assert given.exists()
+        code, out, err = run(capsys, "analyze", str(logs / "crashed"), "--against", "auto", "--table", str(given),
+                             "--format", "json")
+        assert code == 1, err
+        assert json.loads(out)["comparison"]["good"]["id"] == "5100002"
+    code, _, err = run(capsys, "analyze", str(logs / "older"), "--against", "auto", "--table", str(table))
+    assert code == 2 and "no healthy run of job 'train'" in err
