@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-_READING_COMMANDS = frozenset({"analyze", "analyse", "report"})
+_READING_COMMANDS = frozenset({"analyze", "analyse", "report", "diff"})
 # The options of the reading commands that take a value (cli.analyze, cli.report; a test holds this
 # to the CLI): their values are not inputs. (``report -o out.html`` run again: taken for an input,
 # the existing out.html would make the files found early differ from the command's, and the early
@@ -53,6 +53,8 @@ def start_readers(args: list[str]) -> None:
     command, inputs = _command_and_inputs(args)
     if command not in _READING_COMMANDS:
         return
+    if command == "diff":  # GOOD, read first; BAD's reading starts when GOOD's analysis is done
+        inputs = inputs[:1]
     from logscope.ingest.workers import start_early
 
     try:

@@ -176,6 +176,17 @@ def test_analyze_against_adds_the_comparison(capsys: pytest.CaptureFixture[str],
     assert out.index("root cause") < out.index("What changed from GOOD to BAD")
 
 
+def test_diff_starts_reading_good_before_the_cli_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope import command
+    from logscope.ingest import workers
+
+    asked: list[list[Path]] = []
+    monkeypatch.setattr(workers, "start_early", lambda inputs, **_: asked.append(list(inputs)))
+    command.start_readers(["diff", "--format", "json", "good/", "bad/"])
+    command.start_readers(["analyze", "bad/", "--against", "good/", "--table", "t.parquet"])
+    assert asked == [[Path("good/")], [Path("bad/")]]
+
+
 def test_against_auto_needs_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "analyze", str(SAMPLES / "crash-cascade"), "--against", "auto")
     assert code == 2 and "--table" in err

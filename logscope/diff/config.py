@@ -120,7 +120,10 @@ def settings_of(analysis: Analysis) -> list[Setting]:
     for row in table.to_dicts():
         for column, (name, group) in _NODE_COLUMNS.items():
             if row.get(column):
-                out.append(Setting(name, group, str(row["node"]), masker(str(row[column]))))
+                value = str(row[column])
+                if column == "ib_devices":  # the devices NCCL lists, in whatever order it found them
+                    value = ",".join(sorted(" ".join(sorted(v.split())) for v in value.split(",")))
+                out.append(Setting(name, group, str(row["node"]), masker(value)))
     out += _interfaces(analysis, masker)
     if view.world_size:
         out.append(Setting("world size", "size", None, str(view.world_size)))

@@ -156,14 +156,20 @@ def _seen() -> pl.Expr:
 
 
 def _to_first_step(analysis: Analysis) -> float | None:
+    """From the logs' first timed line to the first logged step, when that step's line carries its
+    own time (an untimed one only lies between the timed lines around it)."""
     view = analysis.view
     if not view.has(Event.PROGRESS):
         return None
-    start = view.events.filter(pl.col("event") != Event.ACCOUNTING.value).select(pl.col("time").min()).item()
-    first = view.of(Event.PROGRESS).select(_seen().min()).item()
-    if not isinstance(start, datetime) or not isinstance(first, datetime):
+    timed = ~pl.col("time_inferred").fill_null(False) & pl.col("time").is_not_null()
+    start = view.events.filter(timed & (pl.col("event") != Event.ACCOUNTING.value)).select(pl.col("time").min()).item()
+    first = view.of(Event.PROGRESS).sort(_seen(), "file", "line", nulls_last=True).head(1)
+    if first.height == 0 or not first.select(timed).item():
         return None
-    return (first - start).total_seconds()
+    when = first.select("time").item()
+    if not isinstance(start, datetime) or not isinstance(when, datetime):
+        return None
+    return (when - start).total_seconds()
 
 
 def _nccl_init(analysis: Analysis) -> float | None:

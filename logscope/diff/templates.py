@@ -65,6 +65,8 @@ _MASKS: tuple[tuple[str, str], ...] = (
     (r"\b[0-9]{8,}\b", "<n>"),  # a long number is a number, not a digest
     (r"\b[0-9a-f]{8,}\b", "<hex>"),
     (r"\b(busId|busid|bus id|PCI:?) ?[0-9a-fA-F:.]*[0-9a-fA-F]", "${1} <hex>"),  # a GPU's bus (busId 4c000)
+    # a rank's GPU on NCCL's channel lines: 28[88000] -> 29[8b000] (its bus), 13[5] -> 14[6] (its device)
+    (r"\b([0-9]+)\[[0-9a-fA-F]+\]", "${1}[<gpu>]"),
     (r"(?:/[^\s/'\",:;()\[\]<>|]+){2,}/?", "<path>"),
     (r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", "<n>"),
     (r"<n>(?:[ ,/]+<n>)+", "<n...>"),
