@@ -41,6 +41,9 @@ def healthy() -> object:
     ("ValueError: sample 18342057 in shard /lustre/data/shard-00417.bin has 2049 tokens",
      "ValueError: sample <n> in shard <path> has <n> tokens"),
     ("commId 0xd5fbd648b2b764b3 digest 3f2a9c1d7e5b", "commId <hex> digest <hex>"),
+    # a rank's GPU on a channel line: its bus on one machine, its device on another
+    ("NCCL INFO Channel 00 : 28[88000] -> 29[8b000] via P2P/IPC/read",
+     "NCCL INFO Channel <n> : <n>[<gpu>] -> <n>[<gpu>] via P<n>P<path>"),
     ("socketProgress: Connection closed by remote peer 10.0.1.12<42192>",
      "socketProgress: Connection closed by remote peer <ip>"),
     ("2026-11-03 11:06:41,260 - INFO - iteration      500/    1000 | loss 2.1",
@@ -122,6 +125,26 @@ def test_a_batch_script_gives_its_sbatch_options_and_exports() -> None:
     script = "#!/bin/bash\n#SBATCH --nodes=4  # four\n#SBATCH --time 02:00:00\nexport NCCL_DEBUG=INFO\nsrun x\n"
     assert script_settings(script) == [("#SBATCH --nodes", "4"), ("#SBATCH --time", "02:00:00"),
                                        ("export NCCL_DEBUG", "INFO")]
+
+
+def test_ib_devices_listed_in_another_order_are_no_drift(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    shutil.copytree(SAMPLES / "healthy", good)
+    shutil.copytree(SAMPLES / "healthy", bad)
+    for log in bad.glob("*.out"):
+        log.write_text(log.read_text().replace("[0]mlx5_0:1/IB [1]mlx5_1:1/IB", "[0]mlx5_1:1/IB [1]mlx5_0:1/IB"))
+    assert not compare(analyze([good]), analyze([bad])).config_drift
+
+
+def test_untimed_step_lines_give_no_time_to_first_step(tmp_path: Path) -> None:
+    """A step line without its own time only lies between the timed lines around it."""
+    from logscope.diff.performance import performance_of
+
+    log = tmp_path / "train.log"
+    steps = "".join(f" iteration {s}/100 | elapsed time per iteration (ms): 850.0 |\n" for s in range(10, 110, 10))
+    log.write_text("2026-11-03 10:00:00,000 - INFO - starting\n" + steps + "2026-11-03 10:05:00,000 - INFO - done\n")
+    figures = performance_of(analyze([log]))
+    assert figures.time_to_first_step_s is None and figures.step_time_median_s == pytest.approx(0.85)
 
 
 # --- the command ----------------------------------------------------------------------------------
