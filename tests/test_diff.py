@@ -122,9 +122,10 @@ def test_command_options_read_a_launch_line() -> None:
 
 
 def test_a_batch_script_gives_its_sbatch_options_and_exports() -> None:
-    script = "#!/bin/bash\n#SBATCH --nodes=4  # four\n#SBATCH --time 02:00:00\nexport NCCL_DEBUG=INFO\nsrun x\n"
-    assert script_settings(script) == [("#SBATCH --nodes", "4"), ("#SBATCH --time", "02:00:00"),
-                                       ("export NCCL_DEBUG", "INFO")]
+    script = ("#!/bin/bash\n#SBATCH --nodes=4  # four\n#SBATCH --time 02:00:00\n#SBATCH -p gpu\n#SBATCH -N2\n"
+              "export NCCL_DEBUG=INFO\nsrun x\n")
+    assert script_settings(script) == [("#SBATCH --nodes", "4"), ("#SBATCH --time", "02:00:00"), ("#SBATCH -p", "gpu"),
+                                       ("#SBATCH -N", "2"), ("export NCCL_DEBUG", "INFO")]
 
 
 def test_ib_devices_listed_in_another_order_are_no_drift(tmp_path: Path) -> None:
@@ -251,3 +252,30 @@ def test_against_auto_takes_the_last_healthy_run_of_the_job_from_a_scan_table(
         assert json.loads(out)["comparison"]["good"]["id"] == "5100002"
     code, _, err = run(capsys, "analyze", str(logs / "older"), "--against", "auto", "--table", str(table))
     assert code == 2 and "no healthy run of job 'train'" in err
+
+
+def _with_record(folder: Path, work_dir: str, script: str) -> Path:
+    shutil.copytree(SAMPLES / "healthy", folder)
+    (folder / "sacct.txt").write_text(
+        "JobID|JobName|State|ExitCode|Reason|NodeList|Start|End|MaxRSS|MaxRSSNode|User|WorkDir\n"
+        f"4242001|train|COMPLETED|0:0|None|gpu-node[01-02]|2026-11-03T09:12:39|2026-11-03T09:16:21|||alice|{work_dir}\n"
+        "4242001.0|torchrun|COMPLETED|0:0||gpu-node[01-02]|2026-11-03T09:12:41|2026-11-03T09:16:21||||\n")
+    (folder / "batch-script.sh").write_text("Batch Script for 4242001\n" + "-" * 80 + "\n" + script)
+    return folder
+
+
+def test_slurm_s_record_of_both_runs_is_compared(tmp_path: Path) -> None:
+    from logscope.diff.runs import analysed
+
+    script = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --output=%x-%j-%N.out\nexport NCCL_DEBUG=INFO\nsrun x\n"
+    good = analysed([_with_record(tmp_path / "good", "/lustre/alice/llm", script)])
+    same = analysed([_with_record(tmp_path / "same", "/lustre/alice/llm", script)])
+    changed = script.replace("NCCL_DEBUG=INFO", "NCCL_DEBUG=WARN").replace("--nodes=2", "--nodes=2\n#SBATCH -p x\n"
+                                                                                      "#SBATCH --exclusive")
+    bad = analysed([_with_record(tmp_path / "bad", "/lustre/alice/llm-v2", changed)])
+    assert good.accounting is not None and bad.accounting is not None
+    assert not compare(good, same).config_drift
+    drift = {d.setting: (d.good, d.bad) for d in compare(good, bad).config_drift if d.group == "record"}
+    assert drift == {"SLURM work dir": ("/lustre/alice/llm", "/lustre/alice/llm-v2"),
+                     "export NCCL_DEBUG": ("INFO", "WARN"), "#SBATCH --exclusive": (None, "true"),
+                     "#SBATCH -p": (None, "x")}

@@ -270,6 +270,8 @@ def _record(analysis: Analysis, masker: _Masker) -> list[Setting]:
 
 
 _SBATCH = re.compile(r"^\s*#SBATCH\s+(.*)$")
+# sbatch's one-letter options take a value (-p gpu, -N2, -t 02:00:00)
+_SHORT_OPTION = re.compile(r"(?:^|\s)-([A-Za-z])\s*([^\s-]\S*)")
 _EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
 
 
@@ -280,7 +282,9 @@ def script_settings(script: str) -> list[tuple[str, str]]:
     for line in script.splitlines():
         directive = _SBATCH.match(line)
         if directive:
-            out += [(f"#SBATCH {name}", value) for name, value in command_options(directive.group(1).split("#")[0])]
+            options = directive.group(1).split("#")[0]
+            out += [(f"#SBATCH {name}", value) for name, value in command_options(options)]
+            out += [(f"#SBATCH -{short.group(1)}", short.group(2)) for short in _SHORT_OPTION.finditer(options)]
             continue
         export = _EXPORT.match(line)
         if export:
