@@ -226,6 +226,11 @@ def report(
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
                               accounting=gathered.record if gathered else None, exclude=saved_files)
     _compare_against(result, against, table, patterns, select, ignore)
+    if result.comparison is not None:  # nor into the logs of the run it was compared with
+        good = [f.path for f in result.comparison.good.job.files]
+        _output_file(output, good)
+        if fmt == "md":
+            _output_dir(chart_folder(output), good)
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")

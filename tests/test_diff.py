@@ -229,6 +229,16 @@ def test_report_has_a_what_changed_section(capsys: pytest.CaptureFixture[str], t
     assert "**Configuration drift.**" in section
 
 
+def test_report_against_never_writes_into_good_s_logs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good = tmp_path / "good"
+    shutil.copytree(SAMPLES / "healthy", good)
+    before = sorted(p.name for p in good.iterdir())
+    code, _, err = run(capsys, "report", str(SAMPLES / "crash-cascade"), "--against", str(good),
+                       "-o", str(good / "r.md"))
+    assert code == 2 and "log folder" in err
+    assert sorted(p.name for p in good.iterdir()) == before
+
+
 def test_against_auto_takes_the_last_healthy_run_of_the_job_from_a_scan_table(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     sim = jobsim()
@@ -279,3 +289,20 @@ def test_slurm_s_record_of_both_runs_is_compared(tmp_path: Path) -> None:
     assert drift == {"SLURM work dir": ("/lustre/alice/llm", "/lustre/alice/llm-v2"),
                      "export NCCL_DEBUG": ("INFO", "WARN"), "#SBATCH --exclusive": (None, "true"),
                      "#SBATCH -p": (None, "x")}
+
+
+@pytest.mark.parametrize("which", ["good", "bad", "against"])
+@pytest.mark.parametrize("case", ["empty folder", "missing path", "folder of binaries", "fifo", "corrupt gz"])
+def test_an_unusable_run_is_one_error_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       case: str, which: str) -> None:
+    from test_bad_input import UNUSABLE, assert_one_line_error, inputs
+
+    build, message = UNUSABLE[case]
+    target = str(build(inputs(tmp_path)))
+    sample = str(SAMPLES / "healthy")
+    args = {"good": ["diff", target, sample], "bad": ["diff", sample, target],
+            "against": ["analyze", sample, "--against", target, "--format", "json"]}[which]
+    code, out, err = run(capsys, *args)
+    assert "Traceback" not in out + err
+    assert_one_line_error(code, err, message)
+    assert out == ""
