@@ -70,7 +70,7 @@ _MASKS: tuple[tuple[str, str], ...] = (
     (r"(?:/[^\s/'\",:;()\[\]<>|]+){2,}/?", "<path>"),
     (r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", "<n>"),
     (r"<n>(?:[ ,/]+<n>)+", "<n...>"),
-    (r"\s+", " "),
+    (r"\s{2,}|[\t\n\v\f\r]", " "),  # runs of spaces (only runs: most lines have single spaces)
 )
 
 
