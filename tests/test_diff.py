@@ -4,6 +4,7 @@ exit codes, the outputs of one model, and ``--against auto`` from a scan table."
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -306,3 +307,29 @@ def test_an_unusable_run_is_one_error_line_and_exit_2(capsys: pytest.CaptureFixt
     assert "Traceback" not in out + err
     assert_one_line_error(code, err, message)
     assert out == ""
+
+
+def _progress_on_both_nodes(folder: Path, node01_factor: float) -> Path:
+    """The healthy sample with node02's progress lines printed by node01 too (its own rank 0 line),
+    node01's times per iteration multiplied by ``node01_factor``."""
+    shutil.copytree(SAMPLES / "healthy", folder)
+    node01, node02 = folder / "train-4242001-gpu-node01.out", folder / "train-4242001-gpu-node02.out"
+    steps = [line.replace("[default7]:", "[default0]:") for line in node02.read_text().splitlines(keepends=True)
+             if " iteration " in line]
+
+    def slower(line: str) -> str:
+        found = re.search(r"per iteration \(ms\): ([0-9.]+)", line)
+        assert found is not None
+        return line.replace(found.group(0), f"per iteration (ms): {float(found.group(1)) * node01_factor:.1f}")
+
+    node01.write_text(node01.read_text() + "".join(slower(line) for line in steps))
+    return folder
+
+
+def test_performance_per_node_where_several_nodes_print_steps(tmp_path: Path) -> None:
+    good = analyze([_progress_on_both_nodes(tmp_path / "good", 1.0)])
+    bad = analyze([_progress_on_both_nodes(tmp_path / "bad", 1.5)])
+    per_node = {c.node: c for c in compare(good, bad).performance if c.node}
+    assert set(per_node) == {"gpu-node01", "gpu-node02"}
+    assert per_node["gpu-node01"].changed and per_node["gpu-node01"].ratio == pytest.approx(1.5, rel=0.01)
+    assert not per_node["gpu-node02"].changed
