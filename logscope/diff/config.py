@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from logscope.detectors.config_skew import node_config_table
+from logscope.diff.templates import job_hosts  # one list of a job's own names, masked in both
 from logscope.model import Event
 
 if TYPE_CHECKING:
@@ -140,8 +141,6 @@ class _Masker:
     """A value with the run's own names masked: its hosts and nodes, its job id."""
 
     def __init__(self, analysis: Analysis) -> None:
-        from logscope.diff.templates import job_hosts  # one list of a job's names for both
-
         names = sorted({h for h in job_hosts(analysis) if len(h) >= 3}, key=len, reverse=True)
         self.hosts = re.compile("|".join(re.escape(h) for h in names)) if names else None
         ids = [part for part in (analysis.job.job_id or "").split(",") if part]
