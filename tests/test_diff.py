@@ -70,6 +70,10 @@ def test_the_root_failure_of_crash_cascade_is_the_first_new_template(healthy: ob
     # no line of the healthy run is new, and the cascade's consequences come after the root
     assert not comparison.config_drift and not comparison.performance_changes
     assert all(t.after_failure_s is None or t.after_failure_s > -5 for t in comparison.new_templates)
+    # a count is of lines: the frame `File ".../packed_dataset.py", line 97, in _collate` is one line
+    # (its line number is a field of the event, not how many lines it stands for)
+    collate = next(t for t in comparison.new_templates if t.template.endswith("in _collate"))
+    assert collate.count == 1 and collate.example.text.endswith('line 97, in _collate')
 
 
 def test_a_catalogue_message_is_its_id(healthy: object) -> None:

@@ -10,9 +10,9 @@ same message with other words in its arguments stays one template. The event kin
 key: the same text recognised as two events is two templates.
 
 Only the lines logscope recognised are in the timeline (see the README's "How it reads logs"):
-templates are those of the recognised lines. Repeated lines thinned away while reading (NCCL COLL
-lines, progress lines, a process's repeats of one line beyond its first and last 64) count by the
-``count`` the thinning records where it does, else once.
+templates are those of the recognised lines, and their counts those of the lines the timeline
+kept: the repeats thinned away while reading (NCCL COLL lines, progress lines, a process's
+repeats of one line beyond its first and last 64) are not counted.
 
 **Ranking** the new templates (:func:`ranked_new`), most likely to matter first:
 
@@ -125,13 +125,12 @@ def template_table(analysis: Analysis) -> pl.DataFrame:
         pl.when(pl.col("event") == Event.KNOWN_MESSAGE.value).then(pl.col("fields").struct.field("key"))
         .alias("catalogue_id"), "template",
         pl.col("severity").replace_strict(SEVERITY_RANK, default=0, return_dtype=pl.Int64).alias("severity"),
-        pl.col("fields").struct.field("count").fill_null(1).clip(lower_bound=1).alias("_count"),
         seen.alias("_seen"),
     )
     table = (rows.sort("_seen", "file", "line", nulls_last=True, maintain_order=True)
              .group_by("key", maintain_order=True).agg(
                  pl.col("event").first(), pl.col("catalogue_id").first(), pl.col("template").first(),
-                 pl.col("severity").max(), pl.col("_count").sum().alias("count"), pl.col("_seen").min().alias("first"),
+                 pl.col("severity").max(), pl.len().cast(pl.Int64).alias("count"), pl.col("_seen").min().alias("first"),
                  pl.col("rank").drop_nulls().unique().sort().alias("ranks"),
                  pl.col("_place").drop_nulls().unique().sort().alias("hosts"), pl.col("_row").first())
              .collect())
