@@ -37,6 +37,7 @@ from logscope.timeline import Job, ProgressHook, load_job, load_jobs
 
 if TYPE_CHECKING:
     from logscope.accounting.record import AccountingRecord
+    from logscope.diff import Comparison
     from logscope.lint import Problem
 
 SCHEMA = "logscope.analysis/1"
@@ -65,6 +66,8 @@ class Analysis:
     accounting: AccountingRecord | None = None
     # the lint problems of the job's batch script (from the record)
     script_problems: list[Problem] = field(default_factory=list)
+    # what changed since a run that worked (analyze/report --against; logscope.diff), when asked
+    comparison: Comparison | None = None
 
     @property
     def explaining_problems(self) -> list[Problem]:
@@ -110,6 +113,7 @@ class Analysis:
             "accounting": self.accounting.to_json() if self.accounting else None,
             "script_lint": [{**p.to_json(), "explains_verdict": p in self.explaining_problems}
                             for p in self.script_problems],
+            **({"comparison": self.comparison.to_json()} if self.comparison is not None else {}),
         }
 
 

@@ -33,6 +33,7 @@ from logscope.errors import LogscopeError, UsageError, printable
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from logscope.analysis import Analysis
     from logscope.scan import ScanResult
     from logscope.watch.run import Target
 
@@ -57,6 +58,13 @@ ColorOption = Annotated[str, typer.Option(
     "--color", help="Colour: auto (when writing to a terminal), always or never.", case_sensitive=False)]
 IgnoreOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--ignore", help="Skip detectors whose code or name starts with this; repeatable.")]
+
+
+AgainstOption = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--against", help="Also compare with a run that worked: its folder, file or job id, or 'auto' (the last healthy "
+    "run of this job name in --table).")]
+TableOption = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--table", help="The `logscope scan` table (or its cache) that --against auto picks the run from.")]
 
 
 def _version(value: bool) -> None:
@@ -93,6 +101,8 @@ def analyze(
     save: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--save", help="Also gather the logs, SLURM's record and the batch script into this new folder, "
         "to attach to a ticket (logscope analyze FOLDER reads it again).")] = None,
+    against: AgainstOption = None,
+    table: TableOption = None,
 ) -> int:
     """Analyse one job's logs and print the verdict.
 
@@ -119,6 +129,7 @@ def analyze(
                               accounting=gathered.record if gathered else None, exclude=saved_files)
     if gathered is not None:  # what SLURM's record named that is not the job's: listed, not read
         result.job.skipped.extend(gathered.refused)
+    _compare_against(result, against, table, patterns, select, ignore)
     if chart_dir is not None:
         from logscope.report.charts import save_charts
 
@@ -136,6 +147,10 @@ def analyze(
         from logscope.report.terminal import print_analysis
 
         print_analysis(result, _console(color), verbose=verbose, quiet=quiet)
+        if result.comparison is not None and not quiet:
+            from logscope.report.diff_terminal import print_comparison
+
+            print_comparison(result.comparison, _console(color), verbose=verbose)
     return result.exit_code
 
 
@@ -193,6 +208,8 @@ def report(
     pattern: PatternOption = None,
     select: SelectOption = None,
     ignore: IgnoreOption = None,
+    against: AgainstOption = None,
+    table: TableOption = None,
 ) -> int:
     """Write a post-mortem report (verdict, root cause, cascade, per-node tables, charts) to attach to a ticket.
 
@@ -214,6 +231,12 @@ def report(
                               accounting=gathered.record if gathered else None, exclude=saved_files)
     if gathered is not None:
         result.job.skipped.extend(gathered.refused)
+    _compare_against(result, against, table, patterns, select, ignore)
+    if result.comparison is not None:  # nor into the logs of the run it was compared with
+        good = [f.path for f in result.comparison.good.job.files]
+        _output_file(output, good)
+        if fmt == "md":
+            _output_dir(chart_folder(output), good)
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")
@@ -272,6 +295,53 @@ def _watch_target(paths: list[Path], patterns: tuple[str, ...]) -> "Target":
     if refs:
         return SlurmJob(refs[0][1], from_cluster(refs[0][1]), rest, patterns)
     return Paths(rest, patterns)
+
+
+@app.command()
+def diff(
+    good: Annotated[Path, typer.Argument(help="A run that worked: its folder, a log file, or its SLURM job id.",
+                                         show_default=False)],
+    bad: Annotated[Path, typer.Argument(help="The run to explain: its folder, a log file, or its SLURM job id.",
+                                        show_default=False)],
+    output_format: FormatOption = "text",
+    pattern: PatternOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every new template, not the first ten.")]
+    = False,
+    color: ColorOption = "auto",
+) -> int:
+    """Show what changed from a run that worked to one that did not: new log templates (ranked), configuration,
+    performance, slowdowns. Exit 0 when BAD shows nothing new, 1 when it does.
+
+    Example: logscope diff runs/4242001/ runs/4242004/; logscope diff 4242001 4242004 --format json
+    """
+    from logscope.diff import compare
+    from logscope.diff.runs import analysed
+
+    fmt = _format(output_format)
+    _color_choice(color)
+    patterns = _patterns(pattern)
+    comparison = compare(analysed([good], patterns=patterns), analysed([bad], patterns=patterns))
+    if fmt == "json":
+        sys.stdout.write(json.dumps(comparison.to_json(), indent=2, default=str) + "\n")
+    else:
+        from logscope.report.diff_terminal import print_comparison
+
+        print_comparison(comparison, _console(color), verbose=verbose)
+    return comparison.exit_code
+
+
+def _compare_against(result: "Analysis", against: str | None, table: Path | None, patterns: tuple[str, ...],
+                     select: list[str] | None, ignore: list[str] | None) -> None:
+    """--against: compare ``result`` with GOOD (a path, a job id, or auto: from --table)."""
+    if against is None:
+        if table is not None:
+            raise UsageError("--table is read only with --against auto")
+        return
+    from logscope.diff import compare
+    from logscope.diff.runs import baseline_of
+
+    good, _ = baseline_of(result, against, table, patterns=patterns, select=select, ignore=ignore)
+    result.comparison = compare(good, result)
 
 
 @app.command()

@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-_READING_COMMANDS = frozenset({"analyze", "analyse", "report"})
+_READING_COMMANDS = frozenset({"analyze", "analyse", "report", "diff"})
 # The options of the reading commands that take a value (cli.analyze, cli.report; a test holds this
 # to the CLI): their values are not inputs. (``report -o out.html`` run again: taken for an input,
 # the existing out.html would make the files found early differ from the command's, and the early
 # read would be wasted.)
 VALUE_OPTIONS = frozenset({"--format", "-f", "--pattern", "-p", "--select", "--ignore", "--charts", "--color",
-                           "--save", "--output", "-o"})
+                           "--save", "--output", "-o", "--against", "--table"})
 # scan's options that take a value and its flags (cli.scan; a test holds these to the CLI), the
 # short names by their long ones.
 SCAN_VALUE_OPTIONS = frozenset({"--output", "--table-format", "--jobs", "--since", "--category", "--shard", "--cache",
@@ -58,6 +58,8 @@ def start_readers(args: list[str]) -> None:
     command, inputs = _command_and_inputs(args)
     if command not in _READING_COMMANDS:
         return
+    if command == "diff":  # GOOD, read first; BAD's reading starts when GOOD's analysis is done
+        inputs = inputs[:1]
     from logscope.ingest.workers import start_early
 
     try:

@@ -96,6 +96,22 @@ class JobSpec:
     master_port: int = 29500
     entrypoint: str = "train.py"
     python: str = "/opt/conda/envs/train/bin/python"
+    # A fail-slow: from step ``slowdown_step`` on, every step takes ``slowdown`` times as long (1.0: none);
+    # ``slowdown_event`` makes the last node's NCCL log an IB port error as it begins.
+    slowdown: float = 1.0
+    slowdown_step: int | None = None
+    slowdown_event: bool = False
+    # One configuration, changed as a whole (for `logscope diff` pairs): NCCL's version and CUDA, the
+    # driver, the network every node uses ("IB" or "Socket"), NCCL_* variables exported by the batch
+    # script (NCCL echoes each), torchrun's --max_restarts, and the first node's number (another
+    # allocation: node_offset=4 runs on gpu-node05, gpu-node06 ...). None: the stack's own.
+    nccl_version: str | None = None
+    nccl_cuda: str | None = None
+    driver: int | None = None
+    network: str = "IB"
+    nccl_env: tuple[str, ...] = ()
+    max_restarts: int = 0
+    node_offset: int = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,7 +228,7 @@ class _Sim:
             raise ValueError("rank0-misresolution needs at least 2 GPUs per node")
         self.spec = spec
         self.rng = self._rng("main")
-        self.hosts = [f"{spec.node_prefix}{i + 1:02d}" for i in range(spec.nodes)]
+        self.hosts = [f"{spec.node_prefix}{i + 1 + spec.node_offset:02d}" for i in range(spec.nodes)]
         self.ips = [f"10.0.{1 + i // 200}.{11 + i % 200}" for i in range(spec.nodes)]
         self.eth_ips = [f"10.0.{100 + i // 200}.{11 + i % 200}" for i in range(spec.nodes)]
         self.world = spec.nodes * spec.gpus
@@ -222,11 +238,11 @@ class _Sim:
         self.rdzv = "c10d"
         self.rdzv_host = 0  # node index hosting the rendezvous store
         self.claimed_rank_base = [n * spec.gpus for n in range(spec.nodes)]
-        self.nccl_version = [NCCL_VERSION] * spec.nodes
-        self.nccl_cuda = [NCCL_CUDA] * spec.nodes
-        self.driver = [DRIVER] * spec.nodes
-        self.net = ["IB"] * spec.nodes
-        self.extra_env: list[str] = []
+        self.nccl_version = [spec.nccl_version or NCCL_VERSION] * spec.nodes
+        self.nccl_cuda = [spec.nccl_cuda or NCCL_CUDA] * spec.nodes
+        self.driver = [spec.driver or DRIVER] * spec.nodes
+        self.net = [spec.network] * spec.nodes
+        self.extra_env: list[str] = list(spec.nccl_env)
         self.launcher_extra = ""
         self.wrap_dmesg = False
         self.agents = [_Agent(n, self.rng.randint(31000, 96000)) for n in range(spec.nodes)]
@@ -404,12 +420,21 @@ class _Sim:
         self._jit = [rng.uniform(-0.08, 0.08) for _ in range(97)]
         self._preamble()
         getattr(self, "_sc_" + s.scenario.replace("-", "_"))()
+        if s.slowdown_event and s.slowdown_step is not None and self.stream_steps >= s.slowdown_step:
+            # the link of one HCA port of the last node drops as the steps slow down
+            p = self.node_procs(s.nodes - 1)[0]
+            self.nccl_warn(p, self.step_t(s.slowdown_step) + 0.2, "transport/net_ib.cc:101",
+                           f"NET/IB : mlx5_{p.dev}:1 Got async event : port error", tid=p.tid_proxy)
 
     def step_t(self, i: int) -> float:
         """End time of training step i (step 0 = start of training)."""
         if i <= 0:
             return self.t_train
-        return self.t_train + self.spec.iter_time_s * (i + self._jit[i % 97])
+        s = self.spec
+        done = float(i)  # steps' worth of time at the normal pace
+        if s.slowdown != 1.0 and s.slowdown_step is not None and i > s.slowdown_step:
+            done = s.slowdown_step + (i - s.slowdown_step) * s.slowdown
+        return self.t_train + s.iter_time_s * (done + self._jit[i % 97])
 
     def seq_of(self, step: int, j: int) -> int:
         """c10d SeqNum of collective j of a step (SeqNum 1 is DDP's initial parameter broadcast)."""
@@ -425,7 +450,7 @@ class _Sim:
                     f"--node_rank 0 --master_addr {self.hosts[0]} --master_port 6000{role} {s.entrypoint}")
         cmd = (f"python -u -m torch.distributed.run --nproc_per_node {s.gpus} --nnodes {s.nodes} "
                f"--rdzv_id {s.job_id} --rdzv_backend c10d --rdzv_endpoint "
-               f"{self.hosts[self.rdzv_host]}:{s.master_port} --max_restarts 0{role} {s.entrypoint} "
+               f"{self.hosts[self.rdzv_host]}:{s.master_port} --max_restarts {s.max_restarts}{role} {s.entrypoint} "
                f"--config configs/gpt-1p3b.yaml")
         if self.wrap_dmesg:
             cmd = f"(dmesg --ctime --follow | grep --line-buffered NVRM) & {cmd}"
@@ -435,7 +460,8 @@ class _Sim:
         s = self.spec
         master = self.hosts[self.rdzv_host]
         lines = ["++ date", f"+ echo 'START TIME: {self.ts_date(0)}'", f"START TIME: {self.ts_date(0)}"]
-        nodelist = f"{s.node_prefix}[01-{s.nodes:02d}]" if s.nodes > 1 else self.hosts[0]
+        nodelist = (f"{s.node_prefix}[{1 + s.node_offset:02d}-{s.nodes + s.node_offset:02d}]" if s.nodes > 1
+                    else self.hosts[0])
         pick = "tail -n 1" if self.rdzv_host else "head -n 1"
         lines += [f"++ scontrol show hostnames '{nodelist}'", f"++ {pick}",
                   f"+ export MASTER_ADDR={master}", f"+ MASTER_ADDR={master}"]
@@ -475,7 +501,7 @@ class _Sim:
                f"  rdzv_backend     : {self.rdzv}",
                f"  rdzv_endpoint    : {endpoint}",
                f"  rdzv_configs     : {configs}",
-               "  max_restarts     : 0",
+               f"  max_restarts     : {s.max_restarts}",
                "  monitor_interval : 0.1",
                f"  log_dir          : {log_dir}",
                "  metrics_cfg      : {}",
@@ -585,11 +611,11 @@ class _Sim:
         if self.net[node] == "IB":
             devs = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(min(s.gpus, 8)))
             init += ["NCCL_IB_TIMEOUT set by environment to 22.",
-                     "NCCL_IB_HCA set by environment to mlx5",
+                     "NCCL_IB_HCA set by environment to mlx5", *self._env_echo(),
                      f"NET/IB : Using {devs} [RO]; OOB ib0:{self.ips[node]}<0>"]
         else:
             init += ["NCCL_IB_TIMEOUT set by environment to 22.",
-                     "NCCL_IB_HCA set by environment to mlx5",
+                     "NCCL_IB_HCA set by environment to mlx5", *self._env_echo(),
                      "NET/IB : No device found.",
                      f"NET/Socket : Using [0]eno1:{self.eth_ips[node]}<0>"]
         init += ["Using non-device net plugin version 0", f"Using network {self.net[node]}"]
@@ -628,6 +654,11 @@ class _Sim:
         for msg in fin:
             self.nccl(p, t + 1.4 + k * dt, msg, tid=ti, head=True)
             k += 1
+
+    def _env_echo(self) -> list[str]:
+        """NCCL's echo of the NCCL_* variables JobSpec.nccl_env exported (src/misc/param.cc)."""
+        return [f"{key} set by environment to {value}." for key, _, value in
+                (kv.partition("=") for kv in self.spec.nccl_env) if key.startswith("NCCL_")]
 
     def _channel_lines(self, p: _Proc, nranks: int) -> list[str]:
         s = self.spec

@@ -3,7 +3,7 @@
 Codes are stable and grouped by family (ruff/pylint style):
 
 ======  ==========================================================
-LS1xx   hangs and collective desynchronisation
+LS1xx   hangs, slowdowns and collective desynchronisation
 LS2xx   launch and rank-identity mistakes
 LS3xx   crashes and the cascades they cause
 LS4xx   network
@@ -30,6 +30,7 @@ from logscope.detectors.duplicate_gpu import DuplicateGpu
 from logscope.detectors.duplicate_rank import DuplicateRank
 from logscope.detectors.ecc_error import EccError
 from logscope.detectors.exit_cascade import ExitCascade
+from logscope.detectors.fail_slow import FailSlow
 from logscope.detectors.failure_recorded import FailureRecorded
 from logscope.detectors.gpu_fault import GpuFault
 from logscope.detectors.gpu_xid import GpuXid
@@ -63,6 +64,7 @@ REGISTRY: tuple[type[Detector], ...] = (
     CollectiveMismatch,
     ProgressStall,
     RankBehind,
+    FailSlow,
     NodeRankCollision,
     DuplicateRank,
     SplitWorld,

@@ -219,6 +219,7 @@ def build_document(analysis: Analysis, charts: Sequence[Chart] = ()) -> Document
         _root_section(analysis),
         _record_section(analysis),
         _cascade_section(analysis),
+        *_comparison_sections(analysis),
         Section("Charts", "charts", [Figures(list(charts), charts_module.chart_notes(analysis))]),
         _nodes_section(analysis),
         _config_section(analysis),
@@ -227,6 +228,15 @@ def build_document(analysis: Analysis, charts: Sequence[Chart] = ()) -> Document
     ]
     return Document(title, verdict.category, verdict.finding, _clip(verdict.summary, 1000), facts,
                     [s for s in sections if s.blocks])
+
+
+def _comparison_sections(analysis: Analysis) -> list[Section]:
+    """"What changed" since the run it was compared with (report --against), when it was."""
+    if analysis.comparison is None:
+        return []
+    from logscope.report.diff_section import comparison_section
+
+    return [comparison_section(analysis.comparison)]
 
 
 def _root_finding(analysis: Analysis) -> Finding | None:
