@@ -39,7 +39,7 @@ from logscope.errors import InputError, LogscopeError, OutputError, UsageError, 
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
 from logscope.parsers.filenames import DEFAULT_PATTERNS, describe
-from logscope.scan_pool import ctrl_c_ignored, new_pool, single_threaded_workers, stop, worker_count
+from logscope.scan_pool import ctrl_c_held, new_pool, single_threaded_workers, stop, worker_count
 from logscope.walk import walk
 
 if TYPE_CHECKING:
@@ -456,7 +456,7 @@ def _pool_round(jobs: list[JobFiles], patterns: tuple[str, ...], count: int, wai
             running[future] = batch
 
         try:
-            with ctrl_c_ignored():  # see new_pool
+            with ctrl_c_held():  # see new_pool
                 while waiting and len(running) < count:
                     submit()
             while waiting or running:
@@ -665,6 +665,18 @@ def read_table(path: Path) -> pl.DataFrame:
             raise InputError(f"{path}: not a logscope scan table (column {name} holds {frame.schema[name]}, "
                              f"not {dtype})") from None
     return frame.select(list(SCAN_SCHEMA))
+
+
+def read_cache_table(path: Path) -> pl.DataFrame:
+    """The rows a scan cache holds, as a scan table (``logscope diff --against auto`` reads either);
+    InputError when the file is no cache of this version."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    cache = _load_cache(path)
+    if not cache:
+        raise InputError(f"{path}: not a logscope scan table or cache")
+    rows = [row for row in (_from_json_row(entry["row"]) for entry in cache.values()) if row is not None]
+    return pl.DataFrame(rows, schema=SCAN_SCHEMA)
 
 
 def merge_tables(paths: Sequence[Path]) -> pl.DataFrame:

@@ -54,12 +54,15 @@ def start_early(count: int) -> None:
     except (OSError, ImportError):  # the scan tries again, and says why
         return
     try:
-        with single_threaded_workers(), ctrl_c_ignored():  # see new_pool
+        with single_threaded_workers(), ctrl_c_held():  # see new_pool
             # While no worker is idle, each submission starts one.
             imports = [pool.submit(_import_analysis) for _ in range(count)]
     except (OSError, RuntimeError):  # a process could not start: the scan tries again, and says why
         stop(pool)
         return
+    except BaseException:  # Ctrl-C, held while they started: no worker is left importing
+        stop(pool)
+        raise
     _EARLY.append((count, pool, imports))
 
 
@@ -68,7 +71,7 @@ def new_pool(count: int) -> ProcessPoolExecutor:
     else new ones (the early ones are stopped).
 
     New workers start with the pool's first submissions, which must be made inside
-    :func:`single_threaded_workers` and :func:`ctrl_c_ignored`: Ctrl-C reaches the whole process
+    :func:`single_threaded_workers` and :func:`ctrl_c_held`: Ctrl-C reaches the whole process
     group, and the scan stops its workers itself, so none may print a traceback, even while it
     is still importing."""
     if _EARLY:
@@ -97,7 +100,10 @@ def _new(count: int) -> ProcessPoolExecutor:
 
 
 def _worker_init(parent: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see new_pool: the scan stops its workers itself
+    # see new_pool: the scan stops its workers itself. The signal came blocked (ctrl_c_held); one
+    # pending is dropped as it is ignored, before it is unblocked.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     die_with_parent(parent)  # a scan killed (kill -9) leaves no worker behind (logscope.signals)
     collect_less_often()
 
@@ -124,16 +130,21 @@ def single_threaded_workers() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def ctrl_c_ignored() -> Iterator[None]:
-    """Ctrl-C ignored meanwhile, here and in the processes started (they inherit it)."""
+def ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C held back meanwhile in this thread, and in the processes started: they inherit the
+    blocked signal, and their initializer (_worker_init) ignores it before it unblocks it, so that a
+    Ctrl-C to the process group while a worker still imports is dropped there, not raised as a
+    traceback. Here it is only held: it is raised once the workers are started (or at once, by
+    another thread that receives it). Ignoring it here instead would lose a Ctrl-C (or a SIGINT to
+    the scan alone) that came meanwhile."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def stop(pool: ProcessPoolExecutor) -> None:
@@ -150,5 +161,5 @@ def stop_unused() -> None:
         stop(_EARLY.pop()[1])
 
 
-__all__ = ["ctrl_c_ignored", "default_cache", "new_pool", "single_threaded_workers", "start_early", "stop",
+__all__ = ["ctrl_c_held", "default_cache", "new_pool", "single_threaded_workers", "start_early", "stop",
            "stop_unused", "worker_count"]
