@@ -32,10 +32,11 @@ from logscope.hints import missing_evidence_hints
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.textsafe import shortened
-from logscope.timeline import Job, ProgressHook, load_job, load_jobs
+from logscope.timeline import Job, ProgressHook, load_jobs
 
 if TYPE_CHECKING:
     from logscope.accounting.record import AccountingRecord
+    from logscope.detectors.fr_facts import FlightRecorder
     from logscope.lint import Problem
 
 SCHEMA = "logscope.analysis/1"
@@ -72,6 +73,13 @@ class Analysis:
         return explaining(self.script_problems, self.verdict.finding)
 
     @property
+    def flight_recorder(self) -> FlightRecorder | None:
+        """What the job's Flight Recorder dumps say (None without dumps): one model for every output."""
+        from logscope.detectors.fr_facts import flight_recorder_of
+
+        return flight_recorder_of(self.view)
+
+    @property
     def failed(self) -> bool:
         return self.verdict.category not in (Category.HEALTHY, Category.INCOMPLETE)
 
@@ -104,6 +112,7 @@ class Analysis:
             "skipped": [{"file": s.display, "reason": s.reason} for s in job.skipped],
             "warnings": job.warnings + self.detector_errors,
             "accounting": self.accounting.to_json() if self.accounting else None,
+            "flight_recorder": self.flight_recorder.to_json() if self.flight_recorder else None,
             "script_lint": [{**p.to_json(), "explains_verdict": p in self.explaining_problems}
                             for p in self.script_problems],
         }
@@ -112,11 +121,22 @@ class Analysis:
 def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
             on_progress: ProgressHook | None = None, accounting: AccountingRecord | None = None,
-            exclude: Sequence[Path] = (), hints: bool = True) -> Analysis:
+            exclude: Sequence[Path] = (), hints: bool = True, fr: Sequence[Path] = ()) -> Analysis:
     """Read the logs under ``paths`` and analyse them, with SLURM's record of the job beside them
-    when given (``exclude``: the files that record was read from). Raises InputError for unusable
-    input. ``hints=False``: no "next time" hints (``logscope scan``'s table has no place for them)."""
-    return _analysed(load_job(paths, patterns, on_progress, exclude), paths, select, ignore, accounting, hints)
+    when given (``exclude``: the files that record was read from), and the job's Flight Recorder
+    dumps (among ``paths``, at ``fr``, where the logs say: logscope.flight_recorder). Raises
+    InputError for unusable input. ``hints=False``: no "next time" hints (``logscope scan``'s table
+    has no place for them)."""
+    from logscope.flight_recorder.joining import load_job_with_dumps
+
+    return _analysed(load_job_with_dumps(paths, patterns, on_progress, exclude, fr), paths, select, ignore,
+                     accounting, hints)
+
+
+def _has_dumps(job: Job) -> bool:
+    from logscope.flight_recorder.joining import has_dumps
+
+    return has_dumps(job)
 
 
 def analyze_jobs(inputs_of_jobs: Sequence[Sequence[Path]], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
@@ -140,7 +160,9 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
         from logscope.accounting.rows import add_to_job
 
         add_to_job(job, accounting)
-    if job.lines_recognised == 0:
+    if job.lines_recognised == 0 and _has_dumps(job):
+        job.warnings.append("no line of a job log was read: the verdict rests on the Flight Recorder dumps alone")
+    elif job.lines_recognised == 0:
         if accounting is None:
             # A README, a config, an empty file: nothing here is a training job's log, and a
             # verdict on it ("healthy") would be a promise about a job nobody saw.

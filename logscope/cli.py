@@ -56,6 +56,9 @@ ColorOption = Annotated[str, typer.Option(
     "--color", help="Colour: auto (when writing to a terminal), always or never.", case_sensitive=False)]
 IgnoreOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--ignore", help="Skip detectors whose code or name starts with this; repeatable.")]
+FrOption = Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+    "--fr", help="PyTorch Flight Recorder dumps: a dump, a folder of them or their prefix (/shared/fr/trace_); "
+    "repeatable. Dumps among the job's files and at the paths its logs name are read too.")]
 
 
 def _version(value: bool) -> None:
@@ -92,6 +95,7 @@ def analyze(
     save: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--save", help="Also gather the logs, SLURM's record and the batch script into this new folder, "
         "to attach to a ticket (logscope analyze FOLDER reads it again).")] = None,
+    fr: FrOption = None,
 ) -> int:
     """Analyse one job's logs and print the verdict.
 
@@ -115,7 +119,7 @@ def analyze(
         check_target(save)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
-                              accounting=gathered.record if gathered else None, exclude=saved_files)
+                              accounting=gathered.record if gathered else None, exclude=saved_files, fr=fr or ())
     if chart_dir is not None:
         from logscope.report.charts import save_charts
 
@@ -189,6 +193,7 @@ def report(
     pattern: PatternOption = None,
     select: SelectOption = None,
     ignore: IgnoreOption = None,
+    fr: FrOption = None,
 ) -> int:
     """Write a post-mortem report (verdict, root cause, cascade, per-node tables, charts) to attach to a ticket.
 
@@ -207,7 +212,7 @@ def report(
     patterns = _patterns(pattern)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
-                              accounting=gathered.record if gathered else None, exclude=saved_files)
+                              accounting=gathered.record if gathered else None, exclude=saved_files, fr=fr or ())
     written = write_report(result, output)
     images = f" (charts in {chart_folder(output)}/)" if fmt == "md" and len(written) > 1 else ""
     typer.echo(f"Report written to {printable(str(output))}{images}")

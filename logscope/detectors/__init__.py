@@ -31,6 +31,9 @@ from logscope.detectors.duplicate_rank import DuplicateRank
 from logscope.detectors.ecc_error import EccError
 from logscope.detectors.exit_cascade import ExitCascade
 from logscope.detectors.failure_recorded import FailureRecorded
+from logscope.detectors.fr_arrival_lag import FrArrivalLag
+from logscope.detectors.fr_collective_mismatch import FrCollectiveMismatch
+from logscope.detectors.fr_lagging_rank import FrLaggingRank
 from logscope.detectors.gpu_fault import GpuFault
 from logscope.detectors.gpu_xid import GpuXid
 from logscope.detectors.host_oom import HostOom
@@ -61,6 +64,9 @@ REGISTRY: tuple[type[Detector], ...] = (
     CollectiveHang,
     CollectiveMismatch,
     ProgressStall,
+    FrLaggingRank,
+    FrCollectiveMismatch,
+    FrArrivalLag,
     NodeRankCollision,
     DuplicateRank,
     SplitWorld,
