@@ -144,6 +144,9 @@ class Plan:
     # p2p: (index in step_ops) -> (src rank, dst rank) of a send/recv pair instead of a collective
     p2p: dict[int, tuple[int, int]] = field(default_factory=dict)
     frames: bool = False
+    # a rank's CPU thread waits in the first collective that does not complete and issues nothing
+    # after it (gloo; NCCL issues asynchronously and goes on until a synchronisation)
+    blocking: bool = False
 
 
 def simulate(plan: Plan) -> dict[int, dict[str, Any]]:
@@ -156,8 +159,10 @@ def simulate(plan: Plan) -> dict[int, dict[str, Any]]:
 
     def shared(value: Any) -> Any:
         return same.setdefault(value if not isinstance(value, list) else repr(value), value)
-    # the step where the job stops: the first rank that stops blocks every group after it
-    halt = min([*plan.stops_issuing.values(), *plan.stops_completing.values(), plan.steps])
+    # the step where the job stops: the first rank that stops issuing blocks every group; a rank
+    # whose GPU stops completing still takes part for two more steps (its peers complete them,
+    # its own watchdog no longer sees them complete)
+    halt = min([*plan.stops_issuing.values(), *(s + 2 for s in plan.stops_completing.values()), plan.steps])
     dumps = {}
     for rank in range(plan.world):
         # a process numbers the groups it belongs to in the order it creates them (pg_id)
@@ -172,10 +177,13 @@ def simulate(plan: Plan) -> dict[int, dict[str, Any]]:
         record = 0
         stop_issue = plan.stops_issuing.get(rank)
         stop_complete = plan.stops_completing.get(rank)
+        blocked = False
         for step in range(min(plan.steps, halt + 1)):
-            if stop_issue is not None and step >= stop_issue:
+            if (stop_issue is not None and step >= stop_issue) or blocked:
                 break
             for index, (group, op) in enumerate(plan.step_ops):
+                if blocked:
+                    break
                 desc, members = plan.groups[group]
                 if rank not in members:
                     continue
@@ -193,6 +201,7 @@ def simulate(plan: Plan) -> dict[int, dict[str, Any]]:
                 op_id[group] += 1
                 # state: the job halts at `halt`; what was issued at or after it never completes
                 done = step < halt and (stop_complete is None or step < stop_complete)
+                blocked = plan.blocking and step >= halt
                 created = plan.step_ns * step + index * 1_000_000 + plan.late_ns.get(rank, 0)
                 kind = plan.mismatch.get((rank, step, index), name if pair is not None else op)
                 sizes = plan.size_mismatch.get((rank, step, index))

@@ -103,6 +103,8 @@ def prescan(data: bytes) -> int:
         if opcode == _STOP:
             return at + 1
         prefix = _LENGTH_PREFIXED.get(opcode)
+        if prefix is None and opcode in _FIXED:  # a plain opcode whose argument runs past the end
+            raise UnsafeDump(f"cut short at byte {at}")
         if prefix is None:
             what = _REFUSED.get(opcode)
             if what is not None:
