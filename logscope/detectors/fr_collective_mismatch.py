@@ -58,7 +58,6 @@ class FrCollectiveMismatch(Detector):
         if fr is None:
             return []
         out = []
-        places = {lag.rank: lag for lag in [*fr.lagging, *fr.waiting_lags]}
         for mismatch in fr.mismatches:
             differing = mismatch.minority
             what = "operation" if mismatch.what == "op" else "tensor sizes or dtypes"
@@ -77,9 +76,9 @@ class FrCollectiveMismatch(Detector):
                            + (f"Rank(s) {compact_ranks(differing)} differ from the majority." if differing
                               else "No majority: no culprit is named."))
             rank = differing[0] if len(differing) == 1 else None
-            known = places.get(rank) if rank is not None else None
+            node, host, local = fr.places.get(rank, (None, None, None)) if rank is not None else (None, None, None)
             evidence = mismatch.evidence
-            culprit = (Culprit(host=known.host if known else None, node=known.node if known else None, rank=rank,
+            culprit = (Culprit(host=host or node, node=node or host, rank=rank, local_rank=local,
                                evidence=evidence[0] if evidence else None, time=evidence[0].time if evidence else None)
                        if rank is not None else None)
             at = evidence[0].time if evidence else None
@@ -88,7 +87,8 @@ class FrCollectiveMismatch(Detector):
                 explanation=explanation,
                 advice="Compare the stack frames of the differing entries; make every rank issue the same collectives "
                        "in the same order (look for a branch only some ranks take).",
-                role=Role.ROOT, ranks=tuple(differing or sorted(mismatch.ranks)), hosts=(),
+                role=Role.ROOT, ranks=tuple(differing or sorted(mismatch.ranks)),
+                hosts=tuple(h for h in [node or host] if h and rank is not None),
                 first_seen=at, evidence=evidence, culprit=culprit, specificity=self.specificity,
                 order_key=(evidence[0].file, evidence[0].line) if evidence else None, window=(at, at),
                 reactive=rank is None))

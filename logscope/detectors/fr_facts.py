@@ -113,6 +113,8 @@ class FlightRecorder:
     arrival_lag_ms: dict[int, float] = field(default_factory=dict)
     arrival_counts: dict[int, int] = field(default_factory=dict)
     groups_compared: int = 0
+    # rank -> (node, host, local rank), from the logs' rank map
+    places: dict[int, tuple[Any, Any, Any]] = field(default_factory=dict)
 
     @property
     def missing_ranks(self) -> list[int]:
@@ -170,6 +172,7 @@ def _work_out(view: JobView) -> FlightRecorder | None:
     expected.update(int(r) for r in logged if r >= 0)
     summary = FlightRecorder(files, ranks, sorted(expected), alignment)
     places = _places(entries, groups)
+    summary.places = places
     state = _group_state(entries, groups)
     _lags(summary, state, members, entries, groups, places)
     summary.mismatches = _mismatches(entries)
@@ -311,11 +314,13 @@ def _lag(rank: int, pg: str, desc: str, seq: int, how: str, newest: int, index: 
     evidence: list[dict[str, Any]] = []
     stopped: datetime | None = None
     if how == "issue":
-        if peers:
-            evidence.append(peers[0])
+        # its own last word in the group first (the culprit's line), then a peer's entry of the
+        # collective it never issued
         mine = index.newest_in_group.get((rank, pg)) or index.group_row.get((rank, pg))
         if mine is not None:
             evidence.append(mine)
+        if peers:
+            evidence.append(peers[0])
         last = index.newest_of_rank.get(rank)
         stopped = last["time"] if last is not None else (peers[0]["time"] if peers else None)
     else:
