@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fr_support import four_ranks, fr_writer
 
-from logscope.flight_recorder.dump import read_dump, rank_from_name
+from logscope.flight_recorder.dump import rank_from_name, read_dump
 from logscope.flight_recorder.finding import find_in_folders, sniff
 from logscope.flight_recorder.reading import read_dumps, read_one
 from logscope.flight_recorder.safe_load import load_json, load_pickle

@@ -77,7 +77,7 @@ def test_a_persistent_id_is_refused() -> None:
 
     stream = io.BytesIO()
     Persisting(stream, protocol=2).dump({"version": "2.10", "entries": ["x"]})
-    with pytest.raises(UnsafeDump, match="PERSID|BINPERSID"):
+    with pytest.raises(UnsafeDump, match=r"PERSID|BINPERSID"):
         load_pickle(stream.getvalue())
 
 

@@ -29,8 +29,8 @@ import pytest
 from logscope.analysis import analyze_job, run_detectors
 from logscope.detectors import by_code
 from logscope.detectors.base import JobView
-from logscope.model import Finding
 from logscope.flight_recorder.joining import load_job_with_dumps
+from logscope.model import Finding
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 
 GOLDENS = Path(__file__).parent / "goldens"

@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -35,8 +36,7 @@ from torch._C._distributed_c10d import _dump_fr_trace
 def dump(rank: int) -> None:
     prefix = os.environ.get("TORCH_FR_DUMP_TEMP_FILE", "/tmp/nccl_trace_rank_")
     data = _dump_fr_trace(True, True, False)
-    with open(f"{prefix}{rank}", "wb") as stream:
-        stream.write(data)
+    Path(f"{prefix}{rank}").write_bytes(data)
     print(f"[rank{rank}] Finished writing Flight Recorder debug info to {prefix}{rank}", flush=True)
 
 

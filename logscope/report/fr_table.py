@@ -44,9 +44,9 @@ def fr_rows(fr: FlightRecorder, places: dict[int, str]) -> list[list[str]]:
             state = "waiting (lags only because it waits elsewhere)"
         else:
             state = "waiting" if fr.lagging or fr.missing_ranks else ""
-        lag = fr.arrival_lag_ms.get(rank)
+        late = fr.arrival_lag_ms.get(rank)
         rows.append([str(rank), places.get(rank, ""), dump["file"].rsplit("/", 1)[-1] if dump else "",
-                     str(dump["entries"]) if dump else "", state, f"{lag:.1f} ms median" if lag is not None else ""])
+                     str(dump["entries"]) if dump else "", state, f"{late:.1f} ms median" if late is not None else ""])
     return rows
 
 

@@ -302,7 +302,8 @@ def _flight_recorder_section(analysis: Analysis) -> Section:
     blocks: list[Block] = [Table(list(fr_table.COLUMNS), rows, note=fr_table.fr_note(fr))]
     if fr.mismatches:
         blocks.append(Bullets([f"{m.pg_desc or 'pg ' + m.pg} (pg {m.pg}) #{m.seq}: "
-                               + ", ".join(f"rank {r} {v}" for r, v in sorted(m.ranks.items())[:8]) for m in fr.mismatches]))
+                               + ", ".join(f"rank {r} {v}" for r, v in sorted(m.ranks.items())[:8])
+                               for m in fr.mismatches]))
     return Section("Flight Recorder", "flight-recorder", blocks)
 
 
