@@ -83,7 +83,8 @@ def write_case(name: str, changes: dict, missing: tuple[int, ...]) -> None:  # t
     for node in sorted(set(NODE_OF_RANK.values())):
         lines = [f"{node}:{4200 + rank}:{4200 + rank} [{rank % 2}] NCCL INFO ncclCommInitRankConfig "
                  f"comm 0x55d0a1b2c{rank}d0 rank {rank} nranks 4 cudaDev {rank % 2} nvmlDev {rank % 2} "
-                 f"busId {rank % 2}b000 commId 0x5f3c2a1b9e8d7c6b - Init COMPLETE\n" for rank, host in NODE_OF_RANK.items() if host == node]
+                 f"busId {rank % 2}b000 commId 0x5f3c2a1b9e8d7c6b - Init COMPLETE\n"
+                 for rank, host in NODE_OF_RANK.items() if host == node]
         (logs / f"train-4242-{node}.out").write_text("".join(lines))
     print(f"{name}: {len(list(logs.glob('nccl_trace_rank_*')))} dumps")
 
