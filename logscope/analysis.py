@@ -442,7 +442,7 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
 
 def _incomplete_summary(view: JobView) -> str:
     """Where the logs stop, for a job with no failure and no clean end."""
-    events = view.events
+    events = view.events.filter(pl.col("source") != "fr")  # where each log stops, not the dumps
     if events.height == 0:
         return "No failure found, but nothing in these logs shows how the job ended"
     # Only what is read of them below (who, seen_at, order_key, the text): not the fields struct.
@@ -493,8 +493,11 @@ def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
         "node", "file", "line", "prefix", "text", "time", "time_latest", "time_inferred", "rank", "severity",
         "event", pl.col("fields").struct.field("step").alias("_step"),
     ).filter(pl.col("node").is_not_null())
-    # SLURM's record of a node (an accounting row) is not a line of its log
-    own = rows.filter((owner.is_null() | (owner == pl.col("node"))) & (pl.col("event") != Event.ACCOUNTING.value))
+    # SLURM's record of a node (an accounting row) and its ranks' Flight Recorder dumps are not
+    # lines of its log
+    own = rows.filter((owner.is_null() | (owner == pl.col("node")))
+                      & ~pl.col("event").is_in([Event.ACCOUNTING.value, Event.FR_DUMP.value, Event.FR_GROUP.value,
+                                                Event.FR_ENTRY.value]))
     summary_plan = (
         rows.group_by("node")
         .agg(

@@ -41,8 +41,9 @@ def test_the_rank_that_stopped_issuing_is_named(tmp_path: Path) -> None:
     assert fr["lagging_ranks"] == [2] and fr["missing_ranks"] == [] and fr["ranks"] == [0, 1, 2, 3]
     assert {(lag["rank"], lag["pg"], lag["seq"], lag["op"], lag["how"]) for lag in fr["lagging"]} == {
         (2, "0", 4, "all_reduce", "issue"), (2, "2", 4, "all_reduce", "issue")}
-    evidence = result.findings[0].evidence[0]
-    assert evidence.file.endswith("nccl_trace_rank_0") and "collective #4" in evidence.text
+    own, peer = result.findings[0].evidence[:2]  # its own last collective, then a peer's it never issued
+    assert own.file.endswith("nccl_trace_rank_2") and "collective #3" in own.text
+    assert peer.file.endswith("nccl_trace_rank_0") and "collective #4" in peer.text
     assert result.exit_code == 1
 
 

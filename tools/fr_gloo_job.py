@@ -21,6 +21,7 @@ own writer names them. The straggler job dumps at its end.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -31,6 +32,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import _dump_fr_trace
+
+log = logging.getLogger("train")
 
 
 def dump(rank: int) -> None:
@@ -49,6 +52,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=8.0)
     ap.add_argument("--delay", type=float, default=0.15)
     args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s - %(levelname)s - %(message)s", stream=sys.stdout)
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     pairs = [dist.new_group([0, 1], group_desc="TP_A"), dist.new_group([2, 3], group_desc="TP_B")]
@@ -68,7 +72,7 @@ def main() -> int:
             else:
                 dist.all_reduce(t)
             dist.all_reduce(t, group=mine)
-            print(f"step {step}/{args.steps} rank {rank}", flush=True)
+            log.info("step %d/%d loss %.1f rank %d", step, args.steps, float(t[0, 0]), rank)
     except Exception as error:  # a collective timed out or failed: dump, as NCCL's watchdog would
         print(f"[rank{rank}] {type(error).__name__}: {error}", flush=True)
         dump(rank)

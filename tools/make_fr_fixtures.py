@@ -95,7 +95,7 @@ def run(name: str, args: list[str]) -> None:
         shutil.rmtree(logs)
     logs.mkdir(parents=True)
     env = {**os.environ, "TORCH_FR_DUMP_TEMP_FILE": str(logs / "trace_"), "TORCH_FR_BUFFER_SIZE": "2000",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", "LOGLEVEL": "INFO"}  # torchrun's agent says how the job ended
     torchrun = Path(sys.executable).with_name("torchrun")
     command = [str(torchrun), "--standalone", "--nproc_per_node", "4", "--tee", "3", str(JOB), *args]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=logs)

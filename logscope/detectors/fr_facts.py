@@ -36,7 +36,9 @@ buffer may have cut a coalesced group there), and only each group's first mismat
 later ones follow from it.
 
 Arrival lag: for each collective at least two dumps hold, how long after the first member each
-member created it; per rank, the median over them (``arrival_lag_ms``). In synchronous training
+member created it; per rank and group, the median over them; a rank's lag (``arrival_lag_ms``) is
+its largest median over its groups (a straggler is late where its peers wait for it, on time in the
+next collective it enters with them). In synchronous training
 the straggler is the rank that always arrives last, which step-time lines cannot show: every rank
 waits for it and reports the same step time. (Across hosts this includes their clocks' offset.)
 """
@@ -54,6 +56,7 @@ from logscope.detectors.base import JobView, evidence_of
 from logscope.model import Event, Evidence
 
 MIN_COMPARED = 2  # members of a group compared, at least
+MIN_ARRIVALS = 3  # collectives of a group a rank's arrival lag there rests on, at least
 
 
 @dataclass(frozen=True)
@@ -384,6 +387,11 @@ def _mismatches(entries: pl.DataFrame) -> list[Mismatch]:
 
 
 def _arrival(entries: pl.DataFrame) -> tuple[dict[int, float], dict[int, int]]:
+    """rank -> its arrival lag (ms) and how many collectives it rests on: per group, the median
+    of how long after the group's first member the rank created each collective; the rank's lag is
+    the largest of these medians over the groups where it has MIN_ARRIVALS collectives (else over
+    all its groups). A straggler is late where its peers wait for it; in the groups it enters
+    with the ranks that waited beside it (its pipeline or tensor-parallel peers), it is on time."""
     collectives = entries.filter(pl.col("p2p_seq").is_null() & pl.col("rank").is_not_null()
                                  & pl.col("time").is_not_null())
     if collectives.height == 0:
@@ -391,9 +399,15 @@ def _arrival(entries: pl.DataFrame) -> tuple[dict[int, float], dict[int, int]]:
     arrived = collectives.group_by("pg", "seq", "rank").agg(pl.col("time").min())
     arrived = arrived.filter(pl.len().over("pg", "seq") >= MIN_COMPARED).with_columns(
         ((pl.col("time") - pl.col("time").min().over("pg", "seq")).dt.total_microseconds() / 1000).alias("lag"))
-    per_rank = arrived.group_by("rank").agg(pl.col("lag").median().alias("median"), pl.len().alias("n"))
-    return ({int(r): float(m) for r, m, _ in per_rank.iter_rows()},
-            {int(r): int(n) for r, _, n in per_rank.iter_rows()})
+    per_group = arrived.group_by("rank", "pg").agg(pl.col("lag").median().alias("median"), pl.len().alias("n"))
+    lags: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    for rank, frame in per_group.group_by("rank"):
+        enough = frame.filter(pl.col("n") >= MIN_ARRIVALS)
+        top = (enough if enough.height else frame).sort("median", descending=True).row(0, named=True)
+        lags[int(rank[0])] = float(top["median"])  # type: ignore[arg-type]
+        counts[int(rank[0])] = int(top["n"])  # type: ignore[arg-type]
+    return lags, counts
 
 
 def median_of_others(lags: dict[int, float], rank: int) -> float:
