@@ -405,8 +405,8 @@ def _arrival(entries: pl.DataFrame) -> tuple[dict[int, float], dict[int, int]]:
     for rank, frame in per_group.group_by("rank"):
         enough = frame.filter(pl.col("n") >= MIN_ARRIVALS)
         top = (enough if enough.height else frame).sort("median", descending=True).row(0, named=True)
-        lags[int(rank[0])] = float(top["median"])  # type: ignore[arg-type]
-        counts[int(rank[0])] = int(top["n"])  # type: ignore[arg-type]
+        lags[int(rank[0])] = float(top["median"])
+        counts[int(rank[0])] = int(top["n"])
     return lags, counts
 
 
