@@ -90,8 +90,8 @@ def test_one_dump_per_rank_the_pickle_of_a_pickle_and_json_pair(tmp_path: Path) 
     W.write_job(tmp_path, dumps, prefix="trace_", fmt="json")
     found = find_in_folders([tmp_path])
     assert len(found) == 8
-    read, skipped = read_dumps(found)
-    assert [(d.rank, d.format) for d in read] == [(0, "pickle"), (1, "pickle"), (2, "pickle"), (3, "pickle")]
+    read, skipped = read_dumps(found, lambda dump: dump.entry_count)
+    assert [(d.rank, d.format, count) for d, count in read] == [(r, "pickle", 6 if r != 2 else 4) for r in range(4)]
     assert len(skipped) == 4 and all("another copy of rank" in s.reason for s in skipped)
 
 
@@ -104,3 +104,15 @@ def test_json_counters_are_text_and_unknown_times_zero() -> None:
     empty = W.dump(groups={"0": ("default_pg", [0, 1])})
     assert "entries" not in load_json(W.to_json(empty))
     assert read_dump(load_json(W.to_json(empty)), file="f", name="trace_0.json", fmt="json").entry_count == 0
+
+
+def test_the_reader_keeps_what_is_in_flight_and_each_groups_last_entries(tmp_path: Path) -> None:
+    """A long run's buffer: the entries still in flight and each group's last 64 are read into
+    columns; the count is of every entry."""
+    dumps = W.simulate(four_ranks(W, steps=300, stops_issuing={2: 298}, buffer=2000))
+    W.write(tmp_path / "nccl_trace_rank_0", dumps[0])
+    dump = read_one(tmp_path / "nccl_trace_rank_0")
+    assert dump.entry_count == 2 * 299
+    assert dump.entries["pg"].count("0") == 64 and dump.entries["pg"].count("1") == 64
+    assert dump.entries["seq"][-1] == 299 and dump.entries["state"][-1] == "scheduled"
+    assert dump.entries["index"][0] == 2 * 299 - 128 + 1  # the places in the dump are kept

@@ -82,16 +82,10 @@ class Dump:
     entries: dict[str, list[Any]] = field(default_factory=dict)
     dropped: int = 0  # entries that were not what the format says
     size: int = 0
-
-    @property
-    def entry_count(self) -> int:
-        return len(self.entries.get("index", ()))
-
-    @property
-    def latest_ns(self) -> int | None:
-        """The newest entry's creation time (UTC nanoseconds)."""
-        times = [t for t in self.entries.get("created_ns", ()) if t is not None]
-        return max(times) if times else None
+    # how many entries were read, and the newest one's creation time (UTC nanoseconds): kept when
+    # the columns are handed over and dropped (logscope.flight_recorder.reading)
+    entry_count: int = 0
+    latest_ns: int | None = None
 
 
 _RANK_IN_NAME = re.compile(r"(\d+)(?:\.json|\.pkl|\.pickle)?$")
@@ -105,9 +99,12 @@ def rank_from_name(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def read_dump(data: Any, *, file: str, name: str, fmt: str, size: int = 0) -> Dump:
+def read_dump(data: Any, *, file: str, name: str, fmt: str, size: int = 0,
+              keep_per_group: int | None = None) -> Dump:
     """The dump ``data`` (what :mod:`logscope.flight_recorder.safe_load` loaded) as a
-    :class:`Dump`; :class:`NotADump` when it is not one."""
+    :class:`Dump`; :class:`NotADump` when it is not one. With ``keep_per_group``, the columns hold
+    the entries still in flight and each group's last ``keep_per_group`` (``entry_count`` counts
+    them all)."""
     if not isinstance(data, dict):
         raise NotADump("not a Flight Recorder dump (not a dict)")
     version = data.get("version")
@@ -127,8 +124,9 @@ def read_dump(data: Any, *, file: str, name: str, fmt: str, size: int = 0) -> Du
     raw = data.get("entries", [])
     if not isinstance(raw, list):
         raise NotADump("not a Flight Recorder dump (entries is not a list)")
-    dump.entries, dump.dropped = _entries(raw[:MAX_ENTRIES])
+    dump.entries, dump.dropped, dump.entry_count = _entries(raw[:MAX_ENTRIES], keep_per_group)
     dump.dropped += max(0, len(raw) - MAX_ENTRIES)
+    dump.latest_ns = max(dump.entries["created_ns"], default=None)
     return dump
 
 
@@ -190,61 +188,106 @@ def _rank_from_groups(groups: list[Group]) -> int | None:
     return next(iter(common)) if common is not None and len(common) == 1 else None
 
 
-def _entries(raw: list[Any]) -> tuple[dict[str, list[Any]], int]:
-    columns: dict[str, list[Any]] = {name: [] for name in ENTRY_COLUMNS}
-    appenders = [columns[name].append for name in ENTRY_COLUMNS]
+def _entries(raw: list[Any], keep_per_group: int | None) -> tuple[dict[str, list[Any]], int, int]:
+    """The entries as columns, how many were dropped and how many read. Column by column (one
+    comprehension each: a dump of 2000 entries is ~40,000 values): a column of the expected type
+    passes whole; a value that is not what the format says is checked alone, and an entry missing
+    its group, sequence id, creation time or name is dropped. With ``keep_per_group``, only the
+    entries still in flight and each group's last ``keep_per_group`` are made columns."""
+    places = [n for n, e in enumerate(raw, start=1) if type(e) is dict]
+    entries: list[dict[str, Any]] = [raw[n - 1] for n in places]
+    read = len(entries)
+    if keep_per_group is not None and read > keep_per_group:
+        places, entries = _kept(places, entries, keep_per_group)
+
+    def column(key: str) -> list[Any]:
+        return [e.get(key) for e in entries]
+
+    groups = column("process_group")
+    pgs = [g[0] if type(g) in (tuple, list) and len(g) >= 2 and type(g[0]) is str and type(g[1]) is str
+           else (g if type(g) is str else None) for g in groups]
+    descs = [g[1] if type(g) in (tuple, list) and len(g) >= 2 and type(g[1]) is str else "" for g in groups]
+    seqs = _ints([e.get("collective_seq_id", e.get("seq_id")) for e in entries])
+    created = _ints(column("time_created_ns"))
+    ops = _texts(column("profiling_name"))
+    keep = [pg is not None and seq is not None and made is not None and op is not None
+            for pg, seq, made, op in zip(pgs, seqs, created, ops, strict=True)]
+    flags = column("is_p2p")
+    p2p = [flag if type(flag) is bool else (op is not None and _looks_p2p(op)) for flag, op in zip(flags, ops,
+                                                                                                    strict=True)]
+    p2p_seqs = [value if is_p2p else None for value, is_p2p in zip(_ints(column("p2p_seq_id")), p2p, strict=True)]
+    durations = [float(d) if type(d) in (float, int) else None for d in column("duration_ms")]
+    retired = [r if type(r) is bool else None for r in column("retired")]
     frames_seen: dict[tuple[int, ...], str | None] = {}
-    dropped = 0
-    for index, entry in enumerate(raw, start=1):
-        row = _entry(entry, index, frames_seen)
-        if row is None:
-            dropped += 1
-            continue
-        for append, value in zip(appenders, row, strict=True):
-            append(value)
-    return columns, dropped
+    columns: dict[str, list[Any]] = {
+        "index": places, "record_id": _ints(column("record_id")), "pg_id": _ints(column("pg_id")),
+        "pg": _capped(pgs), "pg_desc": _capped(descs), "seq": seqs, "p2p_seq": p2p_seqs,
+        "op_id": _ints(column("op_id")),
+        "op": ops, "created_ns": created, "duration_ms": durations, "state": _texts(column("state")),
+        "started_ns": _times(column("time_discovered_started_ns")),
+        "completed_ns": _times(column("time_discovered_completed_ns")), "retired": retired,
+        "timeout_ms": _ints(column("timeout_ms")), "is_p2p": p2p, "shape": [_shape(e) for e in entries],
+        "frame": [_frame(e.get("frames"), frames_seen) for e in entries], "thread": _texts(column("thread_name")),
+    }
+    dropped = len(raw) - read
+    if not all(keep):
+        columns = {name: [v for v, k in zip(values, keep, strict=True) if k] for name, values in columns.items()}
+        dropped += keep.count(False)
+        read -= keep.count(False)
+    return columns, dropped, read
 
 
-def _entry(entry: Any, index: int, frames_seen: dict[tuple[int, ...], str | None]) -> tuple[Any, ...] | None:
-    """One entry's columns, or None when it is not what the format says. Written for speed (a
-    dump of 2000 entries is read in a few milliseconds): the types are checked inline."""
-    if type(entry) is not dict:
+def _kept(places: list[int], entries: list[dict[str, Any]], per_group: int) -> tuple[list[int], list[dict[str, Any]]]:
+    """The entries still in flight (neither completed nor retired), and each group's last
+    ``per_group`` (oldest first, as in the dump); the other entries completed long before, and
+    the group's counters say how far they went."""
+    names = [g[0] if type(g) in (tuple, list) and g and type(g[0]) is str else g if type(g) is str else None
+             for g in (e.get("process_group") for e in entries)]
+    seen: dict[Any, int] = {}
+    last = [False] * len(entries)
+    for at in range(len(entries) - 1, -1, -1):  # newest first
+        name = names[at]
+        count = seen.get(name, 0)
+        if count < per_group:
+            last[at] = True
+            seen[name] = count + 1
+    keep = [latest or (e.get("state") != "completed" and e.get("retired") is not True)
+            for latest, e in zip(last, entries, strict=True)]
+    return ([p for p, k in zip(places, keep, strict=True) if k], [e for e, k in zip(entries, keep, strict=True) if k])
+
+
+def _ints(values: list[Any]) -> list[int | None]:
+    if all(type(v) is int for v in values):
+        return values
+    return [_int(v) for v in values]
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    """Texts, each at most MAX_TEXT characters; None for what is no text."""
+    if all(type(v) is str for v in values) and max(map(len, values), default=0) <= MAX_TEXT:
+        return values
+    return [v[:MAX_TEXT] if type(v) is str else None for v in values]
+
+
+def _capped(values: list[Any]) -> list[Any]:
+    if max((len(v) for v in values if type(v) is str), default=0) <= MAX_TEXT:
+        return values
+    return [v[:MAX_TEXT] if type(v) is str else v for v in values]
+
+
+def _times(values: list[Any]) -> list[int | None]:
+    return [v if type(v) is int and v else _time_or_none(v) if v is not None else None for v in values]
+
+
+def _frame(frames: Any, seen: dict[tuple[int, ...], str | None]) -> str | None:
+    """The caller's frame of an entry's stack (PyTorch's pickler writes each frame once and refers
+    back to it: the answer is remembered per frame list)."""
+    if type(frames) is not list:
         return None
-    get = entry.get
-    group = get("process_group")
-    if isinstance(group, (tuple, list)) and len(group) >= 2 and type(group[0]) is str and type(group[1]) is str:
-        pg, desc = group[0][:MAX_TEXT], group[1][:MAX_TEXT]
-    elif type(group) is str:
-        pg, desc = group[:MAX_TEXT], ""
-    else:
-        return None
-    seq = _int(get("collective_seq_id", get("seq_id")))
-    created = _int(get("time_created_ns"))
-    op = get("profiling_name")
-    if seq is None or created is None or type(op) is not str:
-        return None
-    is_p2p = get("is_p2p")
-    is_p2p = is_p2p if type(is_p2p) is bool else _looks_p2p(op)
-    duration = get("duration_ms")
-    state = get("state")
-    retired = get("retired")
-    thread = get("thread_name")
-    frames = get("frames")
-    frame = None
-    if type(frames) is list:
-        key = tuple(id(f) for f in frames[:MAX_FRAMES])
-        frame = frames_seen.get(key, "")
-        if frame == "":
-            frame = frames_seen[key] = _user_frame(frames)
-    return (
-        index, _int(get("record_id")), _int(get("pg_id")), pg, desc, seq,
-        _int(get("p2p_seq_id")) if is_p2p else None, _int(get("op_id")), op[:MAX_TEXT], created,
-        float(duration) if isinstance(duration, (int, float)) and type(duration) is not bool else None,
-        state[:MAX_TEXT] if type(state) is str else None,
-        _time_or_none(get("time_discovered_started_ns")), _time_or_none(get("time_discovered_completed_ns")),
-        retired if type(retired) is bool else None, _int(get("timeout_ms")),
-        is_p2p, _shape(entry), frame, thread[:MAX_TEXT] if type(thread) is str else None,
-    )
+    key = tuple(map(id, frames[:MAX_FRAMES]))
+    if key not in seen:
+        seen[key] = _user_frame(frames)
+    return seen[key]
 
 
 def _time_or_none(value: Any) -> int | None:
@@ -284,8 +327,20 @@ def _dtypes(value: Any) -> str:
 def _shape(entry: dict[str, Any]) -> str:
     """Sizes and dtypes in and out, as one comparable text: ``[[4, 8]] Float -> [[4, 8]] Float``."""
     get = entry.get
-    return (f"{_sizes(get('input_sizes'))} {_dtypes(get('input_dtypes'))} -> "
-            f"{_sizes(get('output_sizes'))} {_dtypes(get('output_dtypes'))}")
+    ins, outs, in_types, out_types = get("input_sizes"), get("output_sizes"), get("input_dtypes"), get("output_dtypes")
+    # the usual entry: one tensor in, one out, a few integer dimensions, one dtype each
+    if (type(ins) is list and len(ins) == 1 and type(outs) is list and len(outs) == 1
+            and type(ins[0]) is list and type(outs[0]) is list and len(ins[0]) <= MAX_DIMS and len(outs[0]) <= MAX_DIMS
+            and type(in_types) is list and len(in_types) == 1 and type(out_types) is list and len(out_types) == 1
+            and type(in_types[0]) is str and type(out_types[0]) is str
+            and len(in_types[0]) <= MAX_TEXT and len(out_types[0]) <= MAX_TEXT):
+        try:
+            sum(ins[0])  # numbers only (in C): no container, no text, nothing aliased can hide in it
+            sum(outs[0])
+            return f"{ins} {in_types[0]} -> {outs} {out_types[0]}"
+        except (TypeError, ValueError, OverflowError):
+            return "? -> ?"
+    return f"{_sizes(ins)} {_dtypes(in_types)} -> {_sizes(outs)} {_dtypes(out_types)}"
 
 
 _LIBRARY_FRAME = re.compile(r"(?:^|/)(?:torch|site-packages|dist-packages)/|^<frozen |^<string>")

@@ -61,11 +61,12 @@ def add_to_job(job: Job, found: Found) -> None:
     job.skipped.extend(found.skipped)
     if not found.dumps:
         return
-    dumps, skipped = read_dumps(found.dumps)
+    read, skipped = read_dumps(found.dumps, entry_frame)
     job.skipped.extend(skipped)
-    if not dumps:
+    if not read:
         return
-    frames = [entry_frame(d) for d in dumps]
+    dumps = [dump for dump, _ in read]
+    frames = [frame for _, frame in read]
     groups = group_rows(dumps, frames)
     alignment = align(job.timeline, pl.concat(frames, how="vertical"))
     rows = timeline_rows(dumps, frames, groups, alignment, rank_places(job.timeline))

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from logscope.cores import usable_cores
 from logscope.errors import printable
@@ -27,11 +30,15 @@ from logscope.flight_recorder.dump import Dump, NotADump, read_dump
 from logscope.flight_recorder.safe_load import MAX_DUMP_BYTES, UnsafeDump, load_json, load_pickle
 from logscope.ingest.discovery import Skipped
 
+# Of each dump, the entries still in flight and each group's last KEEP_PER_GROUP are read into
+# columns (logscope.flight_recorder.rows: the timeline's share of a dump).
+KEEP_PER_GROUP = 64
 # Below this many dumps or bytes, a worker's start (~0.1 s) costs more than it saves.
 PARALLEL_MIN_DUMPS = 8
 PARALLEL_MIN_BYTES = 2 * 1024 * 1024
 MAX_WORKERS = 4
 _WORKER_ENV = "LOGSCOPE_FR_WORKER"
+T = TypeVar("T")
 _WORKER_CODE = ("import sys; sys.path[:] = [p for p in sys.path if p]; "
                 "from logscope.flight_recorder.reading import worker_main; worker_main()")
 
@@ -49,7 +56,7 @@ def read_one(path: Path) -> Dump | Skipped:
     fmt = "pickle" if data[:1] == b"\x80" else "json"
     try:
         raw = load_pickle(data) if fmt == "pickle" else load_json(data)
-        dump = read_dump(raw, file=display, name=path.name, fmt=fmt, size=size)
+        dump = read_dump(raw, file=display, name=path.name, fmt=fmt, size=size, keep_per_group=KEEP_PER_GROUP)
     except (UnsafeDump, NotADump) as error:
         return Skipped(display, f"Flight Recorder dump not read: {error}")
     if dump.rank is None:
@@ -58,24 +65,39 @@ def read_one(path: Path) -> Dump | Skipped:
     return dump
 
 
-def read_dumps(paths: Sequence[Path]) -> tuple[list[Dump], list[Skipped]]:
-    """The dumps at ``paths``, one per rank in rank order, and those skipped with their reasons."""
-    outcomes = _read_in_workers(paths) if _worth_workers(paths) else [read_one(p) for p in paths]
-    dumps = [o for o in outcomes if isinstance(o, Dump)]
-    skipped = [o for o in outcomes if isinstance(o, Skipped)]
-    return _one_per_rank(dumps, skipped)
+def read_dumps(paths: Sequence[Path], convert: Callable[[Dump], T]) -> tuple[list[tuple[Dump, T]], list[Skipped]]:
+    """The dumps at ``paths``, one per rank in rank order, each with what ``convert`` made of it as
+    it was read (its columns are then dropped: 64 dumps of 2000 entries are ~130 MB as Python
+    objects), and those skipped with their reasons."""
+    read: list[tuple[Dump, T]] = []
+    skipped: list[Skipped] = []
+    for outcome in _outcomes(paths):
+        if isinstance(outcome, Skipped):
+            skipped.append(outcome)
+        else:
+            read.append((outcome, convert(outcome)))
+            outcome.entries = {}
+    return _one_per_rank(read, skipped)
 
 
-def _one_per_rank(dumps: list[Dump], skipped: list[Skipped]) -> tuple[list[Dump], list[Skipped]]:
-    by_rank: dict[int, list[Dump]] = {}
-    for dump in dumps:
-        by_rank.setdefault(int(dump.rank or 0), []).append(dump)
+def _outcomes(paths: Sequence[Path]) -> Iterator[Dump | Skipped]:
+    if not _worth_workers(paths):
+        for path in paths:
+            yield read_one(path)
+        return
+    yield from _read_in_workers(paths)
+
+
+def _one_per_rank(read: list[tuple[Dump, T]], skipped: list[Skipped]) -> tuple[list[tuple[Dump, T]], list[Skipped]]:
+    by_rank: dict[int, list[tuple[Dump, T]]] = {}
+    for item in read:
+        by_rank.setdefault(int(item[0].rank or 0), []).append(item)
     kept = []
     for rank in sorted(by_rank):
-        candidates = sorted(by_rank[rank], key=lambda d: (-(d.latest_ns or 0), d.format != "pickle", d.file))
-        best = candidates[0]
-        kept.append(best)
-        for other in candidates[1:]:
+        candidates = sorted(by_rank[rank], key=lambda i: (-(i[0].latest_ns or 0), i[0].format != "pickle", i[0].file))
+        best = candidates[0][0]
+        kept.append(candidates[0])
+        for other, _ in candidates[1:]:
             same = other.latest_ns == best.latest_ns and other.entry_count == best.entry_count
             skipped.append(Skipped(other.file, f"another copy of rank {rank}'s dump, read from {best.file}" if same
                                    else f"an older dump of rank {rank} than {best.file}"))
@@ -96,9 +118,10 @@ def _worth_workers(paths: Sequence[Path]) -> bool:
     return False
 
 
-def _read_in_workers(paths: Sequence[Path]) -> list[Dump | Skipped]:
-    """:func:`read_one` of each path, in order, by one worker per core (a share of the paths
-    each, balanced by size); what a worker did not return is read here."""
+def _read_in_workers(paths: Sequence[Path]) -> Iterator[Dump | Skipped]:
+    """:func:`read_one` of each path by one worker per core (a share of the paths each, balanced
+    by size), each outcome handed on as it arrives (a thread per worker takes its stream, so no
+    worker waits for this process to read another's); what a worker did not return is read here."""
     count = min(usable_cores(), MAX_WORKERS, len(paths))
     shares: list[list[int]] = [[] for _ in range(count)]
     loads = [0] * count
@@ -109,34 +132,51 @@ def _read_in_workers(paths: Sequence[Path]) -> list[Dump | Skipped]:
     env = {**os.environ, _WORKER_ENV: "1",
            "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),
                                                      os.environ.get("PYTHONPATH")) if p)}
-    results: list[Dump | Skipped | None] = [None] * len(paths)
-    workers = []
+    arrived: queue.Queue[tuple[int, Dump | Skipped] | None] = queue.Queue()
+    threads = []
+    done: set[int] = set()
     for share in shares:
         try:
             worker = subprocess.Popen([sys.executable, "-c", _WORKER_CODE], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         except OSError:
             continue
-        workers.append((worker, share))
-        assert worker.stdin is not None
-        try:
-            worker.stdin.write(pickle.dumps([str(paths[n]) for n in share]))
-            worker.stdin.close()
-        except OSError:
+        thread = threading.Thread(target=_take, args=(worker, [str(paths[n]) for n in share], share, arrived),
+                                  daemon=True)
+        thread.start()
+        threads.append(thread)
+    finished = 0
+    while finished < len(threads):
+        item = arrived.get()
+        if item is None:
+            finished += 1
             continue
-    for worker, share in workers:
-        try:
-            assert worker.stdout is not None
-            # Our own worker's output (dumps already read safely there), not a dump file.
-            outcomes = pickle.load(worker.stdout)
-            if isinstance(outcomes, list) and len(outcomes) == len(share):
-                for place, outcome in zip(share, outcomes, strict=True):
-                    results[place] = outcome
-        except (EOFError, OSError, pickle.UnpicklingError):
-            pass
-        finally:
-            worker.wait()
-    return [outcome if outcome is not None else read_one(paths[n]) for n, outcome in enumerate(results)]
+        place, outcome = item
+        done.add(place)
+        yield outcome
+    for place, path in enumerate(paths):
+        if place not in done:
+            yield read_one(path)
+
+
+def _take(worker: subprocess.Popen[bytes], paths: list[str], share: list[int],
+          arrived: queue.Queue[tuple[int, Dump | Skipped] | None]) -> None:
+    """Hand a worker its paths and put each outcome it returns on ``arrived``; None when it ends."""
+    try:
+        assert worker.stdin is not None and worker.stdout is not None
+        worker.stdin.write(pickle.dumps(paths))
+        worker.stdin.close()
+        for place in share:
+            # our own worker's output (dumps it read safely), not a dump file
+            outcome = pickle.load(worker.stdout)
+            if not isinstance(outcome, (Dump, Skipped)):
+                break
+            arrived.put((place, outcome))
+    except (EOFError, OSError, pickle.UnpicklingError):
+        pass
+    finally:
+        worker.wait()
+        arrived.put(None)
 
 
 def _size(path: Path) -> int:
@@ -157,8 +197,9 @@ def worker_main() -> None:
         return
     out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    pickle.dump([read_one(Path(p)) for p in paths], out, protocol=pickle.HIGHEST_PROTOCOL)
-    out.flush()
+    for path in paths:  # one outcome at a time, as each is read
+        pickle.dump(read_one(Path(path)), out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
 
 
 __all__ = ["read_dumps", "read_one", "worker_main"]

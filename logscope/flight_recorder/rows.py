@@ -2,8 +2,11 @@
 
 Events of source ``fr`` (:class:`logscope.model.Event`):
 
-* ``fr_entry``: one per entry of a dump's ring buffer; ``file`` the dump, ``line`` the entry's
-  place in it (1 the oldest). ``fields``: ``pg`` the group's name, ``pg_desc`` its description,
+* ``fr_entry``: an entry of a dump's ring buffer; ``file`` the dump, ``line`` the entry's place
+  in it (1 the oldest). Every entry still in flight, and the last 64 of each group
+  (:data:`logscope.flight_recorder.reading.KEEP_PER_GROUP`): 64 ranks' buffers of 2000 are 128,000
+  entries, most of them completed long before; their count is the ``fr_dump`` row's, their
+  progress the group's counters. ``fields``: ``pg`` the group's name, ``pg_desc`` its description,
   ``comm`` the process's own id of the group (``pg_id``), ``seq`` the collective sequence id,
   ``p2p_seq`` a p2p operation's own one (null for a collective), ``op`` the operation
   (``all_reduce``, ``send 3->2``), ``value`` the tensors' sizes and dtypes in and out, ``state``,
@@ -62,7 +65,9 @@ MAX_ZONE_NS = 14 * 60 * 60 * 1_000_000_000
 
 
 def entry_frame(dump: Dump) -> pl.DataFrame:
-    """A dump's entries as a frame (:data:`ENTRY_SCHEMA` with ``file`` and ``rank``)."""
+    """A dump's entries as a frame (:data:`ENTRY_SCHEMA` with ``file`` and ``rank``): those the
+    reader kept (every entry still in flight, and of each group the last
+    :data:`~logscope.flight_recorder.reading.KEEP_PER_GROUP`)."""
     frame = pl.DataFrame(dump.entries or {name: [] for name in ENTRY_COLUMNS}, schema=ENTRY_SCHEMA)
     return frame.with_columns(pl.lit(dump.file).alias("file"), pl.lit(dump.rank, dtype=pl.Int64).alias("rank"))
 
@@ -98,9 +103,9 @@ def _by_creation_order(dump: Dump) -> dict[int, str] | None:
     return dict(zip(sorted(ids), sorted(names, key=int), strict=True))
 
 
-def group_rows(dumps: Sequence[Dump], entries: Sequence[pl.DataFrame]) -> list[list[GroupRow]]:
+def group_rows(dumps: Sequence[Dump], frames: Sequence[pl.DataFrame]) -> list[list[GroupRow]]:
     """Each dump's groups, their counters tied to them (see the module docstring)."""
-    from_entries = [_ids_from_entries(d, e) for d, e in zip(dumps, entries, strict=True)]
+    from_entries = [_ids_from_entries(d, e) for d, e in zip(dumps, frames, strict=True)]
     by_order = [_by_creation_order(d) for d in dumps]
     checked = [order is not None and bool(known) and all(order.get(i) == n for i, n in known.items())
                for order, known in zip(by_order, from_entries, strict=True)]
@@ -108,7 +113,7 @@ def group_rows(dumps: Sequence[Dump], entries: Sequence[pl.DataFrame]) -> list[l
                        for order, known, ok in zip(by_order, from_entries, checked, strict=True))
     order_holds = any(checked) and not contradicted
     out = []
-    for dump, known, order in zip(dumps, from_entries, by_order, strict=True):
+    for dump, entries, known, order in zip(dumps, frames, from_entries, by_order, strict=True):
         ids = dict(known)
         how = dict.fromkeys(known, "entries")
         if order_holds and order is not None:
@@ -121,7 +126,7 @@ def group_rows(dumps: Sequence[Dump], entries: Sequence[pl.DataFrame]) -> list[l
         seen = set()
         named_groups: list[tuple[str, str, tuple[int, ...] | None]] = [
             (g.name, g.desc, g.ranks) for g in dump.groups if g.name]
-        descs = {n: d for n, d in zip(entries_of(dump, "pg"), entries_of(dump, "pg_desc"), strict=True)}
+        descs = dict(entries.select("pg", "pg_desc").unique(subset="pg", keep="first").iter_rows())
         named_groups += [(name, descs.get(name, ""), None) for name in sorted(set(ids.values()) | set(descs))
                          if name not in {g[0] for g in named_groups}]
         for name, desc, ranks in named_groups:
@@ -136,10 +141,6 @@ def group_rows(dumps: Sequence[Dump], entries: Sequence[pl.DataFrame]) -> list[l
                                  counters.last_completed if counters else None))
         out.append(rows)
     return out
-
-
-def entries_of(dump: Dump, column: str) -> list[Any]:
-    return list(dump.entries.get(column, ()))
 
 
 @dataclass(frozen=True)
