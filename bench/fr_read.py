@@ -45,6 +45,10 @@ from logscope.flight_recorder.reading import read_dumps
 from logscope.flight_recorder.rows import entry_frame
 from logscope.flight_recorder.joining import add_to_job, dumps_only_job, find_dumps
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def cpu():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+cpu_start = cpu()
 folder = Path(sys.argv[1])
 start = time.perf_counter()
 if sys.argv[2] == "read":
@@ -58,7 +62,7 @@ else:
 took = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(took, (peak - base) / 1024, children / 1024, count)
+print(took, (peak - base) / 1024, children / 1024, count, cpu() - cpu_start)
 """
 
 
@@ -88,10 +92,10 @@ def make(folder: Path, ranks: int, entries: int) -> None:
     stamp.write_text(spec)
 
 
-def run(args: list[str]) -> tuple[float, float, float, int]:
+def run(args: list[str]) -> tuple[float, float, float, int, float]:
     out = subprocess.run([sys.executable, "-c", READ, *args], capture_output=True, text=True, check=True,
                          cwd=REPO).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2]), int(out[3])
+    return float(out[0]), float(out[1]), float(out[2]), int(out[3]), float(out[4])
 
 
 def timed(command: list[str]) -> float:
@@ -112,7 +116,7 @@ def main() -> int:
     files = sorted(options.workdir.glob("nccl_trace_rank_*"))
     size = sum(p.stat().st_size for p in files) / 1e6
     logscope = str(Path(sys.executable).with_name("logscope"))
-    results: dict[str, list[tuple[float, float, float, int]]] = {"pickle.load": [], "logscope read": [],
+    results: dict[str, list[tuple[float, float, float, int, float]]] = {"pickle.load": [], "logscope read": [],
                                                                    "logscope timeline": []}
     cat, analyze = [], []
     for _ in range(options.repeat):  # interleaved, the page cache warm for each
@@ -122,15 +126,18 @@ def main() -> int:
         results["logscope timeline"].append(run([str(options.workdir), "timeline"]))
         analyze.append(timed([logscope, "analyze", str(options.workdir), "--format", "json"]))
     print(f"{len(files)} dumps, {size:.1f} MB, {os.cpu_count()} cores, median of {options.repeat}")
-    print(f"{'':22}{'seconds':>9}{'+MB':>8}{'workers MB':>12}{'entries':>10}")
+    load = os.getloadavg()[0]
+    print(f"load average {load:.1f} (on a busy machine the wall times stretch; CPU seconds less)")
+    print(f"{'':22}{'seconds':>9}{'CPU s':>8}{'+MB':>8}{'workers MB':>12}{'entries':>10}")
     print(f"{'cat':22}{statistics.median(cat):9.3f}")
-    summary: dict[str, object] = {"dumps": len(files), "mb": size, "cat_s": statistics.median(cat)}
+    summary: dict[str, object] = {"dumps": len(files), "mb": size, "cat_s": statistics.median(cat), "load": load}
     for name, rows in results.items():
         seconds = statistics.median(r[0] for r in rows)
         extra = statistics.median(r[1] for r in rows)
         workers = statistics.median(r[2] for r in rows)
-        print(f"{name:22}{seconds:9.3f}{extra:8.0f}{workers:12.0f}{rows[0][3]:10d}")
-        summary[name] = {"s": seconds, "extra_mb": extra, "workers_mb": workers}
+        used = statistics.median(r[4] for r in rows)
+        print(f"{name:22}{seconds:9.3f}{used:8.3f}{extra:8.0f}{workers:12.0f}{rows[0][3]:10d}")
+        summary[name] = {"s": seconds, "cpu_s": used, "extra_mb": extra, "workers_mb": workers}
     print(f"{'logscope analyze':22}{statistics.median(analyze):9.3f}   (the command: start, read, detectors, JSON)")
     summary["analyze_s"] = statistics.median(analyze)
     if options.json:
