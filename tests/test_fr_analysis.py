@@ -205,6 +205,9 @@ def test_dumps_the_logs_name(tmp_path: Path) -> None:
     job = load_job_with_dumps([logs], ("%x-%j-%N.out",), None, (), ())
     fr = flight_recorder_of(JobView(job.timeline, files=tuple(f.display for f in job.files)))
     assert fr is not None and fr.ranks == [0, 1, 2, 3] and fr.lagging_ranks == [2]
+    assert [w for w in job.warnings if "/tmp/nccl_trace_rank_1" in w] == [
+        "the logs say a Flight Recorder dump was written to /tmp/nccl_trace_rank_1, which is not here (a node's own "
+        "disk?): copy it beside the logs, or give its folder with --fr"]
 
 
 def test_logs_without_dumps_are_analysed_as_before(tmp_path: Path) -> None:

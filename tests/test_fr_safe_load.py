@@ -3,6 +3,7 @@ skipped with their reason."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 from fr_support import fr_writer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logscope.flight_recorder import safe_load
 from logscope.flight_recorder.dump import MAX_ENTRIES, NotADump, read_dump
@@ -183,3 +186,25 @@ def test_a_dump_cut_at_any_byte_is_refused_never_a_crash() -> None:
     for cut in range(len(whole)):
         with pytest.raises(UnsafeDump):
             load_pickle(whole[:cut])
+
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600))
+def test_any_bytes_are_a_dump_or_a_reason(data: bytes) -> None:
+    for prefix in (b"", b"\x80\x02", b"\x80\x04\x95"):
+        with contextlib.suppress(UnsafeDump, NotADump):
+            read_dump(load_pickle(prefix + data), file="f", name="trace_0", fmt="pickle")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0), st.integers(min_value=0, max_value=255))
+def test_a_dump_with_any_byte_changed_is_read_or_refused(where: int, value: int) -> None:
+    writer = fr_writer()
+    whole = bytearray(pickle.dumps(writer.simulate(writer.Plan(world=2, groups={"0": ("default_pg", [0, 1])},
+                                                               step_ops=[("0", "all_reduce")], steps=2))[0],
+                                   protocol=2))
+    whole[where % len(whole)] = value
+    with contextlib.suppress(UnsafeDump, NotADump):
+        read_dump(load_pickle(bytes(whole)), file="f", name="trace_0", fmt="pickle")

@@ -59,6 +59,9 @@ def add_to_job(job: Job, found: Found) -> None:
     if job.files and job.timeline.height and job.timeline["event"].is_in(_WATCHDOG).any():
         find_named_in_logs([f.path for f in job.files], found)
     job.skipped.extend(found.skipped)
+    for named in found.named_elsewhere[:8]:
+        job.warnings.append(f"the logs say a Flight Recorder dump was written to {named}, which is not here (a node's "
+                            "own disk?): copy it beside the logs, or give its folder with --fr")
     if not found.dumps:
         return
     read, skipped = read_dumps(found.dumps, entry_frame)
