@@ -13,8 +13,6 @@ from pathlib import Path
 import polars as pl
 
 from logscope.flight_recorder.finding import Found, find_given, find_in_folders, find_named_in_logs
-from logscope.flight_recorder.reading import read_dumps
-from logscope.flight_recorder.rows import SOURCE, align, entry_frame, group_rows, rank_places, timeline_rows
 from logscope.ingest import discover
 from logscope.model import Event, empty_timeline
 from logscope.timeline import Job, ProgressHook, load_job
@@ -49,7 +47,7 @@ def load_job_with_dumps(inputs: Sequence[Path], patterns: tuple[str, ...], on_pr
 
 def has_dumps(job: Job) -> bool:
     """Whether Flight Recorder rows are on ``job``'s timeline."""
-    return bool(job.timeline.height) and bool((job.timeline["source"] == SOURCE).any())
+    return bool(job.timeline.height) and bool((job.timeline["source"] == "fr").any())
 
 
 def add_to_job(job: Job, found: Found) -> None:
@@ -64,6 +62,10 @@ def add_to_job(job: Job, found: Found) -> None:
                             "own disk?): copy it beside the logs, or give its folder with --fr")
     if not found.dumps:
         return
+    # the reader and the rows' module are imported only for a job with dumps
+    from logscope.flight_recorder.reading import read_dumps
+    from logscope.flight_recorder.rows import align, entry_frame, group_rows, rank_places, timeline_rows
+
     read, skipped = read_dumps(found.dumps, entry_frame)
     job.skipped.extend(skipped)
     if not read:
