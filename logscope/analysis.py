@@ -129,7 +129,8 @@ def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTER
     has no place for them)."""
     from logscope.flight_recorder.joining import load_job_with_dumps
 
-    return _analysed(load_job_with_dumps(paths, patterns, on_progress, exclude, fr), paths, select, ignore,
+    script = accounting.script if accounting is not None else None
+    return _analysed(load_job_with_dumps(paths, patterns, on_progress, exclude, fr, script), paths, select, ignore,
                      accounting, hints)
 
 

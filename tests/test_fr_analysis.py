@@ -229,3 +229,13 @@ def test_the_json_contract(tmp_path: Path) -> None:
     assert {"rank", "pg", "seq", "op"} <= set(fr["lagging"][0])
     assert set(fr["arrival_lag_ms"]) == {"0", "1", "2", "3"}
     json.dumps(data, default=str)
+
+
+def test_the_prefix_the_batch_script_sets(tmp_path: Path) -> None:
+    from logscope.flight_recorder.joining import find_dumps
+
+    dumps = job_of(tmp_path / "shared", steps=4, stops_issuing={1: 2})
+    script = f"#!/bin/bash\nexport TORCH_FR_DUMP_TEMP_FILE={dumps}/nccl_trace_rank_\nsrun torchrun train.py\n"
+    found = find_dumps([tmp_path / "logs"], (), script)
+    assert sorted(p.name for p in found.dumps) == [f"nccl_trace_rank_{r}" for r in range(4)]
+    assert find_dumps([tmp_path / "logs"], (), "export TORCH_FR_DUMP_TEMP_FILE=fr/trace_\n").dumps == []

@@ -11,6 +11,8 @@ each node's own disk unless the job sets a shared one. Dumps are found
   JSON object holding the dump's keys (a folder of dumps alone is a job too);
 * at ``--fr PATH``: a dump, a folder of dumps, or a prefix (``/shared/fr/trace_`` reads
   ``trace_0``, ``trace_1`` ...);
+* at the prefix the job's batch script sets (``TORCH_FR_DUMP_TEMP_FILE=/shared/fr/trace_``, when
+  SLURM's record holds the script: ``logscope analyze JOBID``);
 * at the paths the logs name: c10d's ``ProcessGroupNCCL dumping nccl trace to PATH`` and the
   writer's ``Finished writing NCCLPG debug info to PATH`` (``ProcessGroupNCCL.cpp``,
   ``FlightRecorder.cpp``), and a prefix set in the logs (``TORCH_FR_DUMP_TEMP_FILE=...`` echoed by
@@ -170,6 +172,26 @@ def find_named_in_logs(log_files: Iterable[Path], found: Found) -> None:
                     found.add(dump)
 
 
+def prefixes_in_script(text: str) -> list[str]:
+    """The dump prefixes a batch script sets (``export TORCH_FR_DUMP_TEMP_FILE=...``), absolute
+    ones only (a relative one is relative to a working folder the script does not say)."""
+    found = []
+    for match in _PREFIX_SET.finditer(text.encode("utf-8", "replace")):
+        prefix = match.group(1).decode("utf-8", "replace")
+        if prefix.startswith("/") and prefix not in found:
+            found.append(prefix)
+    return found
+
+
+def find_prefixed(prefixes: Sequence[str], found: Found) -> None:
+    """The dumps named ``<prefix><rank>`` for each prefix (a prefix with no dump: none)."""
+    for prefix in prefixes:
+        if prefix not in found.prefixes:
+            found.prefixes.append(prefix)
+        for dump in _with_prefix(prefix):
+            found.add(dump)
+
+
 def _resolve(named: str, log: Path) -> Path | None:
     path = Path(named).expanduser()
     for candidate in ([path] if path.is_absolute() else [log.parent / path]):
@@ -193,4 +215,4 @@ def _tail(path: Path) -> bytes:
 
 
 __all__ = ["DEFAULT_PREFIX", "OLD_DEFAULT_PREFIX", "PREFIX_VARIABLES", "Found", "could_be_dump", "find_given",
-           "find_in_folders", "find_named_in_logs", "sniff"]
+           "find_in_folders", "find_named_in_logs", "find_prefixed", "prefixes_in_script", "sniff"]

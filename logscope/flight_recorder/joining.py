@@ -12,7 +12,14 @@ from pathlib import Path
 
 import polars as pl
 
-from logscope.flight_recorder.finding import Found, find_given, find_in_folders, find_named_in_logs
+from logscope.flight_recorder.finding import (
+    Found,
+    find_given,
+    find_in_folders,
+    find_named_in_logs,
+    find_prefixed,
+    prefixes_in_script,
+)
 from logscope.ingest import discover
 from logscope.model import Event, empty_timeline
 from logscope.timeline import Job, ProgressHook, load_job
@@ -20,22 +27,24 @@ from logscope.timeline import Job, ProgressHook, load_job
 _WATCHDOG = [e.value for e in (Event.WATCHDOG_TIMEOUT, Event.WATCHDOG_STATUS, Event.DESYNC_REPORT, Event.TEARDOWN)]
 
 
-def find_dumps(inputs: Sequence[Path], fr: Sequence[Path] = ()) -> Found:
-    """The dumps among ``inputs`` and at each ``--fr`` path (UsageError for an ``--fr`` path that
-    is no dump, folder or prefix)."""
+def find_dumps(inputs: Sequence[Path], fr: Sequence[Path] = (), script: str | None = None) -> Found:
+    """The dumps among ``inputs``, at each ``--fr`` path (UsageError for an ``--fr`` path that is
+    no dump, folder or prefix) and at the prefix the batch ``script`` sets."""
     found = Found()
     for path in find_in_folders(inputs):
         found.add(path)
     find_given(fr, found)
+    if script:
+        find_prefixed(prefixes_in_script(script), found)
     return found
 
 
 def load_job_with_dumps(inputs: Sequence[Path], patterns: tuple[str, ...], on_progress: ProgressHook | None,
-                        exclude: Sequence[Path], fr: Sequence[Path]) -> Job:
+                        exclude: Sequence[Path], fr: Sequence[Path], script: str | None = None) -> Job:
     """:func:`logscope.timeline.load_job` of ``inputs``, their dumps left out of the logs and put
     on the timeline (:func:`add_to_job`); inputs holding dumps and no log make a job of the dumps
-    alone."""
-    found = find_dumps(inputs, fr)
+    alone. ``script``: the job's batch script (SLURM's record), whose dump prefix is read too."""
+    found = find_dumps(inputs, fr, script)
     left_out = [*exclude, *found.dumps]
     if found.dumps and not discover(inputs, patterns, left_out)[0]:
         job = dumps_only_job(inputs)
