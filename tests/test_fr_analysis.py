@@ -239,3 +239,21 @@ def test_the_prefix_the_batch_script_sets(tmp_path: Path) -> None:
     found = find_dumps([tmp_path / "logs"], (), script)
     assert sorted(p.name for p in found.dumps) == [f"nccl_trace_rank_{r}" for r in range(4)]
     assert find_dumps([tmp_path / "logs"], (), "export TORCH_FR_DUMP_TEMP_FILE=fr/trace_\n").dumps == []
+
+
+def test_the_dumps_name_the_rank_when_the_logs_infer_another(tmp_path: Path) -> None:
+    """The logs (LS101) take rank 1 for the quiet rank: it never reported the timeout, and its last
+    log line is a minute before the hang. The dumps show rank 2 never issued the collective the
+    others wait in: the verdict is theirs, as the dumps alone say (a rank's entries are its own
+    activity on the timeline: rank 1 was active after rank 2 stopped)."""
+    logs = tmp_path / "job"
+    job_of(logs, steps=6, stops_issuing={2: 3})
+    started = UTC_START + timedelta(milliseconds=300, seconds=600)  # rank 0, 2, 3 time out in SeqNum 4
+    text = (f"[rank1]:[I{UTC_START - timedelta(seconds=60):%m%d %H:%M:%S.%f}000 ProcessGroupNCCL.cpp:900] "
+            "[PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL initialized with following options\n")
+    text += "".join(watchdog_log(started, rank, 4) for rank in (0, 2, 3))
+    (logs / "train-7-node01.out").write_text(text)
+    result = analysed([logs])
+    assert {f.code for f in result.findings} >= {"LS101", "LS104"}
+    assert result.verdict.finding == "LS104" and result.verdict.root_cause.rank == 2  # type: ignore[union-attr]
+    assert analysed(sorted(logs.glob("nccl_trace_rank_*"))).verdict.root_cause.rank == 2  # type: ignore[union-attr]
