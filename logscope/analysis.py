@@ -161,9 +161,11 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
         from logscope.accounting.rows import add_to_job
 
         add_to_job(job, accounting)
-    if job.lines_recognised == 0 and _has_dumps(job):
+    if job.lines_recognised == 0 and accounting is None and _has_dumps(job):
+        # Flight Recorder dumps and no log line: a job of the dumps alone
         job.warnings.append("no line of a job log was read: the verdict rests on the Flight Recorder dumps alone")
-    elif job.lines_recognised == 0:
+        return analyze_job(job, select=select, ignore=ignore, hints=hints)
+    if job.lines_recognised == 0:
         if accounting is None:
             # A README, a config, an empty file: nothing here is a training job's log, and a
             # verdict on it ("healthy") would be a promise about a job nobody saw.
