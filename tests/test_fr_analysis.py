@@ -35,7 +35,7 @@ def codes(result: object) -> list[str]:
 
 def test_the_rank_that_stopped_issuing_is_named(tmp_path: Path) -> None:
     result = analysed([job_of(tmp_path, steps=6, stops_issuing={2: 3})])
-    assert result.verdict.category.value == "hang" and result.verdict.finding == "LS104"
+    assert result.verdict.category.value == "hang" and result.verdict.finding == "LS106"
     assert result.verdict.root_cause is not None and result.verdict.root_cause.rank == 2
     fr = result.to_json()["flight_recorder"]
     assert fr["lagging_ranks"] == [2] and fr["missing_ranks"] == [] and fr["ranks"] == [0, 1, 2, 3]
@@ -58,7 +58,7 @@ def test_a_rank_whose_gpu_stopped_lags_on_completion(tmp_path: Path) -> None:
 def test_gloo_completions_are_not_trusted(tmp_path: Path) -> None:
     result = analysed([job_of(tmp_path, steps=8, stops_completing={1: 3}, backend="gloo")])
     assert result.flight_recorder is not None and result.flight_recorder.lagging == []
-    assert "LS104" not in codes(result)
+    assert "LS106" not in codes(result)
 
 
 def test_a_rank_waiting_in_another_group_is_a_consequence(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_a_rank_without_a_dump_is_missing_not_blamed(tmp_path: Path) -> None:
     result = analysed([job_of(tmp_path, steps=6, stops_issuing={2: 3}, skip=(2,))])
     fr = result.to_json()["flight_recorder"]
     assert fr["missing_ranks"] == [2] and fr["lagging"] == []
-    assert "LS104" not in codes(result)
+    assert "LS106" not in codes(result)
     assert result.verdict.root_cause is None or result.verdict.root_cause.rank != 2
 
 
@@ -94,14 +94,14 @@ def test_a_mismatch_names_the_minority_by_majority(tmp_path: Path) -> None:
     mismatch = fr.mismatches[0]
     assert (mismatch.pg, mismatch.seq, mismatch.what, mismatch.majority, mismatch.minority) == (
         "0", 3, "op", "all_reduce", (1,))
-    finding = next(f for f in result.findings if f.code == "LS105")
+    finding = next(f for f in result.findings if f.code == "LS107")
     assert finding.culprit is not None and finding.culprit.rank == 1
     assert finding.evidence[0].file.endswith("nccl_trace_rank_1")
 
 
 def test_a_mismatch_between_two_has_no_culprit(tmp_path: Path) -> None:
     result = analysed([job_of(tmp_path, steps=5, mismatch={(1, 2, 1): "broadcast"})])
-    finding = next(f for f in result.findings if f.code == "LS105")
+    finding = next(f for f in result.findings if f.code == "LS107")
     assert finding.culprit is None and finding.ranks == (0, 1) and "no majority" in finding.title
 
 
@@ -123,14 +123,14 @@ def test_a_straggler_is_context(tmp_path: Path) -> None:
     result = analysed([job_of(tmp_path, steps=30, late_ns={3: 200_000_000}, stops_issuing={0: 29})])
     fr = result.flight_recorder
     assert fr is not None and fr.arrival_lag_ms[3] == pytest.approx(200.0) and fr.arrival_lag_ms[1] == 0
-    finding = next(f for f in result.findings if f.code == "LS106")
+    finding = next(f for f in result.findings if f.code == "LS108")
     assert finding.role.value == "context" and finding.ranks == (3,)
-    assert result.verdict.finding == "LS104" and result.verdict.root_cause.rank == 0  # type: ignore[union-attr]
+    assert result.verdict.finding == "LS106" and result.verdict.root_cause.rank == 0  # type: ignore[union-attr]
 
 
 def test_no_straggler_below_the_threshold(tmp_path: Path) -> None:
     result = analysed([job_of(tmp_path, steps=30, late_ns={3: 5_000_000}, stops_issuing={0: 29})])
-    assert "LS106" not in codes(result)
+    assert "LS108" not in codes(result)
 
 
 WATCHDOG = ("[rank{rank}]:[E{md} {hms}000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
@@ -254,6 +254,6 @@ def test_the_dumps_name_the_rank_when_the_logs_infer_another(tmp_path: Path) -> 
     text += "".join(watchdog_log(started, rank, 4) for rank in (0, 2, 3))
     (logs / "train-7-node01.out").write_text(text)
     result = analysed([logs])
-    assert {f.code for f in result.findings} >= {"LS101", "LS104"}
-    assert result.verdict.finding == "LS104" and result.verdict.root_cause.rank == 2  # type: ignore[union-attr]
+    assert {f.code for f in result.findings} >= {"LS101", "LS106"}
+    assert result.verdict.finding == "LS106" and result.verdict.root_cause.rank == 2  # type: ignore[union-attr]
     assert analysed(sorted(logs.glob("nccl_trace_rank_*"))).verdict.root_cause.rank == 2  # type: ignore[union-attr]

@@ -11,9 +11,9 @@ from fr_support import analysed
 GOLDENS = Path(__file__).parent / "goldens"
 # case -> (the rank the dumps name, the detector, the category with the logs)
 CASES = {
-    "LS104-gloo-rank-stops-issuing": (2, "LS104", "hang"),
-    "LS105-gloo-broadcast-instead-of-all-reduce": (1, "LS105", "hang"),
-    "LS106-gloo-straggler": (3, "LS106", "healthy"),
+    "LS106-gloo-rank-stops-issuing": (2, "LS106", "hang"),
+    "LS107-gloo-broadcast-instead-of-all-reduce": (1, "LS107", "hang"),
+    "LS108-gloo-straggler": (3, "LS108", "healthy"),
 }
 
 
@@ -31,13 +31,13 @@ def test_the_dumps_alone_and_with_the_logs_name_the_same_rank(case: str) -> None
     joined = analysed([logs])
     assert named(alone, code) == named(joined, code) == {rank}
     assert joined.verdict.category.value == category
-    if code != "LS106":
+    if code != "LS108":
         assert alone.verdict.root_cause.rank == joined.verdict.root_cause.rank == rank  # type: ignore[union-attr]
 
 
 def test_the_logs_alone_of_the_stopped_rank() -> None:
     """Without its dumps the hang is still found by the logs (LS101: the one rank that never timed out)."""
-    logs = GOLDENS / "LS104-gloo-rank-stops-issuing" / "logs"
+    logs = GOLDENS / "LS106-gloo-rank-stops-issuing" / "logs"
     result = analysed([logs / "torchrun.log"])
     assert result.flight_recorder is None and result.verdict.finding == "LS101"
     assert result.verdict.root_cause is not None and result.verdict.root_cause.rank == 2

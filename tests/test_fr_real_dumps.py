@@ -29,7 +29,7 @@ def test_nvrx_the_injected_ranks_lag_and_no_innocent_one(name: str) -> None:
     assert len(fr["files"]) == 16 and fr["missing_ranks"] == []
     named = {lag["rank"] for lag in fr["lagging"]}
     assert named == injected(folder)
-    assert result.verdict.finding == "LS104" and result.verdict.category.value == "hang"
+    assert result.verdict.finding == "LS106" and result.verdict.category.value == "hang"
     assert result.verdict.root_cause is not None and result.verdict.root_cause.rank in injected(folder)
 
 

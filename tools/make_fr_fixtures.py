@@ -32,9 +32,9 @@ GOLDENS = ROOT / "tests" / "goldens"
 JOB = ROOT / "tools" / "fr_gloo_job.py"
 
 SCENARIOS = {
-    "LS104-gloo-rank-stops-issuing": ["--scenario", "stop-issuing", "--rank-at-fault", "2", "--step", "3"],
-    "LS105-gloo-broadcast-instead-of-all-reduce": ["--scenario", "mismatch", "--rank-at-fault", "1", "--step", "3"],
-    "LS106-gloo-straggler": ["--scenario", "straggler", "--rank-at-fault", "3", "--steps", "20"],
+    "LS106-gloo-rank-stops-issuing": ["--scenario", "stop-issuing", "--rank-at-fault", "2", "--step", "3"],
+    "LS107-gloo-broadcast-instead-of-all-reduce": ["--scenario", "mismatch", "--rank-at-fault", "1", "--step", "3"],
+    "LS108-gloo-straggler": ["--scenario", "straggler", "--rank-at-fault", "3", "--steps", "20"],
 }
 
 
@@ -53,17 +53,17 @@ def _four(w, **plan):  # type: ignore[no-untyped-def]
 
 # name -> (the plan's changes, ranks that wrote no dump)
 WRITTEN = {
-    "LS104-rank-stops-issuing": ({"steps": 8, "stops_issuing": {2: 5}, "frames": True}, ()),
-    "LS104-gpu-stops-completing": ({"steps": 8, "stops_completing": {1: 4}}, ()),
-    "LS104-ok-every-rank-level": ({"steps": 8}, ()),
-    "LS104-known-miss-rank-without-dump": ({"steps": 8, "stops_issuing": {2: 5}}, (2,)),
-    "LS105-broadcast-instead-of-all-reduce": ({"steps": 6, "mismatch": {(1, 3, 0): "broadcast"}, "frames": True}, ()),
-    "LS105-ok-all-to-all-sizes-differ": ({"steps": 6, "size_mismatch": {(1, 3, 0): [[8, 8]]}, "all_to_all": True}, ()),
-    "LS105-known-miss-oldest-entry-of-a-wrapped-buffer": (
+    "LS106-rank-stops-issuing": ({"steps": 8, "stops_issuing": {2: 5}, "frames": True}, ()),
+    "LS106-gpu-stops-completing": ({"steps": 8, "stops_completing": {1: 4}}, ()),
+    "LS106-ok-every-rank-level": ({"steps": 8}, ()),
+    "LS106-known-miss-rank-without-dump": ({"steps": 8, "stops_issuing": {2: 5}}, (2,)),
+    "LS107-broadcast-instead-of-all-reduce": ({"steps": 6, "mismatch": {(1, 3, 0): "broadcast"}, "frames": True}, ()),
+    "LS107-ok-all-to-all-sizes-differ": ({"steps": 6, "size_mismatch": {(1, 3, 0): [[8, 8]]}, "all_to_all": True}, ()),
+    "LS107-known-miss-oldest-entry-of-a-wrapped-buffer": (
         {"steps": 30, "buffer": 40, "mismatch": {(3, 10, 0): "broadcast"}}, ()),
-    "LS106-rank-enters-late": ({"steps": 40, "late_ns": {3: 120_000_000}, "stops_issuing": {0: 39}}, ()),
-    "LS106-ok-lag-within-noise": ({"steps": 40, "late_ns": {3: 2_000_000}, "stops_issuing": {0: 39}}, ()),
-    "LS106-known-miss-too-few-collectives": ({"steps": 3, "late_ns": {3: 300_000_000}, "stops_issuing": {0: 2}}, ()),
+    "LS108-rank-enters-late": ({"steps": 40, "late_ns": {3: 120_000_000}, "stops_issuing": {0: 39}}, ()),
+    "LS108-ok-lag-within-noise": ({"steps": 40, "late_ns": {3: 2_000_000}, "stops_issuing": {0: 39}}, ()),
+    "LS108-known-miss-too-few-collectives": ({"steps": 3, "late_ns": {3: 300_000_000}, "stops_issuing": {0: 2}}, ()),
 }
 NODE_OF_RANK = {0: "node01", 1: "node01", 2: "node02", 3: "node02"}
 

@@ -1,4 +1,4 @@
-"""LS106 fr-arrival-lag: the Flight Recorder shows a rank that enters collectives late (a straggler).
+"""LS108 fr-arrival-lag: the Flight Recorder shows a rank that enters collectives late (a straggler).
 
 What it detects
     For every collective that at least two ranks' Flight Recorder dumps hold, how long after the
@@ -48,7 +48,7 @@ MIN_COLLECTIVES = 10
 
 
 class FrArrivalLag(Detector):
-    code = "LS106"
+    code = "LS108"
     name = "fr-arrival-lag"
     category = Category.HANG
     requires: ClassVar[frozenset[Event]] = frozenset({Event.FR_DUMP})

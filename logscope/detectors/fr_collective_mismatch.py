@@ -1,4 +1,4 @@
-"""LS105 fr-collective-mismatch: the Flight Recorder shows ranks that ran a different collective at the same step.
+"""LS107 fr-collective-mismatch: the Flight Recorder shows ranks that ran a different collective at the same step.
 
 What it detects
     Two members of one process group whose Flight Recorder dumps hold the same collective sequence
@@ -46,11 +46,11 @@ from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
 
 class FrCollectiveMismatch(Detector):
-    code = "LS105"
+    code = "LS107"
     name = "fr-collective-mismatch"
     category = Category.HANG
     requires: ClassVar[frozenset[Event]] = frozenset({Event.FR_DUMP})
-    # a named mismatch explains the lag it causes (LS104, 70)
+    # a named mismatch explains the lag it causes (LS106, 70)
     specificity = 75
 
     def detect(self, job: JobView) -> list[Finding]:

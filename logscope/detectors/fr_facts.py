@@ -2,7 +2,7 @@
 
 :func:`flight_recorder_of` reads the ``fr`` rows of a :class:`~logscope.detectors.base.JobView`
 (:mod:`logscope.flight_recorder.rows`) and returns a :class:`FlightRecorder`: the dumps read, the
-ranks that wrote one and those that did not, and three answers the detectors ``LS104``-``LS106``,
+ranks that wrote one and those that did not, and three answers the detectors ``LS106``-``LS108``,
 the JSON's ``flight_recorder``, the terminal, the report and the charts all take from here:
 
 Lagging ranks. Each process group (its name and members, as the dumps' ``pg_config`` state them)

@@ -1,4 +1,4 @@
-"""LS104 fr-lagging-rank: PyTorch's Flight Recorder shows the rank the others waited for.
+"""LS106 fr-lagging-rank: PyTorch's Flight Recorder shows the rank the others waited for.
 
 What it detects
     From the Flight Recorder dumps of a hung job (one per rank): a member of a process group with
@@ -52,7 +52,7 @@ from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
 
 class FrLaggingRank(Detector):
-    code = "LS104"
+    code = "LS106"
     name = "fr-lagging-rank"
     category = Category.HANG
     requires: ClassVar[frozenset[Event]] = frozenset({Event.FR_DUMP})

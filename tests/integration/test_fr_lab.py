@@ -40,7 +40,7 @@ def test_the_dumps_with_the_logs_name_rank_3_on_node02(capture: Path) -> None:
     result = analyze([capture])
     fr = result.to_json()["flight_recorder"]
     assert fr["ranks"] == [0, 1, 2, 3] and fr["missing_ranks"] == [] and fr["lagging_ranks"] == [3]
-    assert result.verdict.category.value == "hang" and result.verdict.finding == "LS104"
+    assert result.verdict.category.value == "hang" and result.verdict.finding == "LS106"
     root = result.verdict.root_cause
     assert root is not None and root.rank == 3 and "node02" in (root.host, root.node)
     assert {lag["host"] for lag in fr["lagging"]} == {"node02"}

@@ -150,7 +150,7 @@ EXPECTED: dict[str, Expected] = {
     "hang": Expected("hang", frozenset({"LS101"}), "node02", 3),  # rank 3 sleeps before a collective
     # the same with every rank's Flight Recorder dump beside the logs: they name rank 3 whichever
     # ranks' logs report the timeout (a peer's exit can reach a rank first: "Connection closed")
-    "fr-hang": Expected("hang", frozenset({"LS104"}), "node02", 3),
+    "fr-hang": Expected("hang", frozenset({"LS106"}), "node02", 3),
     "sigkill": CRASH_OF_RANK_3,  # rank 3 SIGKILLs itself: no message, exit -9
     "timelimit": Expected("scheduler", frozenset({"LS701"})),
     "procid-unescaped": Expected("launch", frozenset({"LS201"})),  # both nodes launch as node 0 (static rdzv)
