@@ -33,10 +33,11 @@ from logscope.ingest.job_text import job_text_in
 from logscope.model import Category, Culprit, Event, Evidence, Finding, Role, Severity, Verdict
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.textsafe import shortened
-from logscope.timeline import Job, ProgressHook, load_job, load_jobs
+from logscope.timeline import Job, ProgressHook, load_jobs
 
 if TYPE_CHECKING:
     from logscope.accounting.record import AccountingRecord
+    from logscope.detectors.fr_facts import FlightRecorder
     from logscope.diff import Comparison
     from logscope.lint import Problem
 
@@ -79,6 +80,13 @@ class Analysis:
         return explaining(self.script_problems, self.verdict.finding)
 
     @property
+    def flight_recorder(self) -> FlightRecorder | None:
+        """What the job's Flight Recorder dumps say (None without dumps): one model for every output."""
+        from logscope.detectors.fr_facts import flight_recorder_of
+
+        return flight_recorder_of(self.view)
+
+    @property
     def failed(self) -> bool:
         return self.verdict.category not in (Category.HEALTHY, Category.INCOMPLETE)
 
@@ -111,6 +119,7 @@ class Analysis:
             "skipped": [{"file": s.display, "reason": s.reason} for s in job.skipped],
             "warnings": job.warnings + self.detector_errors,
             "accounting": self.accounting.to_json() if self.accounting else None,
+            "flight_recorder": self.flight_recorder.to_json() if self.flight_recorder else None,
             "script_lint": [{**p.to_json(), "explains_verdict": p in self.explaining_problems}
                             for p in self.script_problems],
             **({"comparison": self.comparison.to_json()} if self.comparison is not None else {}),
@@ -120,11 +129,23 @@ class Analysis:
 def analyze(paths: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
             on_progress: ProgressHook | None = None, accounting: AccountingRecord | None = None,
-            exclude: Sequence[Path] = (), hints: bool = True) -> Analysis:
+            exclude: Sequence[Path] = (), hints: bool = True, fr: Sequence[Path] = ()) -> Analysis:
     """Read the logs under ``paths`` and analyse them, with SLURM's record of the job beside them
-    when given (``exclude``: the files that record was read from). Raises InputError for unusable
-    input. ``hints=False``: no "next time" hints (``logscope scan``'s table has no place for them)."""
-    return _analysed(load_job(paths, patterns, on_progress, exclude), paths, select, ignore, accounting, hints)
+    when given (``exclude``: the files that record was read from), and the job's Flight Recorder
+    dumps (among ``paths``, at ``fr``, where the logs say: logscope.flight_recorder). Raises
+    InputError for unusable input. ``hints=False``: no "next time" hints (``logscope scan``'s table
+    has no place for them)."""
+    from logscope.flight_recorder.joining import load_job_with_dumps
+
+    script = accounting.script if accounting is not None else None
+    return _analysed(load_job_with_dumps(paths, patterns, on_progress, exclude, fr, script), paths, select, ignore,
+                     accounting, hints)
+
+
+def _has_dumps(job: Job) -> bool:
+    from logscope.flight_recorder.joining import has_dumps
+
+    return has_dumps(job)
 
 
 def analyze_jobs(inputs_of_jobs: Sequence[Sequence[Path]], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
@@ -148,6 +169,10 @@ def _analysed(job: Job, paths: Sequence[Path], select: Iterable[str] | None, ign
         from logscope.accounting.rows import add_to_job
 
         accounting = add_to_job(job, accounting)  # on the logs' clock
+    if job.lines_recognised == 0 and accounting is None and _has_dumps(job):
+        # Flight Recorder dumps and no log line: a job of the dumps alone
+        job.warnings.append("no line of a job log was read: the verdict rests on the Flight Recorder dumps alone")
+        return analyze_job(job, select=select, ignore=ignore, hints=hints)
     if job.lines_recognised == 0:
         if accounting is not None:
             job.warnings.append("no line of the logs was recognised: the verdict rests on SLURM's record alone")
@@ -441,7 +466,7 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
 
 def _incomplete_summary(view: JobView) -> str:
     """Where the logs stop, for a job with no failure and no clean end."""
-    events = view.events
+    events = view.events.filter(pl.col("source") != "fr")  # where each log stops, not the dumps
     if events.height == 0:
         return "No failure found, but nothing in these logs shows how the job ended"
     # Only what is read of them below (who, seen_at, order_key, the text): not the fields struct.
@@ -492,8 +517,11 @@ def node_summary(analysis: Analysis) -> list[dict[str, Any]]:
         "node", "file", "line", "prefix", "text", "time", "time_latest", "time_inferred", "rank", "severity",
         "event", pl.col("fields").struct.field("step").alias("_step"),
     ).filter(pl.col("node").is_not_null())
-    # SLURM's record of a node (an accounting row) is not a line of its log
-    own = rows.filter((owner.is_null() | (owner == pl.col("node"))) & (pl.col("event") != Event.ACCOUNTING.value))
+    # SLURM's record of a node (an accounting row) and its ranks' Flight Recorder dumps are not
+    # lines of its log
+    own = rows.filter((owner.is_null() | (owner == pl.col("node")))
+                      & ~pl.col("event").is_in([Event.ACCOUNTING.value, Event.FR_DUMP.value, Event.FR_GROUP.value,
+                                                Event.FR_ENTRY.value]))
     summary_plan = (
         rows.group_by("node")
         .agg(

@@ -58,6 +58,9 @@ ColorOption = Annotated[str, typer.Option(
     "--color", help="Colour: auto (when writing to a terminal), always or never.", case_sensitive=False)]
 IgnoreOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--ignore", help="Skip detectors whose code or name starts with this; repeatable.")]
+FrOption = Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+    "--fr", help="PyTorch Flight Recorder dumps: a dump, a folder of them or their prefix (/shared/fr/trace_); "
+    "repeatable. Dumps among the job's files and at the paths its logs name are read too.")]
 
 
 AgainstOption = Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -103,6 +106,7 @@ def analyze(
         "to attach to a ticket (logscope analyze FOLDER reads it again).")] = None,
     against: AgainstOption = None,
     table: TableOption = None,
+    fr: FrOption = None,
 ) -> int:
     """Analyse one job's logs and print the verdict.
 
@@ -126,7 +130,7 @@ def analyze(
         check_target(save)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
-                              accounting=gathered.record if gathered else None, exclude=saved_files)
+                              accounting=gathered.record if gathered else None, exclude=saved_files, fr=fr or ())
     if gathered is not None:  # what SLURM's record named that is not the job's: listed, not read
         result.job.skipped.extend(gathered.refused)
     _compare_against(result, against, table, patterns, select, ignore)
@@ -210,6 +214,7 @@ def report(
     ignore: IgnoreOption = None,
     against: AgainstOption = None,
     table: TableOption = None,
+    fr: FrOption = None,
 ) -> int:
     """Write a post-mortem report (verdict, root cause, cascade, per-node tables, charts) to attach to a ticket.
 
@@ -228,7 +233,7 @@ def report(
     patterns = _patterns(pattern)
     with _progress(paths, patterns) as hook:
         result = run_analysis(paths, patterns=patterns, select=select, ignore=ignore, on_progress=hook,
-                              accounting=gathered.record if gathered else None, exclude=saved_files)
+                              accounting=gathered.record if gathered else None, exclude=saved_files, fr=fr or ())
     if gathered is not None:
         result.job.skipped.extend(gathered.refused)
     _compare_against(result, against, table, patterns, select, ignore)

@@ -25,7 +25,7 @@ _READING_COMMANDS = frozenset({"analyze", "analyse", "report", "diff"})
 # the existing out.html would make the files found early differ from the command's, and the early
 # read would be wasted.)
 VALUE_OPTIONS = frozenset({"--format", "-f", "--pattern", "-p", "--select", "--ignore", "--charts", "--color",
-                           "--save", "--output", "-o", "--against", "--table"})
+                           "--save", "--output", "-o", "--against", "--table", "--fr"})
 # scan's options that take a value and its flags (cli.scan; a test holds these to the CLI), the
 # short names by their long ones.
 SCAN_VALUE_OPTIONS = frozenset({"--output", "--table-format", "--jobs", "--since", "--category", "--shard", "--cache",
@@ -149,11 +149,13 @@ def _command_and_inputs(args: list[str]) -> tuple[str | None, list[str]]:
 
 
 def _saved_records(inputs: Sequence[Path]) -> list[Path]:
-    """The files among ``inputs`` that hold SLURM's record saved beside the logs: the CLI reads
-    them as the record, not as logs (accounting.gather.gather_inputs)."""
+    """The files among ``inputs`` that hold SLURM's record saved beside the logs, and the Flight
+    Recorder dumps among them: the CLI reads them as the record and as dumps, not as logs
+    (accounting.gather.gather_inputs, flight_recorder.joining)."""
     from logscope.accounting.saved import saved_files
+    from logscope.flight_recorder.finding import find_in_folders
 
-    return saved_files(inputs)
+    return [*saved_files(inputs), *find_in_folders(inputs)]
 
 
 __all__ = ["SCAN_FLAGS", "SCAN_SHORT", "SCAN_VALUE_OPTIONS", "VALUE_OPTIONS", "run", "scan_workers",

@@ -36,6 +36,12 @@ HINT_PROGRESS_TIMESTAMPS = ("Training progress lines carry no timestamps: log th
                             "%(asctime)s, or pipe the output through `ts`) so stalls and the last step can be dated.")
 HINT_KERNEL_LOG = ("A hardware failure without kernel messages: collect the node's kernel log (dmesg -T | grep -i -e "
                    "xid -e nvrm, or journalctl -k) at the end of the job so the GPU error (Xid) is on record.")
+HINT_FLIGHT_RECORDER = ("A collective timed out and no Flight Recorder dump was found: PyTorch writes one per rank "
+                        "on a timeout, by default to ~/.cache/torch/comm_lib_trace_rank_<rank> (before torch 2.6 "
+                        "/tmp/nccl_trace_rank_<rank>) on each node's own disk, gone with the node; set "
+                        "TORCH_FR_DUMP_TEMP_FILE=/shared/folder/fr_rank_ (TORCH_NCCL_DEBUG_INFO_TEMP_FILE for older "
+                        "torch) in the sbatch script and give it to logscope (--fr /shared/folder/fr_rank_): the dumps "
+                        "name the rank the others waited for.")
 HINT_TRACEBACK = ("A process failed without a Python traceback in the logs: decorate the entry point with "
                   "torch.distributed.elastic.multiprocessing.errors.record (and set PYTHONFAULTHANDLER=1) so the "
                   "worker's error reaches torchrun's report.")
@@ -49,6 +55,8 @@ def missing_evidence_hints(view: JobView, findings: Iterable[Finding]) -> list[s
     """
     findings = list(findings)
     events = view.events
+    if view.has(Event.FR_DUMP) and bool((events["source"] == "fr").all()):
+        return []  # no log at all (Flight Recorder dumps alone): nothing about the logs to improve
     # Counts, not the rows counted: a crash loop's timeline holds ~100,000 error lines, and copying
     # them (their fields struct with them) to count them cost more than the hints themselves.
     nccl = pl.col("source") == "nccl"
@@ -68,8 +76,10 @@ def missing_evidence_hints(view: JobView, findings: Iterable[Finding]) -> list[s
 
     if counts["nccl"] == 0 and distributed:
         hints.append(HINT_NCCL_DEBUG)
-    if Category.HANG in root_categories and not view.has(Event.DESYNC_REPORT):
+    if Category.HANG in root_categories and not view.has(Event.DESYNC_REPORT, Event.FR_DUMP):
         hints.append(HINT_DESYNC)
+    if view.has(Event.WATCHDOG_TIMEOUT) and not view.has(Event.FR_DUMP):
+        hints.append(HINT_FLIGHT_RECORDER)
     if counts["info"] and counts["info_untimed"] / counts["info"] >= UNTIMED_SHARE:
         hints.append(HINT_NCCL_TIMESTAMPS)
     if _local_rank_only(events) and _multi_node(view):

@@ -434,6 +434,51 @@ def node_rank_with_c10d(script: Script) -> Iterator[Problem]:
                               "drop --node_rank; c10d assigns node ranks", "warning")
 
 
+_FR_PREFIX = re.compile(r"\b(TORCH_FR_DUMP_TEMP_FILE|TORCH_NCCL_DEBUG_INFO_TEMP_FILE)=(\S*)")
+_FR_ON = re.compile(r"\b(?:TORCH_FR_BUFFER_SIZE|TORCH_NCCL_TRACE_BUFFER_SIZE|TORCH_FR_DUMP_ON_TIMEOUT"
+                    r"|TORCH_NCCL_DUMP_ON_TIMEOUT)=[\"']?(\S*)")
+# Folders on each node's own disk: gone, or out of reach, once the job's nodes are released.
+_NODE_LOCAL = re.compile(r"^[\"']?(?:/tmp/|/tmp$|/var/tmp/|/dev/shm/|/local/|/scratch/local/|/raid/|/mnt/local"
+                         r"|\$\{?(?:TMPDIR|SLURM_TMPDIR|TMP|LOCAL_SCRATCH|LOCALSCRATCH)\b|~/\.cache/"
+                         r"|\$\{?HOME\}?/\.cache/)")
+_SHARED_PREFIX = "TORCH_FR_DUMP_TEMP_FILE=$SLURM_SUBMIT_DIR/fr/trace_ (a folder every node shares)"
+
+
+@rule("LL008", "flight-recorder-dumps-node-local")
+def flight_recorder_dumps_node_local(script: Script) -> Iterator[Problem]:
+    """Flight Recorder dumps written to a node's own disk.
+
+    On a collective timeout PyTorch writes each rank's Flight Recorder (its last collectives,
+    which name the rank the others waited for) to ``<prefix><rank>``: the prefix is
+    ``TORCH_FR_DUMP_TEMP_FILE`` (``TORCH_NCCL_DEBUG_INFO_TEMP_FILE`` in older releases), by default
+    ``~/.cache/torch/comm_lib_trace_rank_`` (``/tmp/nccl_trace_rank_`` before). A prefix in
+    ``/tmp``, ``$TMPDIR``, ``/dev/shm`` or another node-local folder, or the default where the
+    script turns the recorder on without choosing a folder, leaves the dumps on the compute nodes,
+    where nobody collects them: set the prefix to a folder every node shares.
+    """
+    prefixes: list[tuple[Command, re.Match[str]]] = []
+    enabled: list[tuple[Command, re.Match[str]]] = []
+    for command in script.commands:
+        if "TORCH_" not in command.text:
+            continue
+        prefixes += [(command, m) for m in _FR_PREFIX.finditer(command.text)]
+        enabled += [(command, m) for m in _FR_ON.finditer(command.text) if m.group(1).strip("\"'") not in ("0", "")]
+    for command, m in prefixes:
+        value = script.expand(m.group(2))
+        if _NODE_LOCAL.match(value) or value.strip("\"'") == "":
+            line, column = command.where(m.start())
+            yield Problem(script.path, line, column, "LL008",
+                          f"{m.group(1)}={m.group(2)} writes the Flight Recorder dumps to each node's own disk",
+                          f"set {_SHARED_PREFIX}", "warning")
+    if enabled and not prefixes and script.uses_launcher():
+        command, m = enabled[0]
+        line, column = command.where(m.start())
+        yield Problem(script.path, line, column, "LL008",
+                      "the Flight Recorder is on, and its dumps go to PyTorch's default on each node's own disk "
+                      "(~/.cache/torch/comm_lib_trace_rank_<rank>, before: /tmp/nccl_trace_rank_<rank>)",
+                      f"also set {_SHARED_PREFIX}", "warning")
+
+
 def lint_script(script: Script, select: set[str] | None = None, ignore: set[str] | None = None) -> list[Problem]:
     """The script's problems, sorted by place. ``select``/``ignore`` are code prefixes (as ruff's);
     a ``# logscope: noqa`` comment (``: LL005, LL004`` to name codes) silences its physical line."""

@@ -134,6 +134,12 @@ class Event(str, Enum):
     # SLURM's accounting record (sacct / scontrol show job, logscope.accounting): one row per job or
     # step and node; fields.key the state, fields.step_id the step, exit_code/signal its ExitCode
     ACCOUNTING = "accounting"
+    # PyTorch's Flight Recorder (logscope.flight_recorder), source "fr": a dump read (file the dump,
+    # line 0), one of its process groups with its counters (line 0), one entry of its ring buffer
+    # (line: the entry's place in the dump)
+    FR_DUMP = "fr_dump"
+    FR_GROUP = "fr_group"
+    FR_ENTRY = "fr_entry"
     # a message from the catalogue (logscope/knowledge/messages.toml) that no specific event
     # covers; ``fields.key`` is its catalogue id, which gives its category and who it blames
     KNOWN_MESSAGE = "known_message"
@@ -198,6 +204,13 @@ FIELD_SCHEMA: dict[str, pl.DataType] = {
     "xid": pl.Int64(),
     "count": pl.Int64(),  # a number the message states (a frame's line number, ranks launched, oom-kill events)
     "message_id": pl.String(),  # the catalogue entry that recognised the line (logscope/knowledge/messages.toml)
+    # Flight Recorder rows (logscope.flight_recorder.rows): a group's description (TP, default_pg),
+    # a p2p operation's own sequence id, an entry's state (scheduled, started, completed) and
+    # duration
+    "pg_desc": pl.String(),
+    "p2p_seq": pl.Int64(),
+    "state": pl.String(),
+    "duration_ms": pl.Float64(),
 }
 
 # One row per recognised event. ``text`` is the line after the launcher prefix was removed;
@@ -220,7 +233,7 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     # where the file's times go backwards around a line, ``time`` is the earlier of its two
     # neighbours and ``time_latest`` the later (ingest.file_events._timed).
     "time_latest": pl.Datetime("us"),
-    "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app | sacct | scontrol
+    "source": pl.String(),  # nccl | c10d | torchrun | slurm | python | cuda | kernel | app | sacct | scontrol | fr
     "event": pl.String(),  # an Event value
     "severity": pl.String(),  # a Severity value
     "fields": pl.Struct(FIELD_SCHEMA),

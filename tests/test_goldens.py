@@ -2,7 +2,8 @@
 
 Each ``tests/goldens/<CODE>-<case>/`` holds:
 
-* ``logs/`` — the input log files, named as SLURM/torchrun/NCCL name them; a case built on a
+* ``logs/`` — the input log files, named as SLURM/torchrun/NCCL name them, and the Flight
+  Recorder dumps beside them (read as ``logscope analyze`` reads them); a case built on a
   third-party log of ``../shared/real_logs`` names it in ``case.json``'s ``"shared_logs"`` instead
   of copying it (the case is skipped where ``../shared`` is absent);
 * ``case.json`` — ``{"detector": "LS301", "kind": "positive" | "negative" | "known-miss",
@@ -28,8 +29,9 @@ import pytest
 from logscope.analysis import analyze_job, run_detectors
 from logscope.detectors import by_code
 from logscope.detectors.base import JobView
+from logscope.flight_recorder.joining import load_job_with_dumps
 from logscope.model import Finding
-from logscope.timeline import load_job
+from logscope.parsers.filenames import DEFAULT_PATTERNS
 
 GOLDENS = Path(__file__).parent / "goldens"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -72,7 +74,7 @@ def test_golden(case: Path, update_goldens: bool) -> None:
     shared = [SHARED / name for name in spec.get("shared_logs", [])]
     if not all(path.is_file() for path in shared):
         pytest.skip(f"{case.name}: ../shared/real_logs is not available")
-    job = load_job(([logs] if logs.is_dir() else []) + shared)
+    job = load_job_with_dumps(([logs] if logs.is_dir() else []) + shared, DEFAULT_PATTERNS, None, (), ())
     view = JobView(job.timeline, tuple(job.nodes), tuple(f.display for f in job.files),
                    {f.display: f.info.node for f in job.files})
     findings, errors = run_detectors(view, [detector_class])

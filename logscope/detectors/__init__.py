@@ -32,6 +32,9 @@ from logscope.detectors.ecc_error import EccError
 from logscope.detectors.exit_cascade import ExitCascade
 from logscope.detectors.fail_slow import FailSlow
 from logscope.detectors.failure_recorded import FailureRecorded
+from logscope.detectors.fr_arrival_lag import FrArrivalLag
+from logscope.detectors.fr_collective_mismatch import FrCollectiveMismatch
+from logscope.detectors.fr_lagging_rank import FrLaggingRank
 from logscope.detectors.gpu_fault import GpuFault
 from logscope.detectors.gpu_xid import GpuXid
 from logscope.detectors.host_oom import HostOom
@@ -65,6 +68,9 @@ REGISTRY: tuple[type[Detector], ...] = (
     ProgressStall,
     RankBehind,
     FailSlow,
+    FrLaggingRank,
+    FrCollectiveMismatch,
+    FrArrivalLag,
     NodeRankCollision,
     DuplicateRank,
     SplitWorld,

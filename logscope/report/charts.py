@@ -69,10 +69,12 @@ KIND_COLOURS: dict[str, str] = {
     "other": "#b3b3b3",
     "progress": "#1b9e77",
     "warning": "#e6ab02",
+    "collective (FR)": "#a6cee3",
     "exit/kill": "#7570b3",
     "error": "#d95f02",
 }
 ROOT_COLOUR = "#d7191c"
+LAGGARD_COLOUR = "#6a3d9a"
 
 KILL_EVENTS = frozenset(e.value for e in (
     Event.CLOSING_SIGNAL, Event.AGENT_SIGNAL, Event.WORKER_FAILED, Event.CHILD_FAILURE,
@@ -199,6 +201,7 @@ def _kind_expr() -> pl.Expr:
         .when(pl.col("severity").is_in(list(BAD_SEVERITIES)) | (pl.col("event") == Event.TRACEBACK.value))
         .then(pl.lit("error"))
         .when(pl.col("event").is_in(list(PROGRESS_EVENTS))).then(pl.lit("progress"))
+        .when(pl.col("source") == "fr").then(pl.lit("collective (FR)"))
         .when(pl.col("severity") == Severity.WARNING.value).then(pl.lit("warning"))
         .when(pl.col("source").is_in(["nccl", "torchrun"])).then(pl.lit("setup"))
         .otherwise(pl.lit("other"))
@@ -280,19 +283,49 @@ def swimlane_data(analysis: Analysis) -> pl.DataFrame:
     exits, warnings and the root failure are always kept.
     """
     reference = reference_time(analysis)
-    frame = _root_at_reference(lanes(analysis).filter(pl.col("time").is_not_null()), reference)
+    placed = lanes(analysis)
+    frame = _root_at_reference(placed.filter(pl.col("time").is_not_null()), reference)
+    frame = pl.concat([frame.with_columns(pl.lit(False).alias("is_laggard")),
+                       _laggards(analysis, placed, frame)], how="diagonal_relaxed")
     frame = frame.with_columns(_seconds(reference if reference else _first_time(frame)).alias("seconds"))
     frame = frame.select("lane", "lane_order", "lane_kind", "time", "seconds", "kind", "event", "severity",
                          "is_root", (pl.col("kind") == "exit/kill").alias("is_kill"), "file", "line",
-                         "window_start", "window_end")
+                         "window_start", "window_end", "is_laggard")
     if frame.height > MAX_SWIMLANE_POINTS:
         seconds = frame["seconds"].drop_nulls().to_list()
         span = max(max(seconds) - min(seconds), 1.0)
-        routine = pl.col("kind").is_in(["progress", "setup", "other"]) & ~pl.col("is_root")
+        routine = (pl.col("kind").is_in(["progress", "setup", "other", "collective (FR)"]) & ~pl.col("is_root")
+                   & ~pl.col("is_laggard"))
         thinned = (frame.filter(routine).with_columns((pl.col("seconds") / (span / 1000)).floor().alias("_b"))
                    .unique(["lane", "kind", "_b"], keep="last", maintain_order=True).drop("_b"))
         frame = pl.concat([thinned, frame.filter(~routine)])
     return frame.sort("time", "lane_order", maintain_order=True)
+
+
+def _laggards(analysis: Analysis, placed: pl.DataFrame, timed: pl.DataFrame) -> pl.DataFrame:
+    """A point for each rank the Flight Recorder shows lagging (logscope.detectors.fr_facts), on
+    its lane, at the moment it stopped (its newest entry, or the first collective it never saw
+    complete)."""
+    fr = analysis.flight_recorder
+    stops: dict[int, datetime] = {}
+    for lag in fr.lagging if fr is not None else []:
+        if lag.stopped is not None and (lag.rank not in stops or lag.stopped < stops[lag.rank]):
+            stops[lag.rank] = lag.stopped
+    if not stops:
+        return timed.clear().with_columns(pl.lit(False).alias("is_laggard"))
+    where = (placed.filter(pl.col("lane_rank").is_in(list(stops)))
+             .group_by("lane_rank").agg(pl.col("lane").first(), pl.col("lane_order").first(),
+                                        pl.col("lane_kind").first()))
+    rows = [{"lane": lane, "lane_order": order, "lane_kind": kind, "time": stops[int(rank)],
+             "kind": "collective (FR)", "event": Event.FR_ENTRY.value, "severity": Severity.INFO.value,
+             "is_root": False, "file": None, "line": None, "window_start": stops[int(rank)],
+             "window_end": stops[int(rank)], "is_laggard": True}
+            for rank, lane, order, kind in where.iter_rows()]
+    return pl.DataFrame(rows, schema={"lane": pl.String, "lane_order": pl.Int64, "lane_kind": pl.String,
+                                      "time": pl.Datetime("us"), "kind": pl.String, "event": pl.String,
+                                      "severity": pl.String, "is_root": pl.Boolean, "file": pl.String,
+                                      "line": pl.Int64, "window_start": pl.Datetime("us"),
+                                      "window_end": pl.Datetime("us"), "is_laggard": pl.Boolean})
 
 
 def _first_time(frame: pl.DataFrame) -> datetime | None:
@@ -561,7 +594,7 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
     ax = fig.add_subplot()
     marker_size = 18 if n_lanes <= MAX_RANK_LANES else 6
     for z, (kind, colour) in enumerate(KIND_COLOURS.items()):
-        rows = data.filter((pl.col("kind") == kind) & ~pl.col("is_root"))
+        rows = data.filter((pl.col("kind") == kind) & ~pl.col("is_root") & ~pl.col("is_laggard"))
         if rows.height == 0:
             continue
         marker = "x" if kind == "exit/kill" else ("|" if kind == "progress" else "o")
@@ -574,6 +607,10 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
     if root.height:
         ax.scatter(root["time"].to_list(), root["lane_order"].to_list(), s=220, c=ROOT_COLOUR, marker="*",
                    edgecolors="black", linewidths=0.8, label="root failure", zorder=4)
+    laggards = data.filter(pl.col("is_laggard"))
+    if laggards.height:
+        ax.scatter(laggards["time"].to_list(), laggards["lane_order"].to_list(), s=160, c=LAGGARD_COLOUR, marker="D",
+                   edgecolors="black", linewidths=0.8, label="lagging rank stopped (Flight Recorder)", zorder=4)
     if reference is not None:
         ax.axvline(reference, color=ROOT_COLOUR, linestyle="--", linewidth=1, zorder=1)  # type: ignore[arg-type]
     first, last = data["time"].min(), data["time"].max()

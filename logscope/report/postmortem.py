@@ -35,7 +35,7 @@ from logscope.analysis import Analysis, node_summary
 from logscope.detectors.base import compact_ranks
 from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
-from logscope.report import accounting_table
+from logscope.report import accounting_table, fr_table
 from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
 from logscope.report.context import last_line as last_line_of
@@ -218,6 +218,7 @@ def build_document(analysis: Analysis, charts: Sequence[Chart] = ()) -> Document
     sections = [
         _root_section(analysis),
         _record_section(analysis),
+        _flight_recorder_section(analysis),
         _cascade_section(analysis),
         *_comparison_sections(analysis),
         Section("Charts", "charts", [Figures(list(charts), charts_module.chart_notes(analysis))]),
@@ -300,6 +301,20 @@ def _record_section(analysis: Analysis) -> Section:
                                 "Problems of the batch script:"))
         blocks.append(Bullets(others))
     return Section("SLURM's record", "slurm-record", blocks)
+
+
+def _flight_recorder_section(analysis: Analysis) -> Section:
+    """The Flight Recorder's view of each rank (empty without dumps)."""
+    fr = analysis.flight_recorder
+    if fr is None:
+        return Section("Flight Recorder", "flight-recorder", [])
+    rows: list[list[Cell]] = [list(r) for r in fr_table.fr_rows(fr, fr_table.places_of(analysis))]
+    blocks: list[Block] = [Table(list(fr_table.COLUMNS), rows, note=fr_table.fr_note(fr))]
+    if fr.mismatches:
+        blocks.append(Bullets([f"{m.pg_desc or 'pg ' + m.pg} (pg {m.pg}) #{m.seq}: "
+                               + ", ".join(f"rank {r} {v}" for r, v in sorted(m.ranks.items())[:8])
+                               for m in fr.mismatches]))
+    return Section("Flight Recorder", "flight-recorder", blocks)
 
 
 def _drop_empty_columns(table: Table) -> Table:

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from logscope.analysis import Analysis, node_summary
 from logscope.model import Category, Finding, Role, Severity
+from logscope.report import fr_table
 from logscope.report.accounting_table import record_note, script_lines
 from logscope.report.times import culprit_time
 
@@ -34,7 +35,7 @@ def render(analysis: Analysis, *, verbose: bool = False) -> RenderableType:
     findings = findings_table(analysis.findings, verbose=verbose) if analysis.findings else None
     # top to bottom: the verdict, why, SLURM's side, every finding, where each node stopped, advice
     sections = [root_panel(analysis), script_panel(analysis), record_table(analysis), findings,
-                nodes_table(analysis), advice_panel(analysis), hints_panel(analysis)]
+                flight_recorder_table(analysis), nodes_table(analysis), advice_panel(analysis), hints_panel(analysis)]
     parts: list[RenderableType] = [headline(analysis), *(s for s in sections if s is not None)]
     parts.append(footer(analysis))
     return Group(*parts)
@@ -148,6 +149,21 @@ def record_table(analysis: Analysis) -> Table | None:
         nodes = step.nodes[0] + (f" +{len(step.nodes) - 1}" if len(step.nodes) > 1 else "") if step.nodes else ""
         table.add_row(Text(step.step_id), Text(step.state_text), step.exit_text, Text(nodes),
                       _span(step.start, step.end, with_date=len(days) > 1), Text(step.max_rss or ""))
+    return table
+
+
+def flight_recorder_table(analysis: Analysis) -> Table | None:
+    """The Flight Recorder's view of each rank (logscope.report.fr_table)."""
+    fr = analysis.flight_recorder
+    if fr is None:
+        return None
+    table = Table(title="Flight Recorder", title_justify="left", caption=fr_table.fr_note(fr),
+                  caption_justify="left")
+    for column in fr_table.COLUMNS:
+        table.add_column(column, no_wrap=column in ("rank", "entries"), overflow="fold")
+    for row in fr_table.fr_rows(fr, fr_table.places_of(analysis)):
+        table.add_row(*(Text(cell, style="bold red" if cell.startswith(("LAGGING", "MISMATCH")) else "")
+                        for cell in row))
     return table
 
 

@@ -127,6 +127,7 @@ def analyze(capture: Path) -> tuple[int, dict[str, Any]]:
 
     files = sorted(str(p) for p in capture.glob("*.out"))
     assert files, f"no logs captured in {capture}"
+    files += sorted(str(p) for p in capture.glob("fr_trace_*"))  # the Flight Recorder dumps fr-hang keeps
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = main(["analyze", "--format", "json", *files])
@@ -147,6 +148,9 @@ EXPECTED: dict[str, Expected] = {
     "healthy": Expected("healthy"),
     "raise": CRASH_OF_RANK_3,  # rank 3 raises RuntimeError at step 4
     "hang": Expected("hang", frozenset({"LS101"}), "node02", 3),  # rank 3 sleeps before a collective
+    # the same with every rank's Flight Recorder dump beside the logs: they name rank 3 whichever
+    # ranks' logs report the timeout (a peer's exit can reach a rank first: "Connection closed")
+    "fr-hang": Expected("hang", frozenset({"LS106"}), "node02", 3),
     "sigkill": CRASH_OF_RANK_3,  # rank 3 SIGKILLs itself: no message, exit -9
     "timelimit": Expected("scheduler", frozenset({"LS701"})),
     "procid-unescaped": Expected("launch", frozenset({"LS201"})),  # both nodes launch as node 0 (static rdzv)

@@ -16,6 +16,10 @@ Modes:
   segfault rank --fail-rank reads address 0 at step --fail-step (a real SIGSEGV; faulthandler reports it).
   slow     --steps steps with --step-sleep seconds each, meant to outlive a short `--time`.
 
+--fr-dump (LAB_FR_DUMP=1): every rank writes its Flight Recorder to $TORCH_FR_DUMP_TEMP_FILE<rank>
+when a collective fails (its exception handler) or when torchrun stops it (SIGTERM): gloo does not
+dump on a timeout by itself, as NCCL's watchdog does.
+
 --fail-step 0 with raise fails at start-up, before init_process_group.
 --fail-attempts N injects the failure only in torchrun's first N attempts (TORCHELASTIC_RESTART_COUNT
 < N; 0 = every attempt), so a job with --max_restarts >= N recovers.
@@ -32,6 +36,7 @@ import socket
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -57,7 +62,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--hang-seconds", type=float, default=float(_env("hang_seconds", "600")))
     ap.add_argument("--step-sleep", type=float, default=float(_env("step_sleep", "0.2")))
     ap.add_argument("--fail-attempts", type=int, default=int(_env("fail_attempts", "0")))
+    ap.add_argument("--fr-dump", action="store_true", default=_env("fr_dump", "0") == "1")
     return ap.parse_args(argv)
+
+
+def dump_flight_recorder(rank: int) -> None:
+    """This rank's Flight Recorder, written where PyTorch's own writer would (<prefix><rank>)."""
+    from torch._C._distributed_c10d import _dump_fr_trace
+
+    target = f"{os.environ.get('TORCH_FR_DUMP_TEMP_FILE', '/tmp/nccl_trace_rank_')}{rank}"
+    Path(target).write_bytes(_dump_fr_trace(True, True, False))
+    log.info("Finished writing Flight Recorder debug info to %s", target)
 
 
 @record
@@ -85,6 +100,27 @@ def main(argv: list[str] | None = None) -> None:
              os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"), args.timeout, args.mode)
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
     log.info("process group ready: rank %d of %d", dist.get_rank(), dist.get_world_size())
+    if args.fr_dump:
+        def on_sigterm(signum: int, frame: object) -> None:
+            dump_flight_recorder(rank)
+            sys.exit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            train(args, rank, world)
+        except Exception:
+            dump_flight_recorder(rank)
+            raise
+    else:
+        train(args, rank, world)
+    dist.barrier()
+    log.info("training done after %d steps", args.steps)
+    dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace, rank: int, world: int) -> None:
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    failing_attempt = args.fail_attempts == 0 or attempt < args.fail_attempts
 
     model = DDP(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -121,10 +157,6 @@ def main(argv: list[str] | None = None) -> None:
             time.sleep(args.step_sleep)
         log.info("step %d/%d loss %.6f step_time %.3fs", step, args.steps, mean_loss.item(),
                  time.perf_counter() - t0)
-
-    dist.barrier()
-    log.info("training done after %d steps", args.steps)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
