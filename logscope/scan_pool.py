@@ -131,20 +131,22 @@ def single_threaded_workers() -> Iterator[None]:
 
 @contextlib.contextmanager
 def ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C held back meanwhile in this thread, and in the processes started: they inherit the
-    blocked signal, and their initializer (_worker_init) ignores it before it unblocks it, so that a
-    Ctrl-C to the process group while a worker still imports is dropped there, not raised as a
-    traceback. Here it is only held: it is raised once the workers are started (or at once, by
-    another thread that receives it). Ignoring it here instead would lose a Ctrl-C (or a SIGINT to
-    the scan alone) that came meanwhile."""
+    """Ctrl-C held back meanwhile, here and in the processes started: blocked, then ignored, so that
+    they start with it ignored (a Ctrl-C to the process group while a worker still imports is no
+    traceback there) and blocked (their initializer, _worker_init, unblocks it). Here it stays
+    pending while it is blocked (Linux does not drop a blocked signal that is ignored), and is raised
+    once the handler is back and it is unblocked: ignored alone, a Ctrl-C (or a SIGINT to the scan
+    alone) that came meanwhile was lost, and the scan ran on."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def stop(pool: ProcessPoolExecutor) -> None:

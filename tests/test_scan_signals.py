@@ -3,7 +3,8 @@ SIGHUP as Ctrl-C (one line, exit 128 + the signal, no "leaked semaphore" warning
 whole process group, and ``kill -9`` of the scan itself (the workers notice their parent is gone).
 
 The workers are made to stall on their first batch (a sitecustomize that only they load replaces
-the batch's analysis with a sleep), so that the scan is surely still running when it is signalled.
+the batch's analysis with a sleep, and says so in a file), so that the scan is surely still running,
+its workers started, when it is signalled.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ STALL = textwrap.dedent("""
         import logscope.scan
 
         def stalled(jobs, patterns):
+            open(os.path.join(os.environ["LOGSCOPE_TEST_STALL"], str(os.getpid())), "w").close()
             time.sleep(3600)
 
         logscope.scan.analyse_batch = stalled
@@ -71,13 +73,17 @@ def stalled_scan(tmp_path: Path) -> subprocess.Popen[str]:
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(STALL)
-    env = {**os.environ, "LOGSCOPE_TEST_STALL": "1",
+    stalled = tmp_path / "stalled"  # a file per worker that took its batch and stalls
+    stalled.mkdir()
+    env = {**os.environ, "LOGSCOPE_TEST_STALL": str(stalled),
            "PYTHONPATH": os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])}
     scan = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2", "--no-cache", "-o",
                              str(tmp_path / "t.csv")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True, cwd=tmp_path)
     try:
-        until(lambda: sum("spawn_main" in c for c in group(scan.pid).values()) == 2, "the scan's two workers start")
+        # Both workers started and took a batch: signalled while one still starts, a worker would
+        # print multiprocessing's own start-up traceback, which is not what these tests are about.
+        until(lambda: len(list(stalled.iterdir())) == 2, "the scan's two workers start and take a batch each")
         yield scan
     finally:
         for pid in group(scan.pid):
