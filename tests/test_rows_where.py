@@ -29,7 +29,7 @@ node01:1234:1240 [0] NCCL WARN Bootstrap : no socket interface found
 node01:1234:1240 [0] NCCL WARN bootstrapRoot: connection closed by remote peer
 node01:1234:1240 [0] NCCL WARN socketProgress: CONNECTION RESET BY PEER node02<5000>
 node01:1234:1240 [0] NCCL WARN Net : Connection closed by remote peer 10.0.0.2<41234>
-node01:1234:1240 [0] NCCL WARN Call to ibv_create_qp failed
+node01:1234:1240 [0] NCCL WARN NET/IB :SHARP coll init error: Cannot create SHArP job(-11)
 [rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with \
 NCCL_DEBUG=WARN for details), NCCL version 2.21.5
 [rank1]: RuntimeError: NCCL error: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
