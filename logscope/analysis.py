@@ -362,7 +362,7 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
     one-node job the node (and the local rank from the rank); a process with no place takes the one
     node the launchers' exit reports name, or the single host same-category findings name. A
     finding that names nobody gets nobody."""
-    culprit = _completed(chosen.culprit)
+    culprit = _completed(_same_line_filled(chosen, findings))
     node = _single_node(view)
     if node is not None and culprit is not None and culprit.rank is not None and culprit.local_rank is None:
         culprit = dataclasses.replace(culprit, local_rank=culprit.rank)  # one node: local rank = global rank
@@ -389,6 +389,31 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
     if len(named) == 1:
         host = next(iter(named))
         return dataclasses.replace(culprit, host=host, node=host)
+    return culprit
+
+
+def _same_line_filled(chosen: Finding, findings: list[Finding]) -> Culprit | None:
+    """The chosen culprit with what it lacks (its rank, local rank, place) taken from the other
+    findings whose culprit's evidence is the same line: one line is one process, and another
+    detector may have tied it to its launcher's report (LS301 to torchrun's exit record). Values
+    that disagree are not taken."""
+    culprit = chosen.culprit
+    if culprit is None or culprit.evidence is None:
+        return culprit
+    line = (culprit.evidence.file, culprit.evidence.line)
+    for other in findings:
+        them = other.culprit
+        if other is chosen or them is None or them.evidence is None or (them.evidence.file,
+                                                                          them.evidence.line) != line:
+            continue
+        if any(mine is not None and theirs is not None and mine != theirs
+               for mine, theirs in ((culprit.rank, them.rank), (culprit.local_rank, them.local_rank),
+                                    (culprit.node or culprit.host, them.node or them.host))):
+            continue
+        culprit = dataclasses.replace(
+            culprit, rank=culprit.rank if culprit.rank is not None else them.rank,
+            local_rank=culprit.local_rank if culprit.local_rank is not None else them.local_rank,
+            host=culprit.host or them.host, node=culprit.node or them.node)
     return culprit
 
 

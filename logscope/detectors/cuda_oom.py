@@ -119,13 +119,12 @@ class CudaOom(Detector):
                               else (int(locals_[0]) if locals_.len() else None))
         facts = oom_facts(str(first.get("text") or ""))
         gpu = field_of(first, "cuda_dev")
-        is_rank = culprit.rank is not None or event_of(first) == Event.NCCL_CUDA_FAILURE
-        if culprit.local_rank is None and gpu is not None and is_rank and self._own_device(job, first, int(gpu)):
-            # torchrun and srun launches set each rank's device by its local rank: the GPU a rank
-            # (a process with a rank, or NCCL's own allocation) ran out of memory on is its local
-            # rank, unless another process of that node reports the same device (narrowed
-            # CUDA_VISIBLE_DEVICES: every process sees device 0). Other processes (an inference
-            # server's workers) have a device, no local rank.
+        nccls = event_of(first) == Event.NCCL_CUDA_FAILURE
+        if culprit.local_rank is None and gpu is not None and nccls and self._own_device(job, first, int(gpu)):
+            # NCCL's own allocation: its line's [N] is the process's device, which torchrun and srun
+            # launches set by the local rank, unless another process of that node reports the same
+            # device (narrowed CUDA_VISIBLE_DEVICES: every process sees device 0). PyTorch's "GPU N"
+            # of a rank's OOM is left a device: the message does not say the process's local rank.
             culprit = replace(culprit, local_rank=int(gpu))
         detail = self._detail(facts, gpu)
         if event_of(first) == Event.NCCL_CUDA_FAILURE:

@@ -79,6 +79,26 @@ def last_starts(job: JobView) -> tuple[list[tuple[str, int]], set[str]]:
     return list(starts.sort("file").iter_rows()), set(ended_files["file"].to_list())
 
 
+# Lines that say a process is being killed by whoever runs it: torchrun's and DeepSpeed's closing
+# signals to their workers, srun aborting the step, SLURM cancelling it.
+_KILLS = (Event.CLOSING_SIGNAL, Event.STEP_ABORTED, Event.CANCELLED)
+
+
+def _killed_before(job: JobView, start: dict[str, Any]) -> dict[str, Any] | None:
+    """The line written before ``start`` that said its process was being killed: one of the same
+    place (node or host), or of the same file when the line names no place."""
+    place = start.get("node") or start.get("host")
+    for row in job.rows(*_KILLS):
+        if row.get("file") == start.get("file"):
+            before = (row.get("line") or 0) < (start.get("line") or 0)
+        else:  # another file: by the clocks, when both lines have a time
+            before = row.get("time") is not None and start.get("time") is not None and row["time"] <= start["time"]
+        its_place = row.get("node") or row.get("host")
+        if before and (its_place == place if its_place is not None else row.get("file") == start.get("file")):
+            return row
+    return None
+
+
 class TracebackCutShort(Detector):
     code = "LS303"
     name = "traceback-cut-short"
@@ -99,8 +119,30 @@ class TracebackCutShort(Detector):
             if any(event_of(r) in _ENDINGS for r in after):
                 continue
             frames = [r for r in after if event_of(r) == Event.TRACEBACK]
+            killer = _killed_before(job, rows[at])
+            if killer is not None:
+                return [self._killed(rows[at], frames, killer)]
             return [self._finding(rows[at], frames, self._others_reacted(job, rows[at]))]  # one finding says it
         return []
+
+    def _killed(self, start: dict[str, Any], frames: list[dict[str, Any]], killer: dict[str, Any]) -> Finding:
+        """The traceback of a process its launcher (or SLURM) was killing: the kill's consequence,
+        which names no culprit; what made the launcher kill is not in this process's lines."""
+        place = killer.get("node") or killer.get("host") or start.get("node") or start.get("host")
+        on = f" on {place}" if place else ""
+        return self.finding(
+            title=f"A process{on} was killed while it printed a traceback: what failed first is not in the log",
+            explanation=("A Python traceback started after the launcher (or SLURM) announced that it was ending the "
+                         f"processes{on}, and no exception line followed it: the process was being killed. The "
+                         "kill is a consequence: what made the launcher stop its processes (another worker's "
+                         "failure, a signal) is not in these lines."),
+            advice=("Find the first failure in the other processes' output (their own files, torchrun --tee, the "
+                    "--log-dir error files) or in the output of the node the job's rank 0 ran on."),
+            rows=sorted([killer, start, *frames[:2]], key=order_key),
+            culprit=None,
+            severity=Severity.ERROR,
+            reactive=True,
+        )
 
     @staticmethod
     def _others_reacted(job: JobView, start: dict[str, Any]) -> bool:
