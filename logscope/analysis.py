@@ -26,6 +26,7 @@ from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
 from logscope.detectors.base import culprit_of, evidence_of, order_key, ordered_dicts, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
+from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.worker_restart import recovered_until
 from logscope.errors import InputError
 from logscope.hints import missing_evidence_hints
@@ -324,6 +325,10 @@ def choose_verdict(findings: list[Finding], view: JobView) -> tuple[list[Finding
     summary = chosen.title
     if culprit is not None and chosen.culprit is not None and culprit.host != chosen.culprit.host:
         summary += f" (the only host named by related evidence is {culprit.host})"
+    if (culprit is not None and chosen.culprit is not None and chosen.culprit.local_rank is not None
+            and culprit.local_rank is None):
+        summary += (f" (two launchers ran on {culprit.node or culprit.host}: its local rank "
+                    f"{chosen.culprit.local_rank} names no one process)")
     verdict = Verdict(chosen.category, chosen.code, summary, culprit)
     return ordered, verdict
 
@@ -378,7 +383,7 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
         # waited out, a connection seen breaking), not where the failure was.
         return None
     if culprit.host or culprit.node:
-        return culprit
+        return _local_rank_if_one_launcher(culprit, view)
     reported = _reported_places(view)
     if len(reported) == 1:
         # every launcher report of a failed process (torchrun's records, srun's task exits) is
@@ -389,6 +394,21 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
     if len(named) == 1:
         host = next(iter(named))
         return dataclasses.replace(culprit, host=host, node=host)
+    return culprit
+
+
+def _local_rank_if_one_launcher(culprit: Culprit, view: JobView) -> Culprit:
+    """A local rank names a process of its node only where one launcher ran there: where the
+    node's lines give one local rank to two global ranks (two torchrun agents on one host, each
+    numbering its workers from 0), a culprit known only by its local rank there is the node's."""
+    place = culprit.node or culprit.host
+    if culprit.local_rank is None or culprit.rank is not None or place is None:
+        return culprit
+    pairs = view.events.filter((pl.coalesce("node", "host") == place) & pl.col("rank").is_not_null()
+                               & pl.col("local_rank").is_not_null())
+    shared = pairs.group_by("local_rank").agg(pl.col("rank").n_unique().alias("ranks"))
+    if shared.height and shared["ranks"].max() > 1:  # type: ignore[operator]
+        return dataclasses.replace(culprit, local_rank=None)
     return culprit
 
 
@@ -471,7 +491,8 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
         unexplained = [r for r in unexplained if not row_before_clean_end(r, completed)]
     if unexplained:
         first = unexplained[0]
-        culprit = culprit_of(first)
+        # a line that witnesses another's failure (a teardown announced, a peer gone) names no one
+        culprit = None if is_victim(first) else culprit_of(first)
         return Verdict(
             Category.UNKNOWN, None,
             f"{len(unexplained)} error line(s), first from {who(first)}, match no known failure pattern",
