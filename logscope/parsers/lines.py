@@ -430,7 +430,10 @@ def _leading_time(reference_year: int, column: str) -> pl.Expr:
 # WRAP_MAX_LINES (logscope.limits): the byte pass of a read worker must know it too.
 WRAP_WIDTHS = (60, 400)
 WRAP_MIN_CUT = 4
-_RECORD_START = ascii_classes(r"^(?:\[|\(|[A-Z]|\S+:\d+:\d+ |\d{1,6}: |\d{4}-\d\d-\d\d|[IWEF]\d{4} )")
+# A capital starts a record when a word follows it ("Traceback (", "RuntimeError:", "NCCL WARN"):
+# a bare fragment ("GTERM", the rest of a "SIGTERM" cut at the width) continues the line above.
+_RECORD_START = ascii_classes(
+    r"^(?:\[|\(|[A-Z][\w.]*(?:[:(\[,]| \S)|\S+:\d+:\d+ |\d{1,6}: |\d{4}-\d\d-\d\d|[IWEF]\d{4} )")
 
 
 def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
