@@ -21,7 +21,9 @@ Evidence
     with ``invalid usage`` from processes without an ``Init COMPLETE`` line, and ``store_error``
     events outside rendezvous (store-based barrier, ``DistStoreError``). Duplicate GPUs (LS206),
     NCCL version mismatches (LS802) and duplicate ranks (LS202) explain ``invalid usage`` and the
-    barrier counts themselves and are left to those detectors.
+    barrier counts themselves and are left to those detectors. A store-based barrier that fewer
+    processes than the group's size reached (``worker_count`` < ``world_size``) is a hang, not a
+    launch failure: they had connected to the store, and some stopped on the way.
 
 Example
     ::
@@ -95,6 +97,14 @@ class NcclBootstrapError(Detector):
                 else "process-group store" if event_of(first) == Event.STORE_ERROR
                 else "NCCL communicator init")
         title = f"{kind[:1].upper()}{kind[1:]} failed: {message[:140]}"
+        arrived, size = field_of(first, "count"), field_of(first, "world_size")
+        # The processes had connected to the store, and some never reached the barrier of a group
+        # being created: they hang (or died unseen) on the way, after a launch that worked.
+        stuck = (event_of(first) == Event.STORE_ERROR and "store based barrier" in message
+                 and arrived is not None and size is not None and int(arrived) < int(size))
+        if stuck:
+            title = (f"Not every process reached the process group's store-based barrier: {arrived} of {size} "
+                     f"arrived before it timed out ({message[:100]})")
         explanation = (
             f"{who(culprit_of(first))} failed during the {kind} step at {when_row(first)}: {message[:200]}. "
             + (f"{len(rows)} related line(s) on {len(places)} host(s). " if len(rows) > 1 else "")
@@ -117,6 +127,7 @@ class NcclBootstrapError(Detector):
             rows=[first, *[r for r in rows if r is not first][:5]],
             culprit=None if earlier is not None else culprit,
             role=Role.CONSEQUENCE if earlier is not None else Role.ROOT,
+            category=Category.HANG if stuck else None,
             severity=Severity.WARNING if earlier is not None else Severity.CRITICAL,
             hosts=places if culprit is None else [h for h in [place_of(first)] if h],
             # a store wait that times out may be a reaction to a rank that failed before arriving
