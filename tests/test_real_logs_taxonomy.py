@@ -54,7 +54,45 @@ KNOWN_MISSES: dict[str, str] = {
         "that local rank 0 failed with exit code -11 went through a browser translator, 失败（退出码：-11）, "
         "and a line break splits local_rank: no upstream message reads it)"
     ),
-
+    "21-funasr-2006-oom-rank2-then-watchdog-timeouts": (
+        "root host None, expected w-0 (the OOM line names rank 2 and no host; the label ties rank 2 to w-0 "
+        "from NCCL's 'Connection closed by localRank 2' lines and the other pod holding ranks 8-15: an "
+        "inference over two files that logscope does not make, as no line ties rank 2 to a host)"
+    ),
+    "24-nccl-1634-net-plugin-mismatch-between-nodes-hang": (
+        "incomplete, expected launch on HGX-H100-11 (two lines: one node uses NCCL's internal network, the "
+        "other loads the RDMA/SHARP plugin ('Plugin Path : ...', nccl-rdma-sharp-plugins). The per-node table "
+        "has no plugin skew finding yet, and with no failure line such a skew would be context, not a root)"
+    ),
+    "25-lightning-8707-multinode-init-hang-half-ranks": (
+        "incomplete, expected hang (4 of 8 members announce 'initializing ddp' and the excerpt ends: no time, "
+        "no timeout, no error; the squeue beside it shows the job 25 s old. Silence alone, of unknown length, "
+        "is what logscope calls incomplete; the ranks 4-7 that never appear are not a hang it can show)"
+    ),
+    "35-rccl-429-coll-mismatch-rank2-allgather-vs-allreduce": (
+        "root rank None, expected rank 2 on h03r3n06 (LS102 finds the mismatch at opCount 0x28c, but only two "
+        "of the 4 ranks' COLL lines are in the excerpt, one each side: which is the odd one out is the label's "
+        "assumption about the unseen ranks, and the rank is read from NCCL's [cudaDev] field)"
+    ),
+    "39-myria3d-123-step-cancelled-during-rank0-data-prep": (
+        "root None, expected rank 0 on DEL2212S020 (SLURM cancelled the step with no reason given while rank 0's "
+        "progress bar still advanced; that the cancel was a 30-minute NCCL timeout of the waiting ranks is the "
+        "maintainer's reading, not a line of the log)"
+    ),
+    "49-m4-idefics-64gpu-silent-hang-rank0-d-state": (
+        "incomplete, expected hang (progress prints only, then silence, no timestamps: no line says the job "
+        "hung rather than the excerpt ending; logscope says incomplete)"
+    ),
+    "51-litllama-380-ib-port-error-flapping-link-node48": (
+        "root host None, expected node48 (the reporter redacted the host in the NCCL prefix to '...-48', which "
+        "is no host name; the peer name node48 appears only in another node's completion error, which "
+        "witnesses the link, it does not say whose port failed)"
+    ),
+    "62-nccl-1905-tp16-ib-local-access-violation-timestamped-warn": (
+        "root local_rank None, expected 0 (LS401 names h100-28; the label reads NCCL's [0] device field as "
+        "the local rank, which logscope does only for NCCL's own allocation failures, where each process "
+        "of the node shows its own device)"
+    ),
 }
 
 
