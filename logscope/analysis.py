@@ -24,7 +24,7 @@ import polars as pl
 
 from logscope import __version__
 from logscope.detectors import REGISTRY, Detector, JobView
-from logscope.detectors.base import culprit_of, evidence_of, order_key, ordered_dicts, seen_at, when, who
+from logscope.detectors.base import context_line, culprit_of, evidence_of, order_key, ordered_dicts, seen_at, when, who
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.worker_restart import recovered_until
@@ -468,7 +468,8 @@ def _single_node(view: JobView) -> str | None:
     if nnodes is not None:
         return str(places[0]) if nnodes == 1 else None
     world = view.world_size
-    seen = events.select(pl.coalesce("rank", "local_rank", "task").drop_nulls().n_unique()).item()
+    seen = events.filter(~context_line()).select(
+        pl.coalesce("rank", "local_rank", "task").drop_nulls().n_unique()).item()
     return str(places[0]) if world is not None and world > 1 and seen >= world else None
 
 

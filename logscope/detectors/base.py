@@ -253,6 +253,13 @@ LAST_IN_POLARS_FROM = 48
 WHERE_IN_PYTHON_UP_TO = 4096
 
 
+def context_line() -> pl.Expr:
+    """Rows of context lines (a C++ backtrace's header, a banner: known messages of severity info).
+    Such a line takes the rank of whatever tag stands in front of it and says nothing of the job's
+    ranks or nodes: counting who spoke leaves them out."""
+    return (pl.col("event") == Event.KNOWN_MESSAGE.value) & (pl.col("severity") == Severity.INFO.value)
+
+
 def dicts(rows: pl.DataFrame) -> list[dict[str, Any]]:
     """``rows`` as dicts. A row's ``fields`` may leave out a field that is null (in a frame of
     COLUMNWISE_FROM rows or more, those null in every row): read one with :func:`field_of`

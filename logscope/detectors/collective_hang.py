@@ -50,6 +50,7 @@ from logscope.detectors.base import (
     Detector,
     JobView,
     compact_ranks,
+    context_line,
     ends_in_order,
     field_of,
     order_key,
@@ -176,7 +177,8 @@ class CollectiveHang(Detector):
         size = job.world_size
         if size:
             return list(range(size))
-        seen = sorted(int(r) for r in job.events["rank"].drop_nulls().unique().to_list())
+        ranks = job.events.filter(~context_line())["rank"].drop_nulls().unique().to_list()
+        seen = sorted(int(r) for r in ranks)
         return seen if seen == list(range(len(seen))) else []
 
     @staticmethod

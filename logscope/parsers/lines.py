@@ -430,6 +430,7 @@ def _leading_time(reference_year: int, column: str) -> pl.Expr:
 # WRAP_MAX_LINES (logscope.limits): the byte pass of a read worker must know it too.
 WRAP_WIDTHS = (60, 400)
 WRAP_MIN_CUT = 4
+WRAPPER_MAX = 48  # the longest wrapper a hard-wrapped paste repeats on its continuations
 # A capital starts a record when a word follows it ("Traceback (", "RuntimeError:", "NCCL WARN"):
 # a bare fragment ("GTERM", the rest of a "SIGTERM" cut at the width) continues the line above.
 _RECORD_START = ascii_classes(
@@ -470,9 +471,15 @@ def _continuation() -> pl.Expr:
     physical line, continuations included (``> `` twice, one time on every line). A wrapper is
     the same when its text is, digits aside. Null on the last line."""
     following = pl.col("raw").shift(-1)
-    lead = following.str.extract(PREFIX_STACK, 0)
-    shared = lead.is_not_null() & _digits_masked(pl.col("raw")).str.starts_with(_digits_masked(lead))
-    return pl.when(shared).then(following.str.slice(lead.str.len_chars())).otherwise(following)
+    lead = following.str.extract(PREFIX_STACK, 0).fill_null("")
+    # The part of the next line's wrapper that this line starts with too (digits aside): a wrapper
+    # may run on into what the prefix stack also peels of the continuation (": 541332)" after "> ").
+    mine, theirs = _digits_masked(pl.col("raw")), _digits_masked(following)
+    common = pl.sum_horizontal(
+        [(mine.str.slice(0, k) == theirs.str.slice(0, k)).fill_null(False).cast(pl.UInt32)
+         for k in range(1, WRAPPER_MAX + 1)])
+    shared = pl.min_horizontal(common, lead.str.len_chars())
+    return following.str.slice(shared)
 
 
 def _digits_masked(text: pl.Expr) -> pl.Expr:
