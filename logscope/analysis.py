@@ -88,6 +88,15 @@ class Analysis:
         return flight_recorder_of(self.view)
 
     @property
+    def root_finding(self) -> Finding | None:
+        """The finding the verdict rests on (findings are ordered root first); None where the
+        verdict rests on none (healthy, incomplete, a failure no finding explains), whatever
+        context findings there are (a failure the job recovered from): no output advises on them."""
+        if self.verdict.finding and self.findings and self.findings[0].code == self.verdict.finding:
+            return self.findings[0]
+        return None
+
+    @property
     def failed(self) -> bool:
         return self.verdict.category not in (Category.HEALTHY, Category.INCOMPLETE)
 

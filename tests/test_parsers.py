@@ -67,6 +67,10 @@ def test_non_prefixes_are_left_alone(raw: str) -> None:
     ("12/02/2026 15:12:00 - INFO - x", datetime(2026, 12, 2, 15, 12, 0)),
     ("Dec  2 15:12:00 gpu1 kernel: NVRM: Xid", datetime(2026, 12, 2, 15, 12, 0)),
     ("[Wed Dec  2 15:12:00 2025] NVRM: Xid", datetime(2025, 12, 2, 15, 12, 0)),
+    # NVIDIA DLLogger's stdout prefix (dllogger/logger.py, MLPerf trainers) and a level name first.
+    ("DLL 2025-10-03 22:16:01.389637 - Iteration 4027 | train_loss : 0.8257", datetime(2025, 10, 3, 22, 16, 1, 389637)),
+    ("INFO 2024-05-08 08:47:31,261 train.py:12 x", datetime(2024, 5, 8, 8, 47, 31, 261000)),
+    ("Saved 2024-05-08 08:47:31 checkpoint", None),  # a word that is no level: a date it talks about
     ("no time here", None),
     ("[E ProcessGroupNCCL.cpp:458] old format has no time", None),
 ])
@@ -158,6 +162,19 @@ def test_untimed_lines_take_the_time_above_and_are_marked() -> None:
     assert rows[1]["event"] == "exception"
     assert rows[1]["time"] == datetime(2026, 1, 2, 3, 4, 5) and rows[1]["time_inferred"] is True
     assert rows[0]["time_inferred"] is False
+
+
+def test_a_dllogger_line_dates_the_untimed_failure_below_it_and_the_year_of_glog_lines() -> None:
+    """An MLPerf log times its progress with DLLogger only: the OOM below one is dated by it, not
+    by the watchdog's glog line ten minutes later, and that glog line takes the DLLogger year."""
+    rows = parse("0: DLL 2025-10-03 22:16:01.676767 - Iteration 4031 | train_loss : 0.8359",
+                 "7: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.16 GiB.",
+                 "2: [rank2]:[E1003 22:26:03.467156987 ProcessGroupNCCL.cpp:633] [Rank 2] Watchdog caught "
+                 "collective operation timeout: WorkNCCL(SeqNum=92, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                 "Timeout(ms)=600000) ran for 600011 milliseconds before timing out.").to_dicts()
+    oom = next(r for r in rows if r["event"] == "cuda_oom")
+    assert oom["time"] == datetime(2025, 10, 3, 22, 16, 1, 676767) and oom["time_inferred"] is True
+    assert rows[-1]["time"] == datetime(2025, 10, 3, 22, 26, 3, 467156)
 
 
 def test_carriage_returns_split_into_segments_on_the_same_line() -> None:

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import polars as pl
+
 from logscope.detectors.accounting_facts import recorded_steps, steps_title
 from logscope.detectors.base import Detector, JobView, evidence_of
 from logscope.model import Category, Culprit, Event, Finding, Severity
@@ -62,11 +64,17 @@ class FailureRecorded(Detector):
         how = f"killed by signal {signal}" if signal else f"exit code {code}" if code is not None else "a failure"
         where = f" on {node}" if node else (f" on {', '.join(nodes[:6])}" if nodes else "")
         culprit = Culprit(host=node, node=node, time=step.end, evidence=evidence_of(step.first)) if node else None
+        # Whether a line of the logs says why (then this is its record, a consequence, and says so).
+        logged = job.events.select(
+            (pl.col("severity").is_in(["error", "critical"]) & (pl.col("event") != Event.ACCOUNTING.value)).any()
+        ).item()
+        said = f"SLURM's accounting record says {steps_title([step])} FAILED with {exit_text}{where}"
         return [self.finding(
-            title=f"SLURM recorded {steps_title([step])} FAILED ({how}){where}; no log line says why",
-            explanation=(f"SLURM's accounting record says {steps_title([step])} FAILED with {exit_text}{where}. "
-                         "No failure in the logs explains it: their output may be lost, or the process died "
-                         "before it could print."),
+            title=f"SLURM recorded {steps_title([step])} FAILED ({how}){where}"
+            + ("" if logged else "; no log line says why"),
+            explanation=said + (": the failure the logs show is its cause." if logged else
+                                ". No failure in the logs explains it: their output may be lost, or the process "
+                                "died before it could print."),
             advice=("Look at the step's own output for the traceback (one file per task: srun --output="
                     "%x-%j-%N-%t.out); exit codes above 128 are 128 + a signal (137 SIGKILL, 143 SIGTERM)."),
             rows=[step.first], culprit=culprit, severity=Severity.ERROR, hosts=[node] if node else nodes,

@@ -37,7 +37,10 @@ False positives
 Advice
     Check the link between the named hosts: ``ibstat`` / ``ibv_devinfo`` (port State: Active),
     ``ibdiagnet`` or the switch port counters, and run ``ib_write_bw`` between them or
-    ``nccl-tests`` across the two nodes. Resubmit excluding the suspect node.
+    ``nccl-tests`` across the two nodes. Resubmit excluding the suspect node. A protection or
+    access status (``LOC_PROT_ERR``, ``REM_ACCESS_ERR``: :data:`MEMORY_STATUSES`) is no link fault:
+    check GPUDirect RDMA (nvidia-peermem, IOMMU, ACS), the driver and NCCL versions and the
+    locked-memory limit instead.
 """
 
 from __future__ import annotations
@@ -75,6 +78,18 @@ STATUS_MEANING = {
     "REM_OP_ERR": "remote operation error on the peer",
     "LOC_LEN_ERR": "local length error",
 }
+# The statuses that say the HCA refused a memory access or a malformed request on a working link:
+# the memory NCCL registered (GPUDirect RDMA, the driver, the locked-memory limit), not the cable.
+MEMORY_STATUSES = frozenset({"LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_PROT_ERR", "MW_BIND_ERR", "LOC_ACCESS_ERR",
+                             "REM_INV_REQ_ERR", "REM_ACCESS_ERR"})
+LINK_ADVICE = ("Check the IB link between the named hosts: `ibstat` / `ibv_devinfo` (port State: Active), "
+               "`ibdiagnet` or the switch port counters; run `ib_write_bw` between them or nccl-tests across "
+               "the two nodes, and resubmit excluding the suspect node.")
+MEMORY_ADVICE = ("A protection or access error is no link fault: the HCA refused the memory NCCL registered. "
+                 "Check GPUDirect RDMA on the reporting host (the nvidia-peermem module loaded, the IOMMU off or "
+                 "in passthrough, PCIe ACS disabled), the GPU driver, NCCL and net-plugin versions, and the "
+                 "locked-memory limit (`ulimit -l` unlimited in the job); NCCL_NET_GDR_LEVEL=LOC (no GPUDirect "
+                 "RDMA) tells whether GPUDirect is the cause.")
 _STATUS = re.compile(r"(?:with error|status=)\s*(?:IBV_WC_)?(\w*?)(?:\((\d+)\))?[\s,]")
 _VENDOR = re.compile(r"vendor[_ ]err[= ](\d+)")
 _DIRECTION = re.compile(r"\((Send|Recv)\)")
@@ -171,9 +186,7 @@ class IbError(Detector):
         return [self.finding(
             title=title,
             explanation=explanation,
-            advice=("Check the IB link between the named hosts: `ibstat` / `ibv_devinfo` (port State: Active), "
-                    "`ibdiagnet` or the switch port counters; run `ib_write_bw` between them or nccl-tests across "
-                    "the two nodes, and resubmit excluding the suspect node."),
+            advice=MEMORY_ADVICE if status in MEMORY_STATUSES else LINK_ADVICE,
             rows=evidence,
             culprit=culprit,
             role=Role.CONSEQUENCE if earlier is not None else Role.ROOT,

@@ -15,7 +15,10 @@ Evidence
     Progress lines (their step and, when printed, the time per iteration) and every timed line
     after the last one: heartbeat/status lines, ``CANCELLED AT`` times. The stall threshold is
     ten times the time per iteration (from the progress lines or their spacing), at least 15
-    minutes; 30 minutes when the iteration time is unknown. No process stopped before the others,
+    minutes; 30 minutes when the iteration time is unknown. A job its time limit ended is measured
+    against its own run instead: silent for ten iterations and for at least half of the time from
+    its first progress line to the cancellation (:data:`STALLED_SHARE_OF_RUN`), it spent its
+    allocation hung, whatever its length. No process stopped before the others,
     so the finding names no rank and no host: the hosts of these lines are witnesses.
 
 Example
@@ -46,11 +49,17 @@ from typing import Any, ClassVar
 import polars as pl
 
 from logscope.detectors.base import LAST_IN_POLARS_FROM, Detector, JobView, last_in_order, last_of, when
+from logscope.detectors.cancellation import cancelled_rows
 from logscope.model import Category, Event, Finding, Severity
 
 MIN_STALL = timedelta(minutes=15)
 DEFAULT_STALL = timedelta(minutes=30)
 ITERATIONS = 10
+# A job cancelled at its time limit after this share of its run (first progress line to the
+# cancellation) without a step hung rather than ran out of time: an evaluation or a checkpoint at
+# the end of a run takes a small share of it, and a short job (a test allocation of minutes) can
+# never reach MIN_STALL.
+STALLED_SHARE_OF_RUN = 0.5
 
 
 class ProgressStall(Detector):
@@ -74,23 +83,36 @@ class ProgressStall(Detector):
         # all timed by their own stamp, is one of those of the latest time.
         said = job.events.select(later.any().alias("later"), failed.any().alias("failed"),
                                  pl.col("time").filter(later).max().alias("latest")).row(0, named=True)
-        if not said["later"] or said["failed"] or said["latest"] - progress_time < MIN_STALL:
+        if not said["later"] or said["failed"]:
             return []
-        alive = last_in_order(job.events.filter(later))
-        assert alive is not None
-        gap = alive["time"] - progress_time
-        threshold = self._threshold(job.of(Event.PROGRESS).filter(pl.col("time").is_not_null()))
-        if gap < threshold:
+        timed_progress = job.of(Event.PROGRESS).filter(pl.col("time").is_not_null())
+        limit = self._time_limit_after(job, progress_time)
+        alive, gap, threshold = None, timedelta(0), timedelta(0)
+        if said["latest"] - progress_time >= MIN_STALL:
+            alive = last_in_order(job.events.filter(later))
+            assert alive is not None
+            gap, threshold = alive["time"] - progress_time, self._threshold(timed_progress)
+        if (alive is None or gap < threshold) and limit is not None:
+            # Measured against its own run: see STALLED_SHARE_OF_RUN.
+            pace = self._threshold(timed_progress, floor=timedelta(0))
+            run = limit["time"] - timed_progress["time"].min()
+            alive, gap, threshold = limit, limit["time"] - progress_time, max(pace, run * STALLED_SHARE_OF_RUN)
+            if not pace:
+                return []
+        else:
+            limit = None
+        if alive is None or gap < threshold:
             return []
-        minutes = int(gap.total_seconds() // 60)
         return [self.finding(
-            title=(f"Silent hang: no training progress for {minutes // 60} h {minutes % 60} min after "
-                   f"step {last_progress['fields'].get('step')}, while the job kept running"),
+            title=(f"Silent hang: no training progress for {_duration(gap)} after "
+                   f"step {last_progress['fields'].get('step')}, while the job kept running"
+                   + (" until its time limit" if limit is not None else "")),
             explanation=(
                 f"The last progress line is step {last_progress['fields'].get('step')} "
                 f"(at or before {when(progress_time)}). The job was still alive at {when(alive['time'])} "
                 f"({alive['event']} line) without any rank reporting progress or an error. That is more than "
-                f"{int(threshold.total_seconds() // 60)} minutes, the stall threshold for this job's pace."
+                f"{_duration(threshold)}, the stall threshold for this job's pace"
+                + (" and half of its run until the time limit." if limit is not None else ".")
             ),
             advice=("Take py-spy dumps of all ranks while such a job hangs; log a timestamped heartbeat from the "
                     "training loop; use finite collective timeouts so the hang turns into an error naming a rank."),
@@ -112,12 +134,22 @@ class ProgressStall(Detector):
         return last_in_order(progress.filter(pl.col("time").is_not_null()))
 
     @staticmethod
-    def _threshold(progress: pl.DataFrame) -> timedelta:
+    def _time_limit_after(job: JobView, progress_time: Any) -> dict[str, Any] | None:
+        """The first cancellation at the time limit after the last progress line, timed by its own
+        stamp; None when the job did not end so."""
+        limits = [row for row in cancelled_rows(job, "TIME LIMIT")
+                  if row.get("time") is not None and not row.get("time_inferred") and row["time"] > progress_time]
+        return min(limits, key=lambda row: row["time"]) if limits else None
+
+    @staticmethod
+    def _threshold(progress: pl.DataFrame, floor: timedelta = MIN_STALL) -> timedelta:
+        """Ten iterations of the job's pace, at least ``floor``; ``DEFAULT_STALL`` (``floor`` when
+        it is zero: no pace known) where the progress lines give no pace."""
         per_iter = progress.select(pl.col("fields").struct.field("iteration_time_s").drop_nulls()).to_series().to_list()
         if per_iter:
             seconds = median(per_iter)
             step_gap = progress.select(pl.col("fields").struct.field("step").diff().drop_nulls().median()).item()
-            return max(MIN_STALL, timedelta(seconds=seconds * ITERATIONS * max(1.0, float(step_gap or 1))))
+            return max(floor, timedelta(seconds=seconds * ITERATIONS * max(1.0, float(step_gap or 1))))
         # Every rank prints each step: the spacing is between steps (their first line), not between
         # the lines of one step, which are milliseconds apart.
         # Lines without a step number each count on their own.
@@ -129,5 +161,14 @@ class ProgressStall(Detector):
         if exact.height >= 3:
             spacing = exact.select(pl.col("time").diff().drop_nulls().median()).item()
             if isinstance(spacing, timedelta) and spacing:
-                return max(MIN_STALL, spacing * ITERATIONS)
-        return DEFAULT_STALL
+                return max(floor, spacing * ITERATIONS)
+        return DEFAULT_STALL if floor else timedelta(0)
+
+
+def _duration(span: timedelta) -> str:
+    """``2 h 5 min``, ``7 min``, ``48 s``: a stall in the unit a person reads it in."""
+    seconds = int(span.total_seconds())
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"

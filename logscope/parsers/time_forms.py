@@ -4,6 +4,10 @@
 format                                     example (source)
 =========================================  ===================================================
 ISO / python logging ``asctime``           ``2024-05-08 08:47:31,261`` or ``[2024-05-08 08:47:31,261]``
+  behind a level name or DLLogger's tag      ``INFO 2024-05-08 08:47:31,261 ...`` (a logging format that puts
+                                           ``%(levelname)s`` first), ``DLL 2025-10-03 22:16:01.389637 - ...``
+                                           (NVIDIA/dllogger, dllogger/logger.py: ``default_prefix_format``
+                                           writes ``"DLL {} - ".format(datetime.now())``, MLPerf's trainers)
 NCCL WARN / NCCL_DEBUG_TIMESTAMP           ``[2026-05-05 06:16:47] node-01:189884:...``
 glog (c10d, torch>=2.4 elastic)            ``E0801 13:23:20.000000 32974 torch/...``, ``[E1206 18:44:12.71 ...]``,
                                            ``[E909 09:55:46.99 ...]`` (c10's own logger, c10/util/Logging.cpp,
@@ -30,7 +34,7 @@ MONTHS = {m: i for i, m in enumerate(
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], start=1)}
 
 # Anchored forms, tried in order; each yields year/month/day/time/fraction groups.
-ISO_FORM = ascii_classes(r"^ ?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?")
+ISO_FORM = ascii_classes(r"^ ?(?:(?:DLL|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):? +)?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?")
 GLOG_FORM = ascii_classes(r"^\[?[IWEF](?P<mo>\d{1,2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?")
 US_FORM = ascii_classes(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})")
 SYSLOG_FORM = ascii_classes(r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?")

@@ -193,9 +193,9 @@ def script_panel(analysis: Analysis) -> Panel | None:
 
 
 def advice_panel(analysis: Analysis) -> Panel | None:
-    if not analysis.findings:
+    main = analysis.root_finding
+    if main is None:
         return None
-    main = analysis.findings[0]
     text = Text(main.explanation + "\n\n")
     text.append("What to do: ", style="bold")
     text.append(main.advice)

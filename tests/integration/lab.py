@@ -99,6 +99,7 @@ def _rank_line(node: str, rank: int, text: str) -> tuple[str, str]:
 
 
 RANK_3_TRAINS = _rank_line("node02", 3, r"step 3/\d+ loss")  # training runs on both nodes
+RANK_3_HANGS = _rank_line("node02", 3, "injecting hang: sleeping \\d+s before the all_reduce of step 4")
 ALL_RANKS_DONE = tuple(_rank_line(f"node0{1 + r // 2}", r, "training done after 8 steps") for r in range(4))
 
 SCENARIOS: dict[str, Scenario] = {
@@ -117,6 +118,8 @@ SCENARIOS: dict[str, Scenario] = {
         "procid-unescaped-c10d.sbatch", 180,
         (("node01", r"LAUNCHER as expanded on the batch host: .*--node_rank 0 "), *ALL_RANKS_DONE)),
     "timelimit": Scenario("timelimit.sbatch", 240, job_state="TIMEOUT"),
+    # hang with no collective timeout before the 1-minute time limit: the time limit ends it
+    "hang-timelimit": Scenario("hang-timelimit.sbatch", 240, (RANK_3_HANGS,), job_state="TIMEOUT"),
     "sigkill": Scenario("sigkill.sbatch", 180,
                         (_rank_line("node02", 3, r"injecting failure: SIGKILL to self \(pid \d+\) at step 4"),)),
     "nnodes-mismatch": Scenario("nnodes-mismatch.sbatch", 180),

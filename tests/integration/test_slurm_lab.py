@@ -153,6 +153,8 @@ EXPECTED: dict[str, Expected] = {
     "fr-hang": Expected("hang", frozenset({"LS106"}), "node02", 3),
     "sigkill": CRASH_OF_RANK_3,  # rank 3 SIGKILLs itself: no message, exit -9
     "timelimit": Expected("scheduler", frozenset({"LS701"})),
+    # every rank waits on rank 3 until the time limit, and no line names it: a hang naming nobody
+    "hang-timelimit": Expected("hang", frozenset({"LS103"})),
     "procid-unescaped": Expected("launch", frozenset({"LS201"})),  # both nodes launch as node 0 (static rdzv)
     "procid-unescaped-c10d": Expected("healthy"),  # c10d ignores --node_rank: harmless
     "nnodes-mismatch": Expected("launch", frozenset({"LS207"})),  # --nnodes 3 on 2 nodes: the join times out
