@@ -105,3 +105,18 @@ def test_a_job_the_time_limit_cut_while_it_ran_ran_out_of_time(tmp_path: Path, c
     result = analyze(paced_job(tmp_path, 100, timedelta(seconds=2), cancel_after))
     assert "LS103" not in [f.code for f in result.findings]
     assert result.verdict.finding == "LS701"
+
+
+def test_the_stall_quotes_the_last_line_of_work_before_the_silence(tmp_path: Path) -> None:
+    # Megatron's checkpoint save that never said 'successfully saved': where the job stopped
+    saving = "[default0]:{t+5} - INFO - saving checkpoint at iteration      20 to /lustre/ckpt/run"
+    alive = "[{t+7200}] PULSE: train-8401 is running for 2:19:00 since 2026-11-07T02:00:00 on 'gpu' partition"
+    stall = next(f for f in analyze(job(tmp_path, 20, [saving, alive, cancelled(3 * 3600)])).findings
+                 if f.code == "LS103")
+    assert "saving checkpoint at iteration      20" in stall.explanation
+    assert any("saving checkpoint" in e.text for e in stall.evidence)
+    # with the save reported done, the done line is the last one
+    saved = "[default0]:{t+8} - INFO -   successfully saved checkpoint from iteration      20 to /lustre/ckpt/run"
+    stall = next(f for f in analyze(job(tmp_path, 20, [saving, saved, alive, cancelled(3 * 3600)])).findings
+                 if f.code == "LS103")
+    assert "successfully saved checkpoint" in stall.explanation

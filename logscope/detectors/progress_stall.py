@@ -51,6 +51,7 @@ import polars as pl
 from logscope.detectors.base import LAST_IN_POLARS_FROM, Detector, JobView, last_in_order, last_of, when
 from logscope.detectors.cancellation import cancelled_rows
 from logscope.model import Category, Event, Finding, Severity
+from logscope.textsafe import shortened
 
 MIN_STALL = timedelta(minutes=15)
 DEFAULT_STALL = timedelta(minutes=30)
@@ -103,6 +104,7 @@ class ProgressStall(Detector):
             limit = None
         if alive is None or gap < threshold:
             return []
+        last_said = self._last_said(job, last_progress, alive)
         return [self.finding(
             title=(f"Silent hang: no training progress for {_duration(gap)} after "
                    f"step {last_progress['fields'].get('step')}, while the job kept running"
@@ -113,10 +115,12 @@ class ProgressStall(Detector):
                 f"({alive['event']} line) without any rank reporting progress or an error. That is more than "
                 f"{_duration(threshold)}, the stall threshold for this job's pace"
                 + (" and half of its run until the time limit." if limit is not None else ".")
+                + (f" The last line the job wrote before the silence: \"{shortened(str(last_said['text']), 160)}\" "
+                   f"({last_said['file']}:{last_said['line']})." if last_said is not None else "")
             ),
             advice=("Take py-spy dumps of all ranks while such a job hangs; log a timestamped heartbeat from the "
                     "training loop; use finite collective timeouts so the hang turns into an error naming a rank."),
-            rows=[last_progress, alive],
+            rows=[last_progress, *([last_said] if last_said is not None else []), alive],
             severity=Severity.CRITICAL,
             # No process stopped before the others: the host of the last progress line (the rank that
             # prints it) or of a later status line is a witness, not where the hang is.
@@ -132,6 +136,23 @@ class ProgressStall(Detector):
         if progress.height < LAST_IN_POLARS_FROM:
             return last_of([row for row in job.rows(Event.PROGRESS) if row.get("time") is not None])
         return last_in_order(progress.filter(pl.col("time").is_not_null()))
+
+    @staticmethod
+    def _last_said(job: JobView, last_progress: dict[str, Any], alive: dict[str, Any]) -> dict[str, Any] | None:
+        """The last line of the job's own work written after the last progress line and before the
+        first line of the silence (a status line, the scheduler's, else the line that ended it): where
+        the job was when it stopped (a 'saving checkpoint' with no 'saved' after it); None when the
+        progress line was the last."""
+        outside = [Event.HEARTBEAT.value, Event.CANCELLED.value, Event.ACCOUNTING.value]
+        # Timed by its own stamp: an untimed line (srun's 'Job step aborted' as the limit struck)
+        # only borrowed the time of the lines above it.
+        after = job.events.filter(
+            pl.col("time").is_not_null() & ~pl.col("time_inferred") & (pl.col("time") >= last_progress["time"])
+            & ~((pl.col("file") == last_progress["file"]) & (pl.col("line") <= last_progress["line"])))
+        ends = after.filter(pl.col("event").is_in(outside))["time"]
+        end = min(ends.min(), alive["time"]) if ends.len() else alive["time"]
+        return last_in_order(after.filter((pl.col("time") < end)
+                                          & ~pl.col("event").is_in([*outside, Event.PROGRESS.value])))
 
     @staticmethod
     def _time_limit_after(job: JobView, progress_time: Any) -> dict[str, Any] | None:
