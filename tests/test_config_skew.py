@@ -42,6 +42,7 @@ def test_the_table_is_the_same_from_every_line_or_from_polars_reductions(monkeyp
         monkeypatch.setattr(config_skew, "CONFIG_ROWS_IN_PYTHON_UP_TO", threshold)
         tables.append([node_config_table(fresh(view)) for _, view in corpus_views()])
     said = [table for table in tables[0] if table.height]
-    assert len(said) > 40 and any(table["transports"].is_not_null().any() for table in said)
+    # The sample jobs and goldens alone give 37 tables (a clone without ../shared), the real logs more.
+    assert len(said) > 30 and any(table["transports"].is_not_null().any() for table in said)
     for python, reduced in zip(*tables, strict=True):
         assert_frame_equal(python, reduced)
