@@ -32,6 +32,7 @@ import polars as pl
 
 from logscope import __version__
 from logscope.analysis import Analysis, node_summary
+from logscope.atomic import atomic_write
 from logscope.detectors.base import compact_ranks
 from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
@@ -40,7 +41,7 @@ from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
 from logscope.report.context import last_line as last_line_of
 from logscope.report.context import root_context
-from logscope.report.output import atomic_write, refuse_inputs
+from logscope.report.output import refuse_inputs
 from logscope.report.times import culprit_time, window
 from logscope.textsafe import shortened
 
