@@ -706,7 +706,8 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
     return fig
 
 
-def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: tuple[float, float]) -> Figure:
+def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: tuple[float, float],
+                 moment: str = "the root failure") -> Figure:
     """The zoomed cascade: seconds from the root failure on a linear axis, one lane per node
     (``lane_names``, in lane order, empty lanes too), ``window`` seconds before and after."""
     n_lanes = len(lane_names)
@@ -736,7 +737,7 @@ def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: 
     ax.set_ylim(len(lane_names) - 0.3, -0.7)
     ax.set_xlim(-window[0], window[1])
     ax.grid(color="#eeeeee", zorder=0)
-    ax.set_xlabel("seconds since the root failure")
+    ax.set_xlabel(f"seconds since {moment}")
     _set_title(ax, title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     return fig
@@ -826,7 +827,7 @@ def plot_last_activity(data: pl.DataFrame, title: str, relative_to: str) -> Figu
     return fig
 
 
-def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str) -> Figure:
+def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str, moment: str = "the root failure") -> Figure:
     fig = _figure(11, 3.6)
     ax = fig.add_subplot()
     seconds = data["seconds"].to_list()
@@ -842,7 +843,7 @@ def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str) -> Figure
     total = int(data["total_lanes"].max() or 0)  # type: ignore[arg-type]
     ax.set_ylim(0, max(total, int(data["cumulative"].max() or 0)) + 0.5)  # type: ignore[arg-type]
     ax.axhline(total, color="#999999", linestyle=":", linewidth=1)
-    ax.set_xlabel("seconds since the root failure")
+    ax.set_xlabel(f"seconds since {moment}")
     ax.set_ylabel(f"{lane_word}s failed or killed")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(color="#eeeeee", zorder=0)
@@ -880,6 +881,8 @@ def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
     suffix = _aggregated_suffix(analysis)
     reference = reference_time(analysis)
     has_root = bool(analysis.verdict.finding) or analysis.verdict.root_cause is not None
+    # the moment the charts measure from: "the root failure" only where the verdict names its process
+    moment = "the root failure" if analysis.verdict.root_cause is not None else "the finding"
     figures: list[tuple[str, str, Figure]] = []
 
     swim = swimlane_data(analysis)
@@ -891,11 +894,11 @@ def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
     cascade = cascade_data(analysis)
     if cascade.height:
         before, after = cascade_window(analysis)
-        title = (f"The cascade, zoomed{suffix}: every node from {before:.3g} s before the root failure "
+        title = (f"The cascade, zoomed{suffix}: every node from {before:.3g} s before {moment} "
                  f"to {after:.3g} s after; {'★ root, ' if cascade['is_root'].any() else ''}× kills and exits")
         with contextlib.suppress(*UNDRAWABLE):
             figures.append(("cascade", title, plot_cascade(cascade, title, cascade_lanes(analysis, cascade),
-                                                           (before, after))))
+                                                           (before, after), moment)))
     strip = progress_strip_data(analysis)
     if strip.height:
         quiet = strip.filter(pl.col("quiet"))["lane"].unique(maintain_order=True).to_list()
@@ -904,16 +907,16 @@ def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
         figures.append(("progress_strip", title, plot_progress_strip(strip, title)))
     last = last_activity_data(analysis)
     if last.height:
-        relative_to = "the root failure" if has_root else "the job's last line"
+        relative_to = moment if has_root else "the job's last line"
         title = (f"Last own line per {word}{_aggregated_suffix(analysis, 'earliest rank per node')}, "
-                 "and who went quiet before the root failure")
+                 f"and who went quiet before {moment if has_root else 'the end'}")
         figures.append(("last_activity", title, plot_last_activity(last, title, relative_to)))
     curve = failure_curve_data(analysis)
     if curve.height:
         total = int(curve["total_lanes"].max() or 0)  # type: ignore[arg-type]
-        title = (f"{word.capitalize()}s failed or killed since the root failure{suffix}: "
+        title = (f"{word.capitalize()}s failed or killed since {moment}{suffix}: "
                  f"{curve.height} of {total}")
-        figures.append(("failure_curve", title, plot_failure_curve(curve, title, word)))
+        figures.append(("failure_curve", title, plot_failure_curve(curve, title, word, moment)))
 
     charts = []
     for name, title, fig in figures:
