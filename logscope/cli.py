@@ -427,7 +427,8 @@ def scan(
 @app.command()
 def merge(
     tables: Annotated[list[Path], typer.Argument(help="Shard tables written by scan --shard.", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The merged table (.parquet, .csv, .jsonl).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The merged table (.parquet, .csv, .jsonl); - writes "
+                                         "CSV to standard output.")],
 ) -> int:
     """Join the tables of a sharded scan into one (a job scanned twice keeps its newest row).
 
@@ -436,6 +437,10 @@ def merge(
     from logscope import scan as scanner
 
     table = scanner.merge_tables(tables)
+    if str(output) == "-":  # as scan -o -: the table (CSV) on standard output, the summary on standard error
+        scanner.write_table_to(table, sys.stdout.buffer, "csv")
+        _print_scan_summary(scanner.summarise(table), None, None, stderr=True)
+        return 0
     scanner.write_table(table, output)
     _print_scan_summary(scanner.summarise(table), None, output)
     return 0

@@ -15,14 +15,12 @@ of N tasks splits a scan; ``merge`` joins the shards' tables.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
 import os
 import re
 import stat
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -35,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import polars as pl
 
 from logscope.accounting.saved import is_saved_record
+from logscope.atomic import write_atomically
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
@@ -620,16 +619,7 @@ def write_output(path: Path, write: Callable[[Path], None], inputs: frozenset[tu
             write(target)
             return
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)  # created here, exclusively: never a file that was there before, nor a link
-        temporary = Path(name)
-        try:
-            write(temporary)
-            temporary.replace(target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
+        write_atomically(target, write)  # 0666 less the umask, as a plain write would make it
     except OSError as error:
         raise OutputError(f"cannot write {what} {path}: {error.strerror or error}") from None
     except pl.exceptions.PolarsError as error:  # polars' writers report a failed write (a full disk) so

@@ -557,7 +557,7 @@ def test_a_full_disk_leaves_no_cut_short_report(capsys: pytest.CaptureFixture[st
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    import logscope.report.output
+    import logscope.atomic
 
     out = tmp_path / "out"
     out.mkdir()
@@ -566,7 +566,7 @@ def test_a_full_disk_leaves_no_cut_short_report(capsys: pytest.CaptureFixture[st
     def full(descriptor: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(logscope.report.output.os, "fsync", full)
+    monkeypatch.setattr(logscope.atomic.os, "fsync", full)
     for name in ("r.html", "r.md"):
         code, _, err = run(capsys, "report", str(CRASH), "-o", str(out / name))
         assert_one_line_error(code, err, "No space left on device")

@@ -27,10 +27,12 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def synthetic_analysis(n_ranks: int = 16, per_node: int = 8, quiet_rank: int = 5, steps: int = 10, *,
                        timed: bool = True, hostile: str = "",
-                       config: dict[str, dict[str, str]] | None = None) -> Analysis:
+                       config: dict[str, dict[str, str]] | None = None, coll: bool = True,
+                       progress: bool = True) -> Analysis:
     """A job whose ``quiet_rank`` stops at step 7 while the others reach ``steps`` and then time out.
 
-    ``config`` maps a node to its ``NCCL_*`` variables (one NCCL_ENV line per variable).
+    ``config`` maps a node to its ``NCCL_*`` variables (one NCCL_ENV line per variable);
+    ``coll``/``progress``: whether the ranks print NCCL COLL lines / step lines.
     """
     t0 = datetime(2026, 1, 5, 10, 0, 0)
     rows: list[dict[str, Any]] = []
@@ -55,10 +57,12 @@ def synthetic_analysis(n_ranks: int = 16, per_node: int = 8, quiet_rank: int = 5
         add(r, node_of(r), t0, "nccl_init", "nccl", "info", f"comm 0x1 rank {r} nranks {n_ranks} - Init COMPLETE",
             comm_rank=r, nranks=n_ranks, cuda_dev=r % per_node)
         for s in range(1, (7 if r == quiet_rank else steps) + 1):
-            add(r, node_of(r), t0 + timedelta(seconds=10 * s), "progress", "app", "info", f"step {s} loss 2.0",
-                step=s)
-            add(r, node_of(r), t0 + timedelta(seconds=10 * s, milliseconds=5), "nccl_coll", "nccl", "info",
-                f"AllReduce: opCount {s:x}", op="AllReduce", op_count=s, nranks=n_ranks)
+            if progress:
+                add(r, node_of(r), t0 + timedelta(seconds=10 * s), "progress", "app", "info",
+                    f"step {s} loss 2.0", step=s)
+            if coll:
+                add(r, node_of(r), t0 + timedelta(seconds=10 * s, milliseconds=5), "nccl_coll", "nccl", "info",
+                    f"AllReduce: opCount {s:x}", op="AllReduce", op_count=s, nranks=n_ranks)
     hang = t0 + timedelta(seconds=10 * steps + 600)
     for r in range(n_ranks):
         if r == quiet_rank:

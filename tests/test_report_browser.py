@@ -102,3 +102,27 @@ def test_new_charts_render_in_the_browser(tmp_path: Path) -> None:
     image = pytest.importorskip("PIL.Image").open(shot).convert("RGB")
     reds = sum(count for count, (r, g, b) in image.getcolors(maxcolors=1 << 20) or [] if r > 180 and g < 60 and b < 60)
     assert reds > 100  # the root stars and the first quiet lane are drawn in red
+
+
+def test_the_page_blames_no_process_the_verdict_does_not_name(tmp_path: Path) -> None:
+    """silent-hang names no culprit: as Chromium renders it, the page has no highlighted node or
+    sequence row, no ★ in a caption and no "root failure" heading; crash-cascade, which names rank
+    11, has them all (the check sees marks where they are)."""
+    from test_report_templates import blame_marks
+
+    samples = Path(__file__).parent.parent / "sample_logs"
+    dumped = {}
+    for name in ("silent-hang", "crash-cascade"):
+        out = tmp_path / f"{name}.html"
+        analysis = analyze([samples / name])
+        write_report(analysis, out)
+        result = chromium(tmp_path, "--dump-dom", out.as_uri())
+        assert result.returncode == 0, result.stderr[-2000:]
+        dumped[name] = (analysis, result.stdout)
+    hang, page = dumped["silent-hang"]
+    assert hang.verdict.root_cause is None and ">HANG</span>" in page
+    assert 'id="chart-swimlane"' in page and blame_marks(page) == []
+    crash, page = dumped["crash-cascade"]
+    assert crash.verdict.root_cause is not None
+    marks = blame_marks(page)
+    assert "highlighted row in the nodes table" in marks and any("★" in m for m in marks), marks

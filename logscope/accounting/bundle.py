@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from logscope.accounting.record import AccountingRecord
+from logscope.atomic import plain_folder_mode
 from logscope.errors import OutputError, printable
 
 
@@ -50,9 +51,7 @@ def save_bundle(target: Path, logs: Sequence[Path], record: AccountingRecord | N
         raise OutputError(f"--save {shown}: cannot create it ({error.strerror or error})") from None
     try:
         names = _fill(building, logs, record, texts, saved_files, identities or {})
-        from logscope.report.output import _umask  # the one reader of the umask
-
-        os.chmod(building, 0o777 & ~_umask())  # noqa: PTH101 - as a plain mkdir would make it
+        os.chmod(building, plain_folder_mode())  # noqa: PTH101 - as a plain mkdir would make it
         check_target(target)  # still new or empty
         building.rename(target)  # over an empty folder too (rename(2))
     except BaseException as error:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -83,6 +84,66 @@ KILL_EVENTS = frozenset(e.value for e in (
 PROGRESS_EVENTS = frozenset(e.value for e in (Event.PROGRESS, Event.HEARTBEAT, Event.NCCL_COLL))
 FAILURE_KINDS = ("error", "exit/kill")
 BAD_SEVERITIES = (Severity.ERROR.value, Severity.CRITICAL.value)
+
+# What a chart says for an event of the timeline (its ``event`` column holds internal names).
+EVENT_LABELS: dict[str, str] = {
+    Event.PROGRESS.value: "training step",
+    Event.HEARTBEAT.value: "heartbeat",
+    Event.NCCL_COLL.value: "NCCL collective",
+    Event.NCCL_INIT.value: "NCCL init complete",
+    Event.NCCL_INIT_START.value: "NCCL init",
+    Event.NCCL_COMM_INFO.value: "NCCL communicator",
+    Event.NCCL_ABORT.value: "NCCL abort",
+    Event.NCCL_WARN.value: "NCCL warning",
+    Event.NCCL_NET_ERROR.value: "NCCL network error",
+    Event.NCCL_SOCKET_ERROR.value: "NCCL socket error",
+    Event.NCCL_CUDA_FAILURE.value: "NCCL CUDA failure",
+    Event.WATCHDOG_TIMEOUT.value: "watchdog timeout",
+    Event.WATCHDOG_STATUS.value: "watchdog status",
+    Event.DESYNC_REPORT.value: "desync report",
+    Event.TEARDOWN.value: "teardown",
+    Event.DIST_ERROR.value: "distributed error",
+    Event.STORE_ERROR.value: "store error",
+    Event.WORKER_FAILED.value: "worker failed",
+    Event.CLOSING_SIGNAL.value: "closing signal sent",
+    Event.AGENT_SIGNAL.value: "signal received",
+    Event.CHILD_FAILURE.value: "child failed",
+    Event.EXCEPTION.value: "exception",
+    Event.TRACEBACK.value: "traceback",
+    Event.CPP_EXCEPTION.value: "C++ exception",
+    Event.CUDA_ERROR.value: "CUDA error",
+    Event.CUDA_OOM.value: "CUDA out of memory",
+    Event.FATAL_SIGNAL.value: "fatal signal",
+    Event.XID.value: "GPU Xid",
+    Event.ECC_ERROR.value: "ECC error",
+    Event.GPU_LOST.value: "GPU lost",
+    Event.SRUN_TASK_EXIT.value: "srun task exit",
+    Event.NODE_FAILURE.value: "node failure",
+    Event.STEP_ABORTED.value: "step aborted",
+    Event.CANCELLED.value: "cancelled",
+    Event.FR_ENTRY.value: "Flight Recorder entry",
+}
+_ACRONYMS = {"nccl": "NCCL", "cuda": "CUDA", "gpu": "GPU", "fr": "FR", "ib": "IB", "oom": "OOM", "slurm": "SLURM"}
+
+
+def event_label(event: str | None) -> str:
+    """A reader's name for a timeline event (``watchdog_timeout`` -> ``watchdog timeout``)."""
+    if not event:
+        return ""
+    return EVENT_LABELS.get(event) or " ".join(_ACRONYMS.get(word, word) for word in event.split("_"))
+
+
+def value_text(metric: str, value: int) -> str:
+    """A progress value as the logs print it: NCCL's opCount in hex (``0x1b``), others in decimal."""
+    return f"{value:#x}" if metric == "NCCL opCount" else str(value)
+
+
+TITLE_WIDTH = 105  # characters of an 11-inch chart's title line at 11 pt (longer titles wrap, never clip)
+
+
+def _set_title(ax: Any, title: str) -> None:
+    ax.set_title(textwrap.fill(title, TITLE_WIDTH), loc="left", fontsize=11)
+
 
 CHART_TITLES: dict[str, str] = {
     "swimlane": "Timeline per rank",
@@ -209,13 +270,14 @@ def _kind_expr() -> pl.Expr:
 
 
 def root_lines(analysis: Analysis) -> set[tuple[str, int]]:
-    """The (file, line) of the root failure: the verdict's culprit evidence, else the root finding's first."""
+    """The (file, line) of the root failure: the verdict's culprit evidence, or none.
+
+    A verdict that names no culprit (a silent hang: every rank waits, none is known to have
+    stopped first) gets no star on any lane: a chart must not blame a rank the verdict does not.
+    """
     culprit = analysis.verdict.root_cause
     if culprit is not None and culprit.evidence is not None:
         return {(culprit.evidence.file, culprit.evidence.line)}
-    if analysis.verdict.finding and analysis.findings and analysis.findings[0].evidence:
-        first = analysis.findings[0].evidence[0]
-        return {(first.file, first.line)}
     return set()
 
 
@@ -341,9 +403,11 @@ def progress_strip_data(analysis: Analysis) -> pl.DataFrame:
 
     Columns: lane, lane_order, metric, value, leader (the largest value of that metric), behind
     (leader - value), quiet (the lowest value while others are further), missing (no value while
-    other lanes have one). Metrics: ``step`` (training progress lines), ``NCCL opCount``
-    (COLL lines of the largest communicator), ``c10d SeqNum`` (watchdog lines: last completed, or
-    the sequence number named). Aggregated by node, a node's value is its slowest process's.
+    other lanes have one). Metrics: ``step``
+    (training progress lines), ``NCCL opCount`` (COLL lines of the largest communicator; drawn in
+    hex, as NCCL prints it), ``c10d SeqNum`` (watchdog lines: last completed, or the sequence
+    number named). Aggregated by node, a node's value is its slowest process's; a node
+    with a rank that lacks a metric most ranks report has none (missing, not its other ranks' value).
     Metrics no lane has are left out; the frame is empty when none is present.
     """
     frame = _workers(lanes(analysis))
@@ -359,9 +423,18 @@ def progress_strip_data(analysis: Analysis) -> pl.DataFrame:
             pl.coalesce(fields.struct.field("last_completed"), fields.struct.field("seq"))),
     }
     per_proc = frame.group_by("lane", "lane_order", "proc").agg(
-        *[expr.max().alias(name) for name, expr in metrics.items()])
+        *[expr.max().alias(name) for name, expr in metrics.items()],
+        pl.col("lane_rank").is_not_null().any().alias("_rank_process"))
+    ranks = per_proc.filter(pl.col("_rank_process"))
+    # A metric most rank processes report is expected of every one: a rank without it (the quiet
+    # rank of a hang never reports the watchdog's SeqNum) makes its node's value missing, where
+    # the node's minimum over the others would have hidden it. A metric few report (steps logged
+    # by rank 0 only) is not expected: the node's value is that of the ranks that have it.
+    expected = {name: ranks.height > 0 and ranks[name].is_not_null().sum() * 2 >= ranks.height for name in metrics}
     per_lane = per_proc.group_by("lane", "lane_order").agg(
-        *[pl.col(name).min() for name in metrics]).sort("lane_order")
+        *[pl.when(pl.lit(expected[name]) & (pl.col(name).is_null() & pl.col("_rank_process")).any())
+          .then(pl.lit(None, dtype=pl.Int64)).otherwise(pl.col(name).min().cast(pl.Int64)).alias(name)
+          for name in metrics]).sort("lane_order")
     parts = []
     for name in PROGRESS_METRICS:
         if per_lane[name].null_count() == per_lane.height:
@@ -395,7 +468,8 @@ def last_activity_data(analysis: Analysis) -> pl.DataFrame:
     job's last line when there is no root), interval_s (the median gap between its periodic lines:
     progress, heartbeats, NCCL COLL; null with fewer than two), silent_s (how long it was silent
     before the root), quiet (silent for more than :data:`QUIET_FACTOR` intervals before the root:
-    it stopped, it was not just between two log lines), earliest (the first quiet lane). Silence
+    it stopped, it was not just between two log lines), earliest (the first quiet lane), last_rank
+    (the rank whose times these are: the lane's, or by node its earliest-stopping rank). Silence
     is counted until the job began to fail: the root, or the first error or kill after it.
 
     A lane with no rhythm (ranks that log nothing while training) cannot be said to go quiet: its
@@ -408,7 +482,7 @@ def last_activity_data(analysis: Analysis) -> pl.DataFrame:
                                     "last_event": pl.String, "last_normal_time": pl.Datetime("us"),
                                     "last_normal_event": pl.String, "offset_s": pl.Float64,
                                     "interval_s": pl.Float64, "silent_s": pl.Float64, "quiet": pl.Boolean,
-                                    "earliest": pl.Boolean})
+                                    "earliest": pl.Boolean, "last_rank": pl.Int64})
     own = pl.col("kind") != "exit/kill"
     periodic = pl.col("event").is_in(list(PROGRESS_EVENTS))
     per_proc = frame.sort("time", maintain_order=True).group_by("lane", "lane_order", "proc").agg(
@@ -416,6 +490,7 @@ def last_activity_data(analysis: Analysis) -> pl.DataFrame:
         pl.col("event").last().alias("last_event"),
         pl.col("time").filter(own).last().alias("last_normal_time"),
         pl.col("event").filter(own).last().alias("last_normal_event"),
+        pl.col("lane_rank").drop_nulls().first().alias("last_rank"),
     ).with_columns(pl.coalesce("last_normal_time", "last_time").alias("_quiet_from"))
     # A process's rhythm: per periodic kind (steps, COLL lines, heartbeats), the median gap between
     # its lines; the slowest kind sets it (several COLL lines per step must not make it milliseconds).
@@ -440,7 +515,7 @@ def last_activity_data(analysis: Analysis) -> pl.DataFrame:
     return per_lane.with_columns(
         (pl.col("quiet") & (pl.col("offset_s") == pl.lit(first_quiet))).fill_null(False).alias("earliest"),
     ).select("lane", "lane_order", "last_time", "last_event", "last_normal_time", "last_normal_event",
-             "offset_s", "interval_s", "silent_s", "quiet", "earliest")
+             "offset_s", "interval_s", "silent_s", "quiet", "earliest", "last_rank")
 
 
 def failure_curve_data(analysis: Analysis) -> pl.DataFrame:
@@ -621,7 +696,7 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
     ax.set_ylim(max(orders, default=0) + 0.7, -0.7)
     ax.grid(axis="y", color="#eeeeee", zorder=0)
     ax.set_xlabel("time")
-    ax.set_title(title, loc="left", fontsize=11)
+    _set_title(ax, title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     import matplotlib.dates as mdates
 
@@ -631,7 +706,8 @@ def plot_swimlane(data: pl.DataFrame, title: str, reference: datetime | None) ->
     return fig
 
 
-def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: tuple[float, float]) -> Figure:
+def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: tuple[float, float],
+                 moment: str = "the root failure") -> Figure:
     """The zoomed cascade: seconds from the root failure on a linear axis, one lane per node
     (``lane_names``, in lane order, empty lanes too), ``window`` seconds before and after."""
     n_lanes = len(lane_names)
@@ -661,8 +737,8 @@ def plot_cascade(data: pl.DataFrame, title: str, lane_names: list[str], window: 
     ax.set_ylim(len(lane_names) - 0.3, -0.7)
     ax.set_xlim(-window[0], window[1])
     ax.grid(color="#eeeeee", zorder=0)
-    ax.set_xlabel("seconds since the root failure")
-    ax.set_title(title, loc="left", fontsize=11)
+    ax.set_xlabel(f"seconds since {moment}")
+    _set_title(ax, title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     return fig
 
@@ -690,7 +766,8 @@ def plot_progress_strip(data: pl.DataFrame, title: str) -> Figure:
     ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
     if n <= 32:
         for (i, j), value in values.items():
-            ax.text(j, i, str(value), ha="center", va="center", fontsize=9 if n <= 8 else 7, color="black")
+            ax.text(j, i, value_text(metrics[i], value), ha="center", va="center", fontsize=9 if n <= 8 else 7,
+                    color="black")
     ax.set_yticks(range(len(metrics)), metrics, fontsize=9)
     labels = lane_pairs["lane"].to_list()
     step = max(1, -(-n // MAX_LABELLED_LANES))
@@ -704,7 +781,7 @@ def plot_progress_strip(data: pl.DataFrame, title: str) -> Figure:
         if label.get_text() in quiet_lanes:
             label.set_color(ROOT_COLOUR)
             label.set_fontweight("bold")
-    ax.set_title(title, loc="left", fontsize=11)
+    _set_title(ax, title)
     ax.set_xlabel("green: up to date · red: furthest behind the leading " + ("node" if n > MAX_RANK_LANES else "lane")
                   + " · outlined: the lowest · grey: no data", fontsize=8, color="#555555")
     return fig
@@ -722,11 +799,16 @@ def plot_last_activity(data: pl.DataFrame, title: str, relative_to: str) -> Figu
     if n <= 32:  # a stem per lane reads well for a few lanes; for many, points only
         ax.hlines(orders, 0, offsets, colors=colours, linewidth=2, zorder=2)
     ax.scatter(offsets, orders, c=colours, s=36 if n <= 32 else 10, zorder=3)
-    for order, offset, event, lane, first in zip(orders, offsets, data["last_normal_event"].to_list(),
-                                                 data["lane"].to_list(), earliest, strict=True):
+    aggregated = any(rank is not None and lane != f"rank {rank}" and not lane.startswith(f"rank {rank} ")
+                     for lane, rank in zip(data["lane"].to_list(), data["last_rank"].to_list(), strict=True))
+    for order, offset, event, last, lane, rank, first in zip(
+            orders, offsets, data["last_normal_event"].to_list(), data["last_event"].to_list(),
+            data["lane"].to_list(), data["last_rank"].to_list(), earliest, strict=True):
         if n <= 32 or first:
-            event = event or "no normal line; last line"
-            label = f" {event}  ({offset:+.3g} s)" if n <= 32 else f" {lane}: {event} ({offset:+.3g} s)"
+            said = event_label(event) if event else f"last line: {event_label(last)}"
+            if aggregated and rank is not None:  # a node's lane: say whose line it is
+                said = f"rank {rank}: {said}"
+            label = f" {said}  ({offset:+.3g} s)" if n <= 32 else f" {lane}: {said} ({offset:+.3g} s)"
             ax.annotate(label, (offset, order), xytext=(6, 0), textcoords="offset points", va="center",
                         fontsize=7, color=ROOT_COLOUR if first else "#444444")
     ax.axvline(0, color=ROOT_COLOUR, linestyle="--", linewidth=1)
@@ -741,11 +823,11 @@ def plot_last_activity(data: pl.DataFrame, title: str, relative_to: str) -> Figu
                   f"more than {QUIET_FACTOR:g}x its usual interval); orange: quiet too; grey: no periodic output",
                   fontsize=8)
     ax.grid(axis="x", color="#eeeeee", zorder=0)
-    ax.set_title(title, loc="left", fontsize=11)
+    _set_title(ax, title)
     return fig
 
 
-def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str) -> Figure:
+def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str, moment: str = "the root failure") -> Figure:
     fig = _figure(11, 3.6)
     ax = fig.add_subplot()
     seconds = data["seconds"].to_list()
@@ -761,11 +843,11 @@ def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str) -> Figure
     total = int(data["total_lanes"].max() or 0)  # type: ignore[arg-type]
     ax.set_ylim(0, max(total, int(data["cumulative"].max() or 0)) + 0.5)  # type: ignore[arg-type]
     ax.axhline(total, color="#999999", linestyle=":", linewidth=1)
-    ax.set_xlabel("seconds since the root failure")
+    ax.set_xlabel(f"seconds since {moment}")
     ax.set_ylabel(f"{lane_word}s failed or killed")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(color="#eeeeee", zorder=0)
-    ax.set_title(title, loc="left", fontsize=11)
+    _set_title(ax, title)
     return fig
 
 
@@ -776,7 +858,8 @@ def plot_failure_curve(data: pl.DataFrame, title: str, lane_word: str) -> Figure
 def _encode(fig: Figure, fmt: str) -> bytes:
     buffer = io.BytesIO()
     if fmt == "svg":
-        fig.savefig(buffer, format="svg", metadata={"Date": None})
+        with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as <text>: searchable, selectable
+            fig.savefig(buffer, format="svg", metadata={"Date": None})
     else:
         fig.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
@@ -798,21 +881,24 @@ def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
     suffix = _aggregated_suffix(analysis)
     reference = reference_time(analysis)
     has_root = bool(analysis.verdict.finding) or analysis.verdict.root_cause is not None
+    # the moment the charts measure from: "the root failure" only where the verdict names its process
+    moment = "the root failure" if analysis.verdict.root_cause is not None else "the finding"
     figures: list[tuple[str, str, Figure]] = []
 
     swim = swimlane_data(analysis)
     if swim.height:
-        title = f"Timeline per {word}{suffix}: events by kind; ★ root failure, × exits and kills"
+        marks = "★ root failure, × exits and kills" if swim["is_root"].any() else "× exits and kills"
+        title = f"Timeline per {word}{suffix}: events by kind; {marks}"
         with contextlib.suppress(*UNDRAWABLE):
             figures.append(("swimlane", title, plot_swimlane(swim, title, reference)))
     cascade = cascade_data(analysis)
     if cascade.height:
         before, after = cascade_window(analysis)
-        title = (f"The cascade, zoomed{suffix}: every node from {before:.3g} s before the root failure "
-                 f"to {after:.3g} s after; ★ root, × kills and exits")
+        title = (f"The cascade, zoomed{suffix}: every node from {before:.3g} s before {moment} "
+                 f"to {after:.3g} s after; {'★ root, ' if cascade['is_root'].any() else ''}× kills and exits")
         with contextlib.suppress(*UNDRAWABLE):
             figures.append(("cascade", title, plot_cascade(cascade, title, cascade_lanes(analysis, cascade),
-                                                           (before, after))))
+                                                           (before, after), moment)))
     strip = progress_strip_data(analysis)
     if strip.height:
         quiet = strip.filter(pl.col("quiet"))["lane"].unique(maintain_order=True).to_list()
@@ -821,16 +907,16 @@ def _render_charts(analysis: Analysis, formats: Sequence[str]) -> list[Chart]:
         figures.append(("progress_strip", title, plot_progress_strip(strip, title)))
     last = last_activity_data(analysis)
     if last.height:
-        relative_to = "the root failure" if has_root else "the job's last line"
+        relative_to = moment if has_root else "the job's last line"
         title = (f"Last own line per {word}{_aggregated_suffix(analysis, 'earliest rank per node')}, "
-                 "and who went quiet before the root failure")
+                 f"and who went quiet before {moment if has_root else 'the end'}")
         figures.append(("last_activity", title, plot_last_activity(last, title, relative_to)))
     curve = failure_curve_data(analysis)
     if curve.height:
         total = int(curve["total_lanes"].max() or 0)  # type: ignore[arg-type]
-        title = (f"{word.capitalize()}s failed or killed since the root failure{suffix}: "
+        title = (f"{word.capitalize()}s failed or killed since {moment}{suffix}: "
                  f"{curve.height} of {total}")
-        figures.append(("failure_curve", title, plot_failure_curve(curve, title, word)))
+        figures.append(("failure_curve", title, plot_failure_curve(curve, title, word, moment)))
 
     charts = []
     for name, title, fig in figures:
@@ -852,7 +938,7 @@ def chart_paths(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
 def write_charts(charts: Sequence[Chart], out_dir: Path) -> list[Path]:
     """Write each chart as ``<name>.png`` and ``<name>.svg`` into ``out_dir`` (created), each
     through a temporary file and a rename."""
-    from logscope.report.output import atomic_write
+    from logscope.atomic import atomic_write
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -3,18 +3,17 @@
 * :func:`refuse_inputs` checks the real target of every file about to be written (its resolved
   path, and the inode a symbolic or hard link leads to) against the job's log files: a report
   never overwrites a log, whatever link leads there.
-* :func:`atomic_write` writes to a temporary file beside the target and renames it into place:
-  a full disk or a crash leaves the previous file (or none), never a truncated report.
+* :func:`atomic_write` (from :mod:`logscope.atomic`, the one writer of every output) writes to a
+  temporary file beside the target and renames it into place: a full disk or a crash leaves the
+  previous file (or none), never a truncated report.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from logscope.atomic import atomic_write
 from logscope.errors import OutputError, printable
 from logscope.timeline import Job
 
@@ -45,25 +44,4 @@ def _real(path: Path) -> Path:
         return path.absolute()
 
 
-def atomic_write(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temporary file in the same folder and a rename
-    (the file gets the permissions a plain write would give it, 0666 less the umask)."""
-    descriptor, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    temporary = Path(name)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            os.fchmod(stream.fileno(), 0o666 & ~_umask())
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        temporary.replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
+__all__ = ["atomic_write", "refuse_inputs"]

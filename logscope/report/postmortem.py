@@ -6,10 +6,15 @@ cascade of findings (root first) and the order in which ranks went down, the cha
 table, the NCCL configuration per node, and the advice. Nothing here decides what went wrong; the
 sections only arrange the analysis's findings and tabulate the timeline.
 
-Safety: every string that comes from a log is escaped for its format. HTML gets
-:func:`html.escape` everywhere, no ``<script>`` at all and a Content-Security-Policy that allows
-only inline styles and ``data:`` images, so a hostile log line renders as text. Markdown puts log
-text in code spans or fenced blocks whose backtick fence is longer than any backtick run inside.
+The pages themselves are templates (logscope/report/templates: ``postmortem.html``, ``blocks.html``,
+``postmortem.md``, ``blocks.md``, ``postmortem.css``), rendered by :mod:`logscope.report.templating`;
+this module builds what they show.
+
+Safety: every string that comes from a log is escaped for its format. HTML is autoescaped by
+Jinja2 everywhere, has no ``<script>`` at all and a Content-Security-Policy that allows only
+inline styles and ``data:`` images, so a hostile log line renders as text. Markdown puts log
+text in code spans or fenced blocks whose backtick fence is longer than any backtick run inside
+(:mod:`logscope.report.markdown`).
 
 Large jobs: tables are per node, with identical NCCL configurations grouped; every list is capped
 (:data:`MAX_EVIDENCE`, :data:`MAX_FINDINGS`, :data:`MAX_SEQUENCE`, :data:`MAX_NODE_ROWS`) and says
@@ -18,9 +23,6 @@ how much it left out.
 
 from __future__ import annotations
 
-import base64
-import html
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,9 +31,11 @@ from typing import Literal
 from urllib.parse import quote
 
 import polars as pl
+from markupsafe import Markup
 
 from logscope import __version__
 from logscope.analysis import Analysis, node_summary
+from logscope.atomic import atomic_write
 from logscope.detectors.base import compact_ranks
 from logscope.errors import OutputError, UsageError
 from logscope.model import Category, Event, Evidence, Finding, Role
@@ -40,9 +44,11 @@ from logscope.report import charts as charts_module
 from logscope.report.charts import Chart
 from logscope.report.context import last_line as last_line_of
 from logscope.report.context import root_context
-from logscope.report.output import atomic_write, refuse_inputs
+from logscope.report.markdown import _clip as clip
+from logscope.report.markdown import md_block, md_code, md_text
+from logscope.report.output import refuse_inputs
+from logscope.report.templating import render, short_file
 from logscope.report.times import culprit_time, window
-from logscope.textsafe import shortened
 
 MAX_EVIDENCE = 8
 MAX_FINDING_EVIDENCE = 4
@@ -147,7 +153,7 @@ class Document:
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
-    return shortened(text.replace("\r", " ").replace("\n", " "), limit)
+    return clip(text, limit)
 
 
 def _when(value: datetime | None) -> str:
@@ -278,7 +284,9 @@ def _root_section(analysis: Analysis) -> Section:
                                    note="Only the lines of the same process (launcher prefix) are shown."))
         if context.around:
             first, last = context.around[0].line, context.around[-1].line
-            blocks.append(LogLines(context.around, summary=f"Lines around the root failure "
+            # no "root failure" where the verdict names no process: the line is the finding's first
+            what = "the root failure" if culprit is not None else "the finding's first line"
+            blocks.append(LogLines(context.around, summary=f"Lines around {what} "
                                    f"({_short_file(context.file)}:{first}-{last}, every process)"))
         if context.note:
             blocks.append(Paragraph(context.note))
@@ -394,7 +402,7 @@ def _iso(text: str | None) -> str:
 
 
 def _short_file(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
+    return short_file(path)
 
 
 def _nodes_section(analysis: Analysis) -> Section:
@@ -559,146 +567,15 @@ def _about_section(analysis: Analysis, hint_error: str | None) -> Section:
 
 
 # ---------------------------------------------------------------------------------------------
-# HTML
-
-_CSS = """
-:root { color-scheme: light; }
-body { font: 15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-       color: #1f2328; background: #f6f8fa; margin: 0; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 32px 48px; background: #fff;
-       box-shadow: 0 0 0 1px #d0d7de; min-height: 100vh; box-sizing: border-box; }
-h1 { font-size: 24px; margin: 0 0 12px; }
-h2 { font-size: 19px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid #d8dee4; }
-.verdict { border-left: 6px solid var(--c); background: #f6f8fa; padding: 12px 16px; border-radius: 6px; }
-.badge { display: inline-block; background: var(--c); color: #fff; font-weight: 700; letter-spacing: .04em;
-         padding: 2px 10px; border-radius: 12px; font-size: 13px; margin-right: 8px; }
-.code { color: #57606a; font-size: 13px; }
-.summary { font-size: 17px; font-weight: 600; margin: 8px 0 4px; }
-.facts, .note, figcaption, .muted { color: #57606a; font-size: 13px; }
-nav { font-size: 13px; margin: 12px 0 0; }
-nav a { color: #0969da; margin-right: 14px; text-decoration: none; }
-table { border-collapse: collapse; margin: 8px 0; font-size: 13px; max-width: 100%; }
-th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; white-space: nowrap; }
-tr.strong td { background: #fff1f0; font-weight: 600; }
-th.flag { background: #fff8c5; }
-td.flag { background: #fffbe6; }
-table.kv td:first-child { font-weight: 600; color: #57606a; }
-table.kv td { border: none; padding: 2px 16px 2px 0; }
-code, pre { font: 12.5px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
-td code { white-space: pre-wrap; overflow-wrap: anywhere; }
-td.nowrap, code.nowrap { white-space: nowrap; }
-td.wide { min-width: 26em; }
-pre.log { background: #0d1117; color: #e6edf3; padding: 10px 12px; border-radius: 6px; margin: 8px 0;
-          white-space: pre-wrap; overflow-wrap: anywhere; }
-pre.log .where { color: #7ee787; }
-pre.log .time { color: #8b949e; }
-details { margin: 6px 0; }
-summary { cursor: pointer; color: #0969da; font-size: 13px; }
-figure { margin: 16px 0 24px; }
-figure img { max-width: 100%; height: auto; border: 1px solid #d8dee4; border-radius: 4px; }
-ul { padding-left: 22px; }
-"""
+# Rendering: the templates in logscope/report/templates (see logscope.report.templating)
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _html_cell(cell: Cell) -> str:
-    if isinstance(cell, Code):
-        return f"<code>{_e(cell.text)}</code>" if cell.wrap else f'<code class="nowrap">{_e(cell.text)}</code>'
-    return _e(cell)
-
-
-def _html_table(table: Table, kv: bool = False) -> str:
-    out = [f'<table class="{"kv" if kv else "data"}">']
-    if not kv:
-        out.append("<thead><tr>" + "".join(
-            f'<th class="flag" title="differs between nodes">{_e(c)} ≠</th>' if i in table.flagged_columns
-            else f"<th>{_e(c)}</th>" for i, c in enumerate(table.columns)) + "</tr></thead>")
-    out.append("<tbody>")
-    for i, row in enumerate(table.rows):
-        cls = ' class="strong"' if i in table.strong_rows else ""
-        cells = "".join(_html_td(c, j in table.flagged_columns, j in table.nowrap_columns, j in table.wide_columns)
-                        for j, c in enumerate(row))
-        out.append(f"<tr{cls}>{cells}</tr>")
-    out.append("</tbody></table>")
-    if table.note:
-        out.append(f'<p class="note">{_e(table.note)}</p>')
-    return "\n".join(out)
-
-
-def _html_td(cell: Cell, flagged: bool, nowrap: bool, wide: bool) -> str:
-    classes = " ".join(c for c, on in (("flag", flagged), ("nowrap", nowrap), ("wide", wide)) if on)
-    return f'<td class="{classes}">{_html_cell(cell)}</td>' if classes else f"<td>{_html_cell(cell)}</td>"
-
-
-def _html_log(block: LogLines) -> str:
-    lines = []
-    for ev in block.lines:
-        when = f'<span class="time">{_e(window(ev.time, ev.time_latest, note=False))}</span>  ' if ev.time else ""
-        lines.append(f'{when}<span class="where">{_e(_short_file(ev.file))}:{ev.line}</span>  {_e(_clip(ev.text))}')
-    pre = '<pre class="log">' + "\n".join(lines) + "</pre>"
-    files = sorted({ev.file for ev in block.lines})
-    paths = f'<p class="muted">in {_e(", ".join(files[:4]))}{" ..." if len(files) > 4 else ""}</p>'
-    note = f'<p class="note">{_e(block.note)}</p>' if block.note else ""
-    if block.summary:
-        unfolded = " open" if block.open else ""
-        return (f"<details{unfolded}><summary>{_e(block.summary)} ({len(block.lines)})</summary>"
-                f"{pre}{paths}{note}</details>")
-    return pre + paths + note
-
-
-def _html_block(block: Block) -> str:
-    if isinstance(block, Paragraph):
-        label = f"<strong>{_e(block.label)}</strong> " if block.label else ""
-        return f"<p>{label}{_e(block.text)}</p>"
-    if isinstance(block, Bullets):
-        return "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in block.items) + "</ul>"
-    if isinstance(block, Table):
-        return _html_table(block, kv=block.columns == ["", ""])
-    if isinstance(block, LogLines):
-        return _html_log(block)
-    out = []
-    for chart in block.charts:
-        data = base64.b64encode(chart.png).decode("ascii")
-        out.append(f'<figure id="chart-{_e(chart.name)}"><img alt="{_e(chart.title)}" '
-                   f'src="data:image/png;base64,{data}"><figcaption>{_e(chart.title)}</figcaption></figure>')
-    if not block.charts:
-        out.append('<p class="muted">No charts.</p>')
-    out += [f'<p class="note">{_e(n)}</p>' for n in block.notes]
-    return "\n".join(out)
 
 
 def render_html(analysis: Analysis, charts: Sequence[Chart | Path] = ()) -> str:
     """One self-contained HTML page: no scripts, no external resources, charts as data: PNGs."""
     doc = build_document(analysis, _load_charts(charts))
-    colour = CATEGORY_COLOURS[doc.category]
-    code = f'<span class="code">{_e(doc.code)}</span>' if doc.code else ""
-    nav = "".join(f'<a href="#{s.anchor}">{_e(s.title)}</a>' for s in doc.sections)
-    body = [
-        f"<h1>{_e(doc.title)}</h1>",
-        f'<div class="verdict" style="--c: {colour}"><span class="badge">{_e(doc.category.value.upper())}</span>'
-        f'{code}<p class="summary">{_e(doc.summary)}</p><p class="facts">{_e(doc.facts)}</p></div>',
-        f"<nav>{nav}</nav>",
-    ]
-    for section in doc.sections:
-        body.append(f'<section id="{section.anchor}"><h2>{_e(section.title)}</h2>')
-        body += [_html_block(b) for b in section.blocks]
-        body.append("</section>")
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{_e(doc.title)}: {_e(doc.category.value.upper())}</title>\n"
-        f"<style>{_CSS}</style></head>\n"
-        "<body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
-    )
+    return render("postmortem.html", doc=doc, colour=CATEGORY_COLOURS[doc.category], csp=Markup(_CSP))
 
 
 def _load_charts(charts: Sequence[Chart | Path]) -> list[Chart]:
@@ -710,99 +587,6 @@ def _load_charts(charts: Sequence[Chart | Path]) -> list[Chart]:
             title = charts_module.CHART_TITLES.get(item.stem, item.stem)
             loaded.append(Chart(item.stem, title, item.read_bytes(), b""))
     return loaded
-
-
-# ---------------------------------------------------------------------------------------------
-# Markdown
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&!#])")
-
-
-_MD_LEADING = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))")
-
-
-def md_text(text: str) -> str:
-    """Plain text for Markdown: one line, markup characters backslash-escaped.
-
-    A leading ``-``, ``+``, ``=`` or ``1.`` is escaped too, so text placed at the start of a line
-    or a list item cannot open a list or a heading underline.
-    """
-    escaped = _MD_SPECIAL.sub(r"\\\1", _clip(text, 4000))
-    match = _MD_LEADING.match(escaped)
-    if match is None:
-        return escaped
-    if match.group(2)[0].isdigit():  # "1." -> "1\."
-        end = match.end()
-        return escaped[:end] + "\\" + escaped[end:]
-    return escaped[: match.start(2)] + "\\" + escaped[match.start(2):]
-
-
-def md_code(text: str, *, in_table: bool = False) -> str:
-    """An inline code span that no backtick in ``text`` can close (and no ``|`` can split a table)."""
-    text = _clip(text)
-    if not text:
-        return ""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
-    if in_table:
-        text = text.replace("|", "\\|")
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def md_block(lines: Sequence[str]) -> str:
-    """A fenced code block whose fence is longer than any backtick run inside."""
-    body = "\n".join(_clip(line) for line in lines)
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{body}\n{fence}"
-
-
-def _md_cell(cell: Cell) -> str:
-    if isinstance(cell, Code):
-        return md_code(cell.text, in_table=True)
-    return md_text(cell) if cell else ""
-
-
-def _md_table(table: Table) -> str:
-    if table.columns == ["", ""]:
-        return "\n".join(f"- **{md_text(str(r[0]))}:** {_md_cell(r[1])}" for r in table.rows)
-    head = [f"{md_text(c)} ≠" if i in table.flagged_columns else md_text(c) for i, c in enumerate(table.columns)]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for i, row in enumerate(table.rows):
-        cells = [_md_cell(c) for c in row]
-        if i in table.strong_rows:
-            cells = [f"**{c}**" if c and not c.startswith("`") else c for c in cells]
-        out.append("| " + " | ".join(cells) + " |")
-    if table.note:
-        out.append("")
-        out.append(f"_{md_text(table.note)}_")
-    return "\n".join(out)
-
-
-def _md_block(block: Block, chart_links: dict[str, str]) -> str:
-    if isinstance(block, Paragraph):
-        label = f"**{md_text(block.label)}** " if block.label else ""
-        return (label + md_text(block.text)).strip()
-    if isinstance(block, Bullets):
-        return "\n".join(f"- {md_text(item)}" for item in block.items)
-    if isinstance(block, Table):
-        return _md_table(block)
-    if isinstance(block, LogLines):
-        lines = [f"{_short_file(ev.file)}:{ev.line}  {ev.text}" for ev in block.lines]
-        out = [f"**{md_text(block.summary)}**"] if block.summary else []
-        out.append(md_block(lines))
-        if block.note:
-            out.append(f"_{md_text(block.note)}_")
-        return "\n\n".join(out)
-    out = []
-    for name, link in chart_links.items():
-        title = charts_module.CHART_TITLES.get(name, name)
-        out.append(f"![{md_text(title)}]({link})")
-    if not chart_links:
-        out.append("_No charts._")
-    out += [f"_{md_text(n)}_" for n in block.notes]
-    return "\n\n".join(out)
 
 
 def render_markdown(analysis: Analysis, chart_paths: Sequence[Path] = (), relative_to: Path | None = None) -> str:
@@ -819,16 +603,7 @@ def render_markdown(analysis: Analysis, chart_paths: Sequence[Path] = (), relati
             except ValueError:
                 shown = path
         links[path.stem] = quote(shown.as_posix(), safe="/._-")
-    parts = [
-        f"# {md_text(doc.title)}",
-        f"**Verdict: {md_text(doc.category.value.upper())}**" + (f" ({md_text(doc.code)})" if doc.code else ""),
-        f"> {md_text(doc.summary)}",
-        f"_{md_text(doc.facts)}_",
-    ]
-    for section in doc.sections:
-        parts.append(f"## {md_text(section.title)}")
-        parts += [_md_block(b, links) for b in section.blocks if _md_block(b, links)]
-    return "\n\n".join(parts) + "\n"
+    return render("postmortem.md", doc=doc, chart_links=links)
 
 
 # ---------------------------------------------------------------------------------------------
