@@ -573,13 +573,15 @@ def flight_recorder_dumps_node_local(script: Script) -> Iterator[Problem]:
 
 
 def lint_script(script: Script, select: set[str] | None = None, ignore: set[str] | None = None) -> list[Problem]:
-    """The script's problems, sorted by place. ``select``/``ignore`` are code prefixes (as ruff's);
+    """The script's problems, sorted by place. ``select``/``ignore`` are upper-cased code prefixes
+    or rule names (as ruff's; :func:`logscope.choices.selectors` checks them);
     a ``# logscope: noqa`` comment (``: LL005, LL004`` to name codes) silences its physical line."""
     problems: list[Problem] = []
-    for code, _, fn in RULES:
-        if select and not any(code.startswith(s) for s in select):
+    for code, name, fn in RULES:
+        keys = (code, name.upper())
+        if select and not any(k.startswith(s) for s in select for k in keys):
             continue
-        if ignore and any(code.startswith(s) for s in ignore):
+        if ignore and any(k.startswith(s) for s in ignore for k in keys):
             continue
         problems.extend(p for p in fn(script) if not _silenced(script, p))
     return sorted(problems, key=lambda p: (p.line, p.column, p.code))
