@@ -349,7 +349,7 @@ def srun_options(text: str) -> list[str]:
     each option with its value as one item (``-n 1``). The program's own options (``hostname -n
     1``...) are not srun's."""
     options: list[str] = []
-    words = iter(m.group(0) for m in _WORD.finditer(text))
+    words = iter(word for m in _WORD.finditer(text) for word in _unquoted(m.group(0)))
     for word in words:
         if not word.startswith("-"):
             break
@@ -358,6 +358,14 @@ def srun_options(text: str) -> list[str]:
         else:
             options.append(f"{word} {next(words, '')}")  # -n 1, --jobid $SLURM_JOB_ID
     return options
+
+
+def _unquoted(word: str) -> list[str]:
+    """A shell word as the words it stands for: ``"$SRUN_ARGS"`` expanded to ``"--wait=60
+    --kill-on-bad-exit=1"`` and ``"${ARGS[@]}"`` expanded to ``"(-K -l)[@]}"`` are options."""
+    inner = re.sub(r"\)?\[[@*]\]\}?(?=[\"']?$)", "", word)  # an array's [@]
+    inner = re.sub(r"^[\"'(]+|[\"')]+$", "", inner)  # one layer of quotes, an array's parentheses
+    return inner.split() or [""]
 
 
 @rule("LL004", "missing-kill-on-bad-exit")

@@ -154,6 +154,13 @@ LAUNCH = 'LAUNCHER="torchrun --nnodes $SLURM_NNODES --nproc_per_node 8"\n'
     # the PyTorch docs' script: a variable holding a one-task srun's output says nothing about the next srun
     ('#SBATCH --output=%x-%j.out\nhead_node_ip=$(srun --nodes=1 --ntasks=1 -w "$head_node" hostname --ip-address)\n'
      'srun -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES --rdzv_endpoint $head_node_ip:29500 t.py\n', ["LL004"]),
+    # srun's options through a quoted variable or an array
+    ('#SBATCH --output=%x-%j.out\nSRUN_ARGS="--wait=60 --kill-on-bad-exit=1"\n'
+     'srun "$SRUN_ARGS" -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES t.py\n', []),
+    ('#SBATCH --output=%x-%j.out\nSRUN_ARGS=(--wait=60 -K1)\n'
+     'srun "${SRUN_ARGS[@]}" -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES t.py\n', []),
+    ('#SBATCH --output=%x-%j.out\nSRUN_ARGS=(--wait=60)\n'
+     'srun "${SRUN_ARGS[@]}" -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES t.py\n', ["LL004"]),
     # a program's own "-n 1" is not srun's
     ("#SBATCH --output=%x-%j.out\nsrun -o %x-%j-%N.out python train.py -n 1\n", ["LL004"]),
     ("#SBATCH --output=%x-%j.out\nsrun -w node01 -n 1 -o %N.out hostname\n", []),
