@@ -223,9 +223,11 @@ def analyze_job(job: Job, *, select: Iterable[str] | None = None,
 
 def selected_detectors(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type[Detector]]:
     """Detectors chosen by code/name prefixes: explicit ignore beats select; longest prefix wins."""
+    from logscope.choices import detector_keys, selectors
+
     chosen = []
-    sel = [s.strip().upper() for s in select or [] if s.strip()]
-    ign = [s.strip().upper() for s in ignore or [] if s.strip()]
+    sel = selectors(select, detector_keys(), "--select")  # one naming no detector is a usage error
+    ign = selectors(ignore, detector_keys(), "--ignore")
     for detector in REGISTRY:
         keys = (detector.code.upper(), detector.name.upper())
 

@@ -28,12 +28,22 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 import typer
 
 from logscope import __version__
+from logscope.choices import (
+    Color,
+    LintFormat,
+    OutputFormat,
+    WatchFormat,
+    complete_codes,
+    complete_detectors,
+    complete_lint_rules,
+)
 from logscope.errors import LogscopeError, UsageError, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from logscope.analysis import Analysis
+    from logscope.config import Settings
     from logscope.scan import ScanResult
     from logscope.watch.run import Target
 
@@ -49,15 +59,24 @@ app = typer.Typer(
 
 FormatOption = Annotated[str, typer.Option("--format", "-f", help="Output format: text or json.",
                                            case_sensitive=False)]
+# The options with a fixed set of values are logscope.choices' Choices: --help lists the values, the
+# shell completes them, anything else is refused with exit 2 before any log is read.
+OutputFormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.",
+                                                          case_sensitive=False)]
 PatternOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045 - typer needs Optional
     "--pattern", "-p", help="SLURM --output filename pattern of the logs (e.g. '%x-%j-%N.out'); repeatable. "
     "Default: the common SLURM patterns.")]
 SelectOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-    "--select", help="Run only detectors whose code or name starts with this (e.g. LS1, LS301); repeatable.")]
-ColorOption = Annotated[str, typer.Option(
-    "--color", help="Colour: auto (when writing to a terminal), always or never.", case_sensitive=False)]
+    "--select", help="Run only detectors whose code or name starts with this (e.g. LS1, LS301); repeatable or "
+    "comma-separated. One that names no detector is an error.", autocompletion=complete_detectors)]
+ColorOption = Annotated[Optional[Color], typer.Option(  # noqa: UP045
+    "--color", help="Colour: auto (when writing to a terminal). Default: the config file's, else auto.",
+    case_sensitive=False, show_default=False)]
 IgnoreOption = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-    "--ignore", help="Skip detectors whose code or name starts with this; repeatable.")]
+    "--ignore", help="Skip detectors whose code or name starts with this; repeatable or comma-separated.",
+    autocompletion=complete_detectors)]
+ExitZeroOption = Annotated[bool, typer.Option(
+    "--exit-zero", help="Exit 0 even when problems are found (2 still means the command could not run).")]
 FrOption = Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
     "--fr", help="PyTorch Flight Recorder dumps: a dump, a folder of them or their prefix (/shared/fr/trace_); "
     "repeatable. Dumps among the job's files and at the paths its logs name are read too.")]
@@ -81,17 +100,36 @@ def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--config", help="Read the settings from this file (.logscope.toml, or a pyproject.toml's "
+        "[tool.logscope]) instead of the nearest one from the current folder upward.")] = None,
+    isolated: Annotated[bool, typer.Option("--isolated", help="Read no config file.")] = False,
 ) -> None:
     if debug:
         os.environ["LOGSCOPE_DEBUG"] = "1"
+    _ROOT["config"], _ROOT["isolated"] = config, isolated
+
+
+_ROOT: dict[str, Any] = {}  # the root options of this run (main() clears them)
+
+
+def _settings() -> "Settings":
+    """The config file's settings (logscope.config), read once per run."""
+    if "settings" not in _ROOT:
+        from logscope.config import load
+
+        _ROOT["settings"] = load(_ROOT.get("config"), isolated=bool(_ROOT.get("isolated")))
+    settings: Settings = _ROOT["settings"]
+    return settings
 
 
 @app.command()
 def analyze(
     paths: Annotated[list[Path], typer.Argument(
         help="Job folder(s) and/or log files, or a SLURM job id (12345, 12345_7, 12345.2): its record and logs "
-        "come from sacct/scontrol, or from their outputs saved among the other arguments.", show_default=False)],
-    output_format: FormatOption = "text",
+        "come from sacct/scontrol, or from their outputs saved among the other arguments; - reads one log from "
+        "standard input.", show_default=False)],
+    output_format: OutputFormatOption = OutputFormat.TEXT,
     pattern: PatternOption = None,
     select: SelectOption = None,
     ignore: IgnoreOption = None,
@@ -100,23 +138,34 @@ def analyze(
     charts: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--charts", help="Also save the charts (PNG and SVG) into this folder.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the one-line verdict.")] = False,
-    color: ColorOption = "auto",
+    color: ColorOption = None,
     save: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--save", help="Also gather the logs, SLURM's record and the batch script into this new folder, "
         "to attach to a ticket (logscope analyze FOLDER reads it again).")] = None,
     against: AgainstOption = None,
     table: TableOption = None,
     fr: FrOption = None,
+    exit_zero: ExitZeroOption = False,
 ) -> int:
     """Analyse one job's logs and print the verdict.
 
-    Example: logscope analyze job-12345/ --format json; logscope analyze 12345 --save ticket-12345/
+    Example: logscope analyze job-12345/ --format json; logscope analyze 12345 --save ticket-12345/;
+    zcat job.out.gz | logscope analyze -
     """
+    select, ignore = _selection(select, ignore)  # checked before any input is read
+    if any(str(p) == "-" for p in paths):
+        from logscope.stdin import spooled_stdin
+
+        if len(paths) > 1:
+            raise UsageError("- (standard input) is one log: give it alone")
+        with spooled_stdin(sys.stdin.buffer) as spooled:
+            return analyze(paths=[spooled], output_format=output_format, pattern=pattern, select=select,
+                           ignore=ignore, verbose=verbose, charts=charts, quiet=quiet, color=color, save=save,
+                           against=against, table=table, fr=fr, exit_zero=exit_zero)
     from logscope.accounting.gather import gather_inputs
     from logscope.analysis import analyze as run_analysis
 
-    fmt = _format(output_format)
-    _color_choice(color)  # a wrong --color is refused before the logs are read
+    fmt = output_format.value
     patterns = _patterns(pattern)
     paths, gathered = gather_inputs(paths)
     chart_dir = _output_dir(charts, paths) if charts is not None else None
@@ -155,7 +204,7 @@ def analyze(
             from logscope.report.diff_terminal import print_comparison
 
             print_comparison(result.comparison, _console(color), verbose=verbose)
-    return result.exit_code
+    return 0 if exit_zero else result.exit_code
 
 
 app.command("analyse", hidden=True, help="Same as analyze.")(analyze)
@@ -164,8 +213,9 @@ app.command("analyse", hidden=True, help="Same as analyze.")(analyze)
 @app.command()
 def explain(
     code: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="Detector code or name (LS101, collective-hang) or lint rule (LL004). Omit to list all.")] = None,
-    color: ColorOption = "auto",
+        help="Detector code or name (LS101, collective-hang) or lint rule (LL004). Omit to list all.",
+        autocompletion=complete_codes)] = None,
+    color: ColorOption = None,
 ) -> int:
     """Print what a detector or lint rule flags, the evidence it reads, why it matters and what to do."""
     from rich.text import Text
@@ -225,6 +275,7 @@ def report(
     from logscope.report.postmortem import chart_folder, report_format, write_report
 
     fmt = report_format(output)
+    select, ignore = _selection(select, ignore)
     paths, gathered = gather_inputs(paths)
     saved_files = gathered.saved_files if gathered else []
     _output_file(output, [*paths, *saved_files])
@@ -253,8 +304,9 @@ def watch(
     paths: Annotated[list[Path], typer.Argument(
         help="The running job's folder(s) or files, or its SLURM job id (its files are found as analyze JOBID "
         "finds them; folders given beside it are watched too).", show_default=False)],
-    output_format: Annotated[str, typer.Option("--format", "-f", help="text (a live view) or jsonl (one JSON "
-                                               "object per event).", case_sensitive=False)] = "text",
+    output_format: Annotated[WatchFormat, typer.Option("--format", "-f", help="text (a live view) or jsonl (one "
+                                                       "JSON object per event).", case_sensitive=False)]
+    = WatchFormat.TEXT,
     stall: Annotated[Optional[float], typer.Option(  # noqa: UP045
         "--stall", help="Seconds without any rank advancing that make a stall (default: learnt from the job's "
         "rhythm, at least 60).", min=0.1)] = None,
@@ -263,7 +315,7 @@ def watch(
     interval: Annotated[Optional[float], typer.Option(  # noqa: UP045
         "--interval", help="Seconds between looks (default: a tenth of --stall, 0.5 to 5).", min=0.05)] = None,
     pattern: PatternOption = None,
-    color: ColorOption = "auto",
+    color: ColorOption = None,
 ) -> int:
     """Follow a running job's logs; name the rank that stalls while the job runs, and the verdict when it ends.
 
@@ -273,9 +325,9 @@ def watch(
     from logscope.watch.run import once as look_once
     from logscope.watch.run import watch as follow
 
-    fmt = output_format.lower()
-    if fmt not in ("text", "jsonl"):
-        raise UsageError(f"unknown format {output_format!r}: use text or jsonl")
+    fmt = output_format.value
+    stall = stall if stall is not None else _settings().stall
+    interval = interval if interval is not None else _settings().interval
     _color_choice(color)
     patterns = _patterns(pattern)
     target = _watch_target(paths, patterns)
@@ -308,11 +360,11 @@ def diff(
                                          show_default=False)],
     bad: Annotated[Path, typer.Argument(help="The run to explain: its folder, a log file, or its SLURM job id.",
                                         show_default=False)],
-    output_format: FormatOption = "text",
+    output_format: OutputFormatOption = OutputFormat.TEXT,
     pattern: PatternOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every new template, not the first ten.")]
     = False,
-    color: ColorOption = "auto",
+    color: ColorOption = None,
 ) -> int:
     """Show what changed from a run that worked to one that did not: new log templates (ranked), configuration,
     performance, slowdowns. Exit 0 when BAD shows nothing new, 1 when it does.
@@ -451,16 +503,20 @@ def lint(
     scripts: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
         help="sbatch job scripts; - reads standard input.", show_default=False)] = None,
     select: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        "--select", help="Only rules whose code starts with this; repeatable or comma-separated.")] = None,
+        "--select", help="Only rules whose code or name starts with this; repeatable or comma-separated. One that "
+        "names no rule is an error.", autocompletion=complete_lint_rules)] = None,
     ignore: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        "--ignore", help="Skip rules whose code starts with this; repeatable or comma-separated.")] = None,
-    output_format: Annotated[str, typer.Option("--format", "-f", help="text, json, github or sarif.",
-                                               case_sensitive=False)] = "text",
+        "--ignore", help="Skip rules whose code or name starts with this; repeatable or comma-separated.",
+        autocompletion=complete_lint_rules)] = None,
+    output_format: Annotated[LintFormat, typer.Option("--format", "-f", help="Output format.",
+                                                      case_sensitive=False)] = LintFormat.TEXT,
     statistics: Annotated[bool, typer.Option("--statistics", help="Print how often each rule fired, not each "
                                              "problem.")] = False,
     explain_rule: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--explain", help="Print what a rule (LL001...) checks and why, and exit.")] = None,
-    color: ColorOption = "auto",
+        "--explain", help="Print what a rule (LL001...) checks and why, and exit.",
+        autocompletion=complete_lint_rules)] = None,
+    color: ColorOption = None,
+    exit_zero: ExitZeroOption = False,
 ) -> int:
     """Check sbatch scripts for launch mistakes that break multi-node torchrun jobs.
 
@@ -469,11 +525,14 @@ def lint(
     Example: logscope lint train.slurm --ignore LL007
     """
     from logscope import lint as linter
+    from logscope.choices import lint_keys, selectors
     from logscope.report import lint_output
 
-    fmt = output_format.lower()
-    if fmt not in lint_output.FORMATS:
-        raise UsageError(f"unknown format {output_format!r}: use {', '.join(lint_output.FORMATS)}")
+    fmt = output_format.value
+    settings = _settings()
+    # the command line's selection replaces the config file's (as ruff's --select does)
+    chosen = set(selectors(select, lint_keys(), "--select") if select is not None else settings.lint_select or ())
+    skipped = set(selectors(ignore, lint_keys(), "--ignore") if ignore is not None else settings.lint_ignore or ())
     console = _console(color)
     if explain_rule:
         from logscope.report.explain import strip_markup
@@ -485,7 +544,6 @@ def lint(
         return 0
     if not scripts:
         raise UsageError("give one or more job scripts to lint (or --explain CODE)")
-    chosen, skipped = _codes(select), _codes(ignore)
     problems = [p for path in scripts for p in linter.lint_script(linter.read_script(path), chosen, skipped)]
     if statistics:
         if fmt == "json":
@@ -501,12 +559,7 @@ def lint(
         sys.stdout.write(json.dumps(lint_output.sarif(problems), indent=2) + "\n")
     else:
         lint_output.text(problems, console)
-    return 1 if problems else 0
-
-
-def _codes(given: list[str] | None) -> set[str]:
-    """Rule-code prefixes from repeated and/or comma-separated options."""
-    return {c.strip().upper() for value in given or [] for c in value.split(",") if c.strip()}
+    return 1 if problems and not exit_zero else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,9 +634,20 @@ def _format(value: str) -> str:
     return fmt
 
 
+def _selection(select: list[str] | None, ignore: list[str] | None) -> tuple[list[str], list[str]]:
+    """--select/--ignore of detectors, checked before any log is read; where not given, the config
+    file's (the command line's replaces it, as ruff's --select does)."""
+    from logscope.choices import detector_keys, selectors
+
+    settings = _settings()
+    return (selectors(select, detector_keys(), "--select") if select is not None else list(settings.select or ()),
+            selectors(ignore, detector_keys(), "--ignore") if ignore is not None else list(settings.ignore or ()))
+
+
 def _patterns(given: list[str] | None) -> tuple[str, ...]:
     from logscope.parsers.filenames import DEFAULT_PATTERNS, compile_pattern
 
+    given = given or list(_settings().pattern)
     if not given:
         return DEFAULT_PATTERNS
     for pattern in given:
@@ -591,14 +655,12 @@ def _patterns(given: list[str] | None) -> tuple[str, ...]:
     return tuple(given)
 
 
-def _color_choice(color: str) -> str:
-    choice = color.lower()
-    if choice not in ("auto", "always", "never"):
-        raise UsageError(f"unknown --color {color!r}: use auto, always or never")
-    return choice
+def _color_choice(color: Color | None) -> Color:
+    """--color, else the config file's, else auto (typer has refused any other value)."""
+    return color if color is not None else (_settings().color or Color.AUTO)
 
 
-def _console(color: str = "auto") -> "Console":
+def _console(color: Color | None = None) -> "Console":
     """The terminal console; ``color`` is auto (a terminal gets colour, NO_COLOR is honoured),
     always or never."""
     # Imported here: rich costs ~0.1 s to import, and JSON output never needs it.
@@ -700,6 +762,7 @@ def run() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of exiting (tests call this)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _ROOT.clear()
     try:
         result = app(args=args, prog_name="logscope", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
@@ -738,6 +801,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         if hasattr(error, "exit_code") and hasattr(error, "show"):
             # typer's (click's) own usage errors: bad option, missing argument, --help exits
+            context = getattr(error, "ctx", None)
+            if hasattr(error, "format_message") and error.exit_code == 2 and context is not None:
+                # one line, as logscope's own (a value not among a Choice's: the values it takes)
+                command = context.command_path
+                sys.stderr.write(f"Error: {printable(error.format_message())} (see '{command} -h')\n")
+                return 2
             error.show()
             return int(error.exit_code) if error.exit_code else 0
         return _internal_error(error)

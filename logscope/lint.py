@@ -76,6 +76,16 @@ class Script:
         m = re.match(r"(\d+)(?:-(\d+))?$", value)
         return int(m.group(2) or m.group(1)) if m else None
 
+    def multi_node(self) -> bool:
+        """Whether the job may run on more than one node: ``#SBATCH --nodes`` above 1, or, without
+        it (``sbatch -N`` on the command line, an ``salloc`` allocation), a node count taken from
+        SLURM or a launcher's ``--nnodes`` whose least is above 1."""
+        if self.nodes is not None:
+            return self.nodes > 1
+        if re.search(r"SLURM_NNODES|SLURM_JOB_NUM_NODES", self.text):
+            return True
+        return any(int(m.group(1)) > 1 for m in re.finditer(r"--nnodes[= ]['\"]?(\d+)", self.text))
+
     def uses_launcher(self) -> bool:
         return bool(LAUNCHERS.search(self.text))
 
@@ -86,8 +96,16 @@ class Script:
         values = self.assignments
         if "$" not in text or not values:
             return text
+
+        def value(m: re.Match[str]) -> str:
+            found = values.get(m.group(1))
+            # NAME=$(srun -n1 hostname): $NAME is that command's output, not its words (the PyTorch
+            # docs' head_node_ip=$(srun --nodes=1 ...) made `srun torchrun --rdzv_endpoint
+            # $head_node_ip:29500` look like a one-task srun)
+            return m.group(0) if found is None or _SUBSTITUTION.match(found) else found
+
         for _ in range(depth):
-            new = _VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+            new = _VARIABLE.sub(value, text)
             if new == text:
                 break
             text = new
@@ -95,6 +113,7 @@ class Script:
 
 
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+_SUBSTITUTION = re.compile(r"\$\(|`")
 _ASSIGNMENT = re.compile(r"\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$", re.S)
 _NOQA = re.compile(r"#\s*logscope:\s*noqa\b(?::\s*([A-Za-z0-9_,\s]+))?", re.I)
 
@@ -304,16 +323,49 @@ def nnodes_not_from_slurm(script: Script) -> Iterator[Problem]:
             if not re.fullmatch(r"\d+(?::\d+)?", value):
                 continue
             line, column = command.where(written[index].start() if index < len(written) else 0)
-            wanted = int(value.split(":")[-1])
-            mismatch = nodes is not None and wanted != nodes
-            if not mismatch and wanted == 1 and nodes == 1:
-                continue  # a single-node job has nothing to go stale
+            least, most = int(value.split(":")[0]), int(value.split(":")[-1])
+            mismatch = nodes is not None and not least <= nodes <= most
+            if not mismatch and least <= 1 and (nodes or 1) <= 1:
+                continue  # a job on one node (sbatch's default) that --nnodes allows has nothing to go stale
             yield Problem(script.path, line, column, "LL003",
                           f"--nnodes {value} is hard-coded" + (f" but #SBATCH --nodes is {nodes}" if mismatch else ""),
                           "use --nnodes $SLURM_NNODES", "error" if mismatch else "warning")
 
 
-_ONE_TASK = re.compile(r"\s(?:-n\s*1|--ntasks[= ]1|-N\s*1|--nodes[= ]1)(?=\s|$)")
+_ONE_TASK = re.compile(r"(?:-n\s*1|--ntasks[= ]1|-N\s*1|--nodes[= ]1)$")
+# srun options that take no value: anything else written without "=" takes the next word
+_SRUN_FLAGS = frozenset(("-l", "--label", "-u", "--unbuffered", "-Q", "--quiet", "-v", "--verbose", "-X",
+                         "--disable-status", "-Z", "--no-allocate", "--exclusive", "--overlap", "-O",
+                         "--overcommit", "-E", "--preserve-env", "-k", "--no-kill", "-H", "--hold", "-s",
+                         "--oversubscribe", "--pty", "--multi-prog", "--spread-job", "--test-only",
+                         "--use-min-nodes", "-K", "--kill-on-bad-exit", "--exact", "--whole", "-I",
+                         "--immediate", "--unbuffered"))
+_WORD = re.compile(r"(?:\\.|\"[^\"]*\"|'[^']*'|[^\s;&|])+")
+
+
+def srun_options(text: str) -> list[str]:
+    """The options of the srun whose arguments ``text`` holds (what follows the word ``srun``), up
+    to the program it starts: ``-n 1 -w "$head" hostname --ip-address`` gives ``-n 1 -w "$head"``,
+    each option with its value as one item (``-n 1``). The program's own options (``hostname -n
+    1``...) are not srun's."""
+    options: list[str] = []
+    words = iter(word for m in _WORD.finditer(text) for word in _unquoted(m.group(0)))
+    for word in words:
+        if not word.startswith("-"):
+            break
+        if "=" in word or word in _SRUN_FLAGS or (len(word) > 2 and not word.startswith("--")):
+            options.append(word)  # --nodes=1, -l, -n1
+        else:
+            options.append(f"{word} {next(words, '')}")  # -n 1, --jobid $SLURM_JOB_ID
+    return options
+
+
+def _unquoted(word: str) -> list[str]:
+    """A shell word as the words it stands for: ``"$SRUN_ARGS"`` expanded to ``"--wait=60
+    --kill-on-bad-exit=1"`` and ``"${ARGS[@]}"`` expanded to ``"(-K -l)[@]}"`` are options."""
+    inner = re.sub(r"\)?\[[@*]\]\}?(?=[\"']?$)", "", word)  # an array's [@]
+    inner = re.sub(r"^[\"'(]+|[\"')]+$", "", inner)  # one layer of quotes, an array's parentheses
+    return inner.split() or [""]
 
 
 @rule("LL004", "missing-kill-on-bad-exit")
@@ -322,26 +374,29 @@ def missing_kill_on_bad_exit(script: Script) -> Iterator[Problem]:
 
     Without it, when one node's torchrun fails the others keep waiting in collectives until the
     NCCL timeout or the time limit, burning the allocation and burying the root failure. An srun
-    of one task (``srun -n1 hostname``) has no other task to stop and is not flagged.
+    of one task (``srun -n1 hostname``) has no other task to stop and is not flagged. Only srun's
+    own options count, variables holding them included (``srun $SRUN_ARGS ...``); a variable
+    holding a command's output (``head_node_ip=$(srun --nodes=1 ...)``) holds no srun options.
     """
     if (script.nodes or 1) <= 1 and "SLURM_NNODES" not in script.text:
         return
     for command in script.commands:
-        m = re.search(r"(?:^|[;&|(]\s*|\s)srun\s", command.text)
-        if not m or command.quote[m.end() - 1]:
-            continue
-        expanded = script.expand(command.text)
-        if re.search(r"--kill-on-bad-exit|\s-K\b|\s-K\d", expanded):
-            continue
-        if _ONE_TASK.search(expanded[m.end() - 1:]):
-            continue  # one task (srun -n1 hostname): nothing else to kill
-        line, column = command.where(m.end() - 5)
-        yield Problem(script.path, line, column, "LL004", "srun without --kill-on-bad-exit",
-                      "use srun --kill-on-bad-exit=1 so one failed node stops the job step", "warning")
+        for m in re.finditer(r"(?:^|[;&|(]\s*|\s)srun\s", command.text):
+            if command.quote[m.end() - 1]:
+                continue
+            options = srun_options(script.expand(command.text[m.end():]))
+            if any(re.match(r"--kill-on-bad-exit|-K(?:\d|$|\s)", option) for option in options):
+                continue
+            if any(_ONE_TASK.match(option) for option in options):
+                continue  # one task (srun -n1 hostname): nothing else to kill
+            line, column = command.where(m.end() - 5)
+            yield Problem(script.path, line, column, "LL004", "srun without --kill-on-bad-exit",
+                          "use srun --kill-on-bad-exit=1 so one failed node stops the job step", "warning")
+            break
 
 
 _SRUN_PER_NODE_OUTPUT = re.compile(r"\bsrun\b.*\s(?:--output[= ]|-o\s?)\S*%[Nt]")
-_HOST_ROLE = re.compile(r"--role[= ]\S*(?:hostname|HOSTNAME|SLURMD_NODENAME)")
+_HOST_ROLE = re.compile(r"--role[= ]\S*?[$`]\S*?(?:hostname|HOSTNAME|SLURMD_NODENAME)")
 
 
 @rule("LL005", "output-without-node")
@@ -361,7 +416,7 @@ def output_without_node(script: Script) -> Iterator[Problem]:
     expanded = [script.expand(c.text) for c in script.commands if "srun" in c.text or "$" in c.text]
     if any(_SRUN_PER_NODE_OUTPUT.search(text) for text in expanded):
         return
-    if any(_HOST_ROLE.search(text) and "--tee" in text for text in expanded):
+    if any("--tee" in text for text in expanded) and any(_host_role(c) for c in script.commands):
         return
     if "%N" in value:
         message = (f"#SBATCH --output={value}: under sbatch %N is only the first node's name, so one file "
@@ -370,6 +425,18 @@ def output_without_node(script: Script) -> Iterator[Problem]:
         message = "logs of all nodes go to one file" + (f" ({value})" if value else "")
     yield Problem(script.path, line or 1, 1, "LL005", message,
                   "write one file per node: srun --output=%x-%j-%N.out", "warning")
+
+
+def _host_role(command: Command) -> bool:
+    """Whether ``command`` writes a torchrun ``--role`` that each node expands to its own host name:
+    escaped (``--role \\$(hostname -s):``) or single-quoted. Expanded once by the batch shell
+    (``--role `hostname -s`:`` inside a double-quoted launcher) it is the first node's name on
+    every node's lines."""
+    for m in _HOST_ROLE.finditer(command.text):
+        at = m.start() + re.search(r"[$`]", m.group(0)).start()  # type: ignore[union-attr]
+        if command.escaped[at] or command.quote[at] == "'":
+            return True
+    return False
 
 
 _MASTER = re.compile(r"\bMASTER_ADDR=(\S+)|--(rdzv[_-]endpoint|master[_-]addr)[= ](\S+)")
@@ -393,6 +460,8 @@ def master_addr_not_from_nodelist(script: Script) -> Iterator[Problem]:
             name, value = ("MASTER_ADDR", m.group(1)) if m.group(1) is not None else (f"--{m.group(2)}", m.group(3))
             line, column = command.where(m.start())
             if re.search(r"localhost|127\.0\.0\.1", value):
+                if not script.multi_node():
+                    continue  # one node: its own master is the only master
                 yield Problem(script.path, line, column, "LL006",
                               f"{name} {value} makes every node its own master", _FROM_ALLOCATION)
             elif _PER_NODE.search(value):
@@ -406,32 +475,64 @@ def master_addr_not_from_nodelist(script: Script) -> Iterator[Problem]:
                               "warning")
 
 
-_NODE_RANK = re.compile(r"--node[_-]rank")
+_NODE_RANK = re.compile(r"--node[_-]rank[= ]\s*")
+_NODE_RANK_VALUE = re.compile(r"(?:\\.|\"[^\"]*\"|'[^']*'|[^\s;&|])+")
 
 
-@rule("LL007", "node-rank-with-c10d")
-def node_rank_with_c10d(script: Script) -> Iterator[Problem]:
-    """``--node_rank`` together with ``--rdzv_backend c10d``.
+@rule("LL007", "node-rank-same-on-every-node")
+def node_rank_same_on_every_node(script: Script) -> Iterator[Problem]:
+    """``--node_rank`` that is the same on every node, with ``--rdzv_backend c10d``.
 
-    The c10d rendezvous assigns node ranks itself and ignores ``--node_rank``; keeping it hides
-    mistakes (an unescaped ``$SLURM_PROCID`` does no harm until someone switches to static
-    rendezvous) and misleads readers.
+    The c10d rendezvous assigns node ranks itself and ignores ``--node_rank`` (torchrun reads it
+    only for the static rendezvous), so a per-node value (``--node_rank \\$SLURM_PROCID``, expanded
+    by each task) is harmless. A value that is the same on every node is a mistake waiting to
+    happen: a number (``--node_rank 0``), or a variable the batch shell expands once for the whole
+    job (``srun torchrun --node_rank $SLURM_NODEID``, 0 there). Nothing breaks while c10d ignores
+    it; switch to the static rendezvous (or copy the line into a script that uses it) and every
+    node starts as the same node, and the rendezvous waits for the others until it times out.
+    ``$SLURM_PROCID`` expanded early is already LL001.
     """
+    if not script.multi_node():
+        return
     written = [c for c in script.commands if _NODE_RANK.search(c.text)]
     places: set[tuple[int, int]] = set()
     for command in script.commands:
         if "rdzv" not in command.text and "node" not in command.text and "$" not in command.text:
             continue
         expanded = script.expand(command.text)  # the launcher often lives in a variable: $LAUNCHER
-        if re.search(r"--rdzv[_-]backend[= ]c10d", expanded) and _NODE_RANK.search(expanded):
-            # where --node_rank is written: this command, else the variable that brought it
-            where = command if _NODE_RANK.search(command.text) else next(iter(written), None)
-            m = _NODE_RANK.search(where.text) if where is not None else None
-            if where is not None and m is not None and where.where(m.start()) not in places:
+        if not (re.search(r"--rdzv[_-]backend[= ]c10d", expanded) and _NODE_RANK.search(expanded)):
+            continue
+        # where --node_rank is written: this command, else the variable that brought it
+        for where in [command] if _NODE_RANK.search(command.text) else written:
+            for m in _NODE_RANK.finditer(where.text):
+                if where.where(m.start()) in places or not _same_on_every_node(script, where, m.end()):
+                    continue
                 places.add(where.where(m.start()))
                 line, column = where.where(m.start())
-                yield Problem(script.path, line, column, "LL007", "--node_rank is ignored with the c10d rendezvous",
-                              "drop --node_rank; c10d assigns node ranks", "warning")
+                value = _NODE_RANK_VALUE.match(where.text, m.end())
+                shown = value.group(0) if value else ""
+                yield Problem(script.path, line, column, "LL007",
+                              f"--node_rank {shown} is the same on every node (c10d ignores it; the static "
+                              "rendezvous would start every node as the same node)",
+                              "drop --node_rank (c10d assigns node ranks), or pass \\$SLURM_NODEID expanded "
+                              "by each task", "warning")
+
+
+def _same_on_every_node(script: Script, command: Command, start: int) -> bool:
+    """Whether the ``--node_rank`` value at ``start`` is one value for the whole job: a number
+    (directly or through the script's own variable), or a variable expanded once by the batch
+    shell. ``$SLURM_PROCID`` expanded there is LL001's; a script with no ``#SBATCH`` line may be
+    what srun runs on every node, where variables are each task's own."""
+    m = _NODE_RANK_VALUE.match(command.text, start)
+    if m is None:
+        return False
+    value = m.group(0)
+    if re.fullmatch(r"[\"']?\d+[\"']?", script.expand(value)):
+        return True
+    variable = re.match(r"[\"]?\$\{?(\w+)", value)
+    if variable is None or command.escaped[start] or command.quote[start] == "'" or not script.directives:
+        return False
+    return variable.group(1).startswith("SLURM_") and variable.group(1) != "SLURM_PROCID"
 
 
 _FR_PREFIX = re.compile(r"\b(TORCH_FR_DUMP_TEMP_FILE|TORCH_NCCL_DEBUG_INFO_TEMP_FILE)=(\S*)")
@@ -480,13 +581,15 @@ def flight_recorder_dumps_node_local(script: Script) -> Iterator[Problem]:
 
 
 def lint_script(script: Script, select: set[str] | None = None, ignore: set[str] | None = None) -> list[Problem]:
-    """The script's problems, sorted by place. ``select``/``ignore`` are code prefixes (as ruff's);
+    """The script's problems, sorted by place. ``select``/``ignore`` are upper-cased code prefixes
+    or rule names (as ruff's; :func:`logscope.choices.selectors` checks them);
     a ``# logscope: noqa`` comment (``: LL005, LL004`` to name codes) silences its physical line."""
     problems: list[Problem] = []
-    for code, _, fn in RULES:
-        if select and not any(code.startswith(s) for s in select):
+    for code, name, fn in RULES:
+        keys = (code, name.upper())
+        if select and not any(k.startswith(s) for s in select for k in keys):
             continue
-        if ignore and any(code.startswith(s) for s in ignore):
+        if ignore and any(k.startswith(s) for s in ignore for k in keys):
             continue
         problems.extend(p for p in fn(script) if not _silenced(script, p))
     return sorted(problems, key=lambda p: (p.line, p.column, p.code))

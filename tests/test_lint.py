@@ -37,8 +37,16 @@ def codes(text: str) -> list[str]:
     ('export MASTER_ADDR=localhost\nLAUNCHER="torchrun --nnodes $SLURM_NNODES"\n' + GOOD_SRUN, ["LL006"]),
     ('export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)\n'
      'LAUNCHER="torchrun --nnodes $SLURM_NNODES"\n' + GOOD_SRUN, []),
-    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d --node_rank \\$SLURM_PROCID"\n' + GOOD_SRUN,
-     ["LL007"]),
+    # --node_rank with c10d: ignored; per node (escaped) it is harmless, the same on every node it is LL007
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d --node_rank \\$SLURM_PROCID"\n' + GOOD_SRUN, []),
+    ("LAUNCHER='torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d --node_rank $SLURM_NODEID'\n" + GOOD_SRUN, []),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d --node_rank 0"\n' + GOOD_SRUN, ["LL007"]),
+    ('NODE_RANK=0\nLAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d --node-rank=$NODE_RANK"\n'
+     + GOOD_SRUN, ["LL007"]),
+    ('srun --kill-on-bad-exit=1 -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES --rdzv_backend=c10d '
+     '--node_rank $SLURM_NODEID t.py\n', ["LL007"]),
+    # with the static rendezvous --node_rank is what ranks the nodes: not LL007's
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --node_rank 0"\n' + GOOD_SRUN, []),
     # the endpoint on the launcher's command line: per node when escaped, shared when expanded once
     ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_endpoint \\$(hostname -s):29500"\n' + GOOD_SRUN, ["LL006"]),
     ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv-endpoint=\\$SLURMD_NODENAME:29500"\n' + GOOD_SRUN, ["LL006"]),
@@ -138,9 +146,24 @@ LAUNCH = 'LAUNCHER="torchrun --nnodes $SLURM_NNODES --nproc_per_node 8"\n'
     # a one-task srun has nothing to kill
     ("#SBATCH --output=%x-%j.out\nsrun -n1 hostname\nsrun --ntasks=1 nvidia-smi\n" + LAUNCH
      + 'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "$LAUNCHER t.py"\n', []),
-    # --node_rank with c10d through a $LAUNCHER variable
+    # --node_rank with c10d through a $LAUNCHER variable: per node, harmless; the same everywhere, LL007
     ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d"\n'
-     'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "$LAUNCHER --node_rank \\$SLURM_PROCID t.py"\n', ["LL007"]),
+     'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "$LAUNCHER --node_rank \\$SLURM_PROCID t.py"\n', []),
+    ('LAUNCHER="torchrun --nnodes $SLURM_NNODES --rdzv_backend c10d"\n'
+     'srun --kill-on-bad-exit=1 -o %x-%j-%N.out bash -c "$LAUNCHER --node_rank 0 t.py"\n', ["LL007"]),
+    # the PyTorch docs' script: a variable holding a one-task srun's output says nothing about the next srun
+    ('#SBATCH --output=%x-%j.out\nhead_node_ip=$(srun --nodes=1 --ntasks=1 -w "$head_node" hostname --ip-address)\n'
+     'srun -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES --rdzv_endpoint $head_node_ip:29500 t.py\n', ["LL004"]),
+    # srun's options through a quoted variable or an array
+    ('#SBATCH --output=%x-%j.out\nSRUN_ARGS="--wait=60 --kill-on-bad-exit=1"\n'
+     'srun "$SRUN_ARGS" -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES t.py\n', []),
+    ('#SBATCH --output=%x-%j.out\nSRUN_ARGS=(--wait=60 -K1)\n'
+     'srun "${SRUN_ARGS[@]}" -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES t.py\n', []),
+    ('#SBATCH --output=%x-%j.out\nSRUN_ARGS=(--wait=60)\n'
+     'srun "${SRUN_ARGS[@]}" -o %x-%j-%N.out torchrun --nnodes $SLURM_NNODES t.py\n', ["LL004"]),
+    # a program's own "-n 1" is not srun's
+    ("#SBATCH --output=%x-%j.out\nsrun -o %x-%j-%N.out python train.py -n 1\n", ["LL004"]),
+    ("#SBATCH --output=%x-%j.out\nsrun -w node01 -n 1 -o %N.out hostname\n", []),
     # a hard-coded node count in a variable
     ('NNODES=128\nsrun --kill-on-bad-exit=1 -o %x-%j-%N.out torchrun --nnodes $NNODES t.py\n', ["LL003"]),
 ])
@@ -186,7 +209,8 @@ def test_cli_formats_statistics_and_select(tmp_path: Path, capsys: pytest.Captur
     assert run["results"][2]["locations"][0]["physicalLocation"]["region"] == {"startLine": 4, "startColumn": 15}
     assert all("``" not in r["fullDescription"]["text"] for r in run["tool"]["driver"]["rules"])
     assert main(["lint", str(script), "--format", "yaml"]) == 2
-    assert capsys.readouterr().err.startswith("Error: unknown format")
+    err = capsys.readouterr().err
+    assert err.startswith("Error: ") and "'yaml' is not one of 'text', 'json', 'github', 'sarif'" in err
 
 
 def test_cli_prints_brackets_in_paths_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

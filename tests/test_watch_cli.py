@@ -116,7 +116,7 @@ def test_a_job_id_is_watched_through_slurm(capsys: pytest.CaptureFixture[str], t
 
 @pytest.mark.parametrize(("args", "message"), [
     (["watch", "no/such/folder"], "no/such/folder: no such file or directory"),
-    (["watch", ".", "--format", "json"], "unknown format 'json': use text or jsonl"),
+    (["watch", ".", "--format", "json"], "'json' is not one of 'text', 'jsonl'"),
     (["watch", "12345", "67890"], "give one job id at a time"),
 ])
 def test_usage_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

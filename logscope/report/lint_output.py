@@ -13,20 +13,22 @@ from rich.console import Console
 from rich.text import Text
 
 from logscope import __version__
+from logscope.choices import LintFormat
 from logscope.lint import RULES, Problem
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = tuple(f.value for f in LintFormat)
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def text(problems: Sequence[Problem], console: Console) -> None:
-    """``path:line:col: CODE message`` and its fix; paths and messages are printed as text (a
-    ``[v2]`` in a file name is not markup)."""
+    """``path:line:col: CODE severity: message`` and its fix; paths and messages are printed as
+    text (a ``[v2]`` in a file name is not markup)."""
     for p in problems:
         style = "red" if p.severity == "error" else "yellow"
-        # One unwrapped line per problem, so editors and CI can jump to path:line:col.
-        console.print(Text.assemble((f"{p.path}:{p.line}:{p.column}:", "bold"), " ", (p.code, style), " ", p.message),
-                      soft_wrap=True)
+        # One unwrapped line per problem, so editors and CI can jump to path:line:col; the severity
+        # is written out, not only coloured (a log, a pipe or NO_COLOR shows no colour).
+        console.print(Text.assemble((f"{p.path}:{p.line}:{p.column}:", "bold"), " ", (p.code, style), " ",
+                                    (f"{p.severity}:", style), " ", p.message), soft_wrap=True)
         console.print(Text(f"    fix: {p.fix}", style="dim"), soft_wrap=True)
     noun = "problem" if len(problems) == 1 else "problems"
     console.print(Text(f"Found {len(problems)} {noun}." if problems else "All checks passed!"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -67,50 +68,55 @@ def headline(analysis: Analysis) -> Text:
     return text
 
 
-def root_panel(analysis: Analysis) -> Panel | None:
+def root_panel(analysis: Analysis) -> RenderableType | None:
     culprit = analysis.verdict.root_cause
     if culprit is None:
         return None
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold", no_wrap=True)
-    rows.add_column(overflow="fold")  # a long path wraps instead of losing its line number
+    rows.add_column(overflow="fold")
     for label, value in (("host", culprit.host), ("node", culprit.node), ("rank", culprit.rank),
                          ("local rank", culprit.local_rank), ("time", culprit_time(culprit) or None)):
         if value is not None and not (label == "node" and value == culprit.host):
             rows.add_row(label, Text(str(value)))  # a host name is text, not rich markup
-    if culprit.evidence is not None:
-        ev = culprit.evidence
-        rows.add_row("evidence", Text(f"{ev.file}:{ev.line}", style="cyan"))
-        rows.add_row("", Text(ev.text, style="yellow"))
-    return Panel(rows, title="root cause", title_align="left", border_style="red")
+    if culprit.evidence is None:
+        return Panel(rows, title="root cause", title_align="left", border_style="red")
+    ev = culprit.evidence
+    rows.add_row("evidence", Text(ev.text, style="yellow"))
+    # where the line is goes below the panel, whole: inside it a long path was cut mid-name
+    return Group(Panel(rows, title="root cause", title_align="left", border_style="red"),
+                 Text(f"  at {ev.file}:{ev.line}", style="cyan", no_wrap=True, overflow="ignore"))
 
 
-def findings_table(findings: list[Finding], *, verbose: bool = False) -> Table:
-    table = Table(title="findings", title_justify="left", show_lines=verbose, expand=True)
-    table.add_column("code", style="bold", no_wrap=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("role", no_wrap=True)
-    table.add_column("finding", ratio=1)
-    table.add_column("where", no_wrap=True, max_width=24)
+def findings_table(findings: list[Finding], *, verbose: bool = False) -> Group:
+    """The findings as a list, not a table: each one's code, severity, role and hosts on a line,
+    its title wrapped below at full width (a path in it stays whole on an 80-column terminal,
+    where a table's narrow cell cut it mid-word), then where its evidence is, on a line never
+    broken. ``verbose`` adds the explanation and the evidence lines below each, as paragraphs."""
+    width = max(len(f.role.value) for f in findings)
+    parts: list[RenderableType] = [Text("findings", style="italic")]
     for finding in findings:
         where = ", ".join(finding.hosts[:2]) + (" ..." if len(finding.hosts) > 2 else "")
+        head = Text.assemble(("  " + finding.code, "bold"), "  ",
+                             (f"{finding.severity.value:<8}", SEVERITY_STYLE[finding.severity]), "  ",
+                             (f"{finding.role.value:<{width}}", "bold" if finding.role == Role.ROOT else "dim"),
+                             "  ", where)
         title = finding.title if verbose or len(finding.title) <= 160 else finding.title[:157] + "..."
-        body = Text(title, style="bold" if verbose else "", overflow="fold")
-        if finding.evidence:
-            first = finding.evidence[0]
-            body.append(f"\n{first.file}:{first.line}", style="dim cyan")
-        cell: RenderableType = body
+        parts += [head, Padding(Text(title, style="bold" if verbose else ""), (0, 0, 0, 9))]
+        shown = finding.evidence[:4] if verbose else finding.evidence[:1]
         if verbose:
-            cell = Group(body, Text(finding.explanation),
-                         *[Text(f"{e.file}:{e.line}  {e.text}", style="yellow") for e in finding.evidence[:4]])
-        table.add_row(
-            Text(finding.code),
-            Text(finding.severity.value, style=SEVERITY_STYLE[finding.severity]),
-            Text(finding.role.value, style="bold" if finding.role == Role.ROOT else "dim"),
-            cell,
-            Text(where),
-        )
-    return table
+            parts.append(Padding(Text(finding.explanation), (0, 0, 0, 9)))
+        for evidence in shown:
+            parts.append(_location(f"{evidence.file}:{evidence.line}", indent=9))
+            if verbose:
+                parts.append(Padding(Text(evidence.text, style="yellow"), (0, 0, 0, 11)))
+    return Group(*parts)
+
+
+def _location(place: str, indent: int) -> Text:
+    """``path:line`` on a line of its own that is never broken: longer than the terminal, it runs
+    on (the terminal wraps it for the eye, a copy takes it whole) instead of being cut mid-name."""
+    return Text(" " * indent + place, style="dim cyan", no_wrap=True, overflow="ignore")
 
 
 def nodes_table(analysis: Analysis, limit: int = 32) -> Table | None:
@@ -244,5 +250,5 @@ def recap(analysis: Analysis) -> Text:
 
 def print_analysis(analysis: Analysis, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
     if not quiet:
-        console.print(render(analysis, verbose=verbose))
+        console.print(render(analysis, verbose=verbose), crop=False)  # a path longer than a line runs on whole
     console.print(recap(analysis), soft_wrap=True)  # one line, last: the verdict does not scroll away

@@ -241,7 +241,7 @@ def test_verdict_rule_on_a_healthy_job(verdict: dict[str, Any], right: bool) -> 
 # What `logscope lint` must say about the scenarios' own job scripts.
 LINT = {
     "procid-unescaped": {"LL001"},  # the unescaped $SLURM_PROCID that broke the job
-    "procid-unescaped-c10d": {"LL001"},  # same mistake (harmless under c10d; LL007 warns about that)
+    "procid-unescaped-c10d": {"LL001"},  # same mistake (harmless under c10d, which ignores --node_rank)
     "nnodes-mismatch": {"LL003"},  # --nnodes typed by hand
     "endpoint-per-node": {"LL006"},  # the rendezvous endpoint is each node's own host name
 }
