@@ -451,9 +451,10 @@ def scan(
     elif output is not None and not to_stdout:
         scanner.write_table(written, output, table_format, result.inputs)
     summary = scanner.summarise(table)
-    if fmt == "json":  # with -o -, the jobs' rows in the same document on standard output
+    if fmt == "json":  # the jobs' rows in the same document where no table holds them (-o -, none of SLURM's)
+        with_rows = json_out or (output is None and listing is not None)
         document = scan_output.json_document(summary, result, str(output) if output else None,
-                                             written if json_out else None)
+                                             written if with_rows else None)
         (sys.stderr if to_stdout and not json_out else sys.stdout).write(
             json.dumps(document, indent=2, default=str) + "\n")
     else:

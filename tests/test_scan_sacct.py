@@ -335,3 +335,13 @@ def test_the_table_on_standard_output_with_a_json_summary_keeps_them_apart(capfd
     out, err = capfdbinary.readouterr()
     assert next(csv.reader(io.StringIO(out.decode())))[0] == "job_key"
     assert json.loads(err)["summary"]["jobs"] == 1
+
+
+@pytest.mark.usefixtures("utc")
+def test_a_json_scan_of_the_record_without_a_table_holds_the_jobs(fake_sacct: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Without -o no table holds the rows: the JSON document does, as the terminal shows a job a line."""
+    assert main(["scan", "--user", ME, "-j", "1", "--format", "json", "--columns", "job_id,state,mem_used"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert sorted((row["job_id"], row["state"]) for row in data["jobs"]) == [("1", "FAILED"), ("4", "TIMEOUT")]
+    assert all(set(row) == {"job_id", "state", "mem_used"} for row in data["jobs"])
