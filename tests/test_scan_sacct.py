@@ -345,3 +345,10 @@ def test_a_json_scan_of_the_record_without_a_table_holds_the_jobs(fake_sacct: Pa
     data = json.loads(capsys.readouterr().out)
     assert sorted((row["job_id"], row["state"]) for row in data["jobs"]) == [("1", "FAILED"), ("4", "TIMEOUT")]
     assert all(set(row) == {"job_id", "state", "mem_used"} for row in data["jobs"])
+
+
+def test_a_job_cancelled_before_it_started_is_no_job_to_scan() -> None:
+    text = ("JobID|JobName|State|ExitCode|NodeList|Start|End|User|WorkDir\n"
+            "77|train|CANCELLED by 1000|0:0|None assigned|2026-12-01T10:00:00|2026-12-01T10:00:00|alice|/w\n")
+    listing = parse_listing(text, None, "sacct")
+    assert (listing.records, listing.not_started) == ([], 1)

@@ -110,10 +110,12 @@ def parse_listing(parsable: str, json_text: str | None, source: str) -> Listing:
     listing = Listing()
     if len(lines) < 2:
         return listing
-    header = lines[0].rstrip("|").split("|")
+    header = [name.strip() for name in lines[0].rstrip("|").split("|")]
+    column = header.index("JobID") if "JobID" in header else None
     kept = [lines[0]]
     for line in lines[1:]:  # a pending array's folded tasks are no job yet
-        job_id = line.split("|")[header.index("JobID")] if "JobID" in header else ""
+        values = line.split("|")
+        job_id = values[column] if column is not None and column < len(values) else ""
         if _NOT_STARTED.search(job_id):
             listing.not_started += job_id.count(".") == 0
             continue
@@ -122,15 +124,17 @@ def parse_listing(parsable: str, json_text: str | None, source: str) -> Listing:
         return listing
     records = parse_sacct_parsable("\n".join(kept), source)
     if json_text is not None:
+        listed = {record.job_id for record in records}
         try:
             records = folded([*records, *(r for r in parse_sacct_json(json_text, source + " --json")
-                                           if r.job_id in {rec.job_id for rec in records})])
+                                           if r.job_id in listed)])
         except AccountingError as error:
             listing.messages.append(f"{error}: the jobs' output patterns are SLURM's defaults")
     rows = _rows(kept)
     records = [_with_array_ids(r) for r in records]
     for record in records:
-        if record.job.start is None:  # never ran: no log, nothing used
+        # never ran (pending, or cancelled before it started: sacct gives it a Start but no node)
+        if record.job.start is None or not (record.job.nodes or record.steps):
             listing.not_started += 1
             continue
         listing.records.append(record)
