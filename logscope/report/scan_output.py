@@ -60,7 +60,7 @@ def print_jobs(table: pl.DataFrame, console: Console, chosen: Sequence[str] | No
     names = list(chosen or DEFAULT_COLUMNS)
     if chosen is None:  # the efficiency columns only where some job has them (a scan of folders has none)
         names = [n for n in names if n not in _FRACTIONS | _SECONDS or table[n].is_not_null().any()]
-    shown = Table(title=f"{table.height} job(s)", title_justify="left")
+    shown = Table()
     for name in names:
         right = name in _FRACTIONS | _BYTES | _SECONDS or SCAN_SCHEMA[name].is_numeric()
         shown.add_column(_HEADINGS.get(name, name), justify="right" if right else "left")
