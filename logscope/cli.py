@@ -403,7 +403,9 @@ def _compare_against(result: "Analysis", against: str | None, table: Path | None
 
 @app.command()
 def scan(
-    roots: Annotated[list[Path], typer.Argument(help="Folders holding old job logs.", show_default=False)],
+    roots: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
+        help="Folders holding old job logs; none: the jobs SLURM's record lists (--user, --since, --state, "
+        "--array).", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl); - writes it to "
         "standard output (format: --table-format or --format parquet|csv|jsonl, default csv) and the summary "
@@ -413,7 +415,20 @@ def scan(
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Parallel worker processes (0: one per core this process may use).")] = 0,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--since", help="Only jobs with a file modified on/after this date (YYYY-MM-DD[THH:MM]).")] = None,
+        "--since", help="Only jobs since this date (YYYY-MM-DD[THH:MM]) or this long ago (30m, 12h, 7d, 2w): "
+        "a file modified since, or (without folders) started since (sacct's default: today).")] = None,
+    user: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--user", "-u", help="The jobs of these users in SLURM's record (sacct); 'all' for everyone's; "
+        "repeatable or comma-separated. Default: yours.")] = None,
+    state: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--state", "-s", help="Only jobs in these SLURM states (FAILED, TIMEOUT, OUT_OF_MEMORY, ...; sacct "
+        "--state); repeatable or comma-separated.")] = None,
+    array: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--array", help="These jobs from SLURM's record, an array job as each of its tasks (12345, 12345_7); "
+        "repeatable or comma-separated.")] = None,
+    columns: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--columns", help="The table's columns (job_id,state,category,time_used,cpu_efficiency,mem_used,...); "
+        "also a job a line on the terminal. A table of some columns is not one `merge` reads.")] = None,
     category: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--category", help="Keep only jobs with this verdict category in the table; repeatable.")] = None,
     shard: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -430,12 +445,23 @@ def scan(
     """Analyse every job under the given folders and write one table of verdicts.
 
     Example: logscope scan /shared/logs/ -o jobs.parquet --since 2026-11-01 -j 8
+
+    Example: logscope scan --user alice --since 7d --state FAILED,TIMEOUT
     """
     from logscope import scan as scanner
     from logscope import scan_pool
+    from logscope.report import scan_output
 
+    roots = roots or []
+    from_record = bool(user or state or array) or not roots
+    if from_record and roots:
+        raise UsageError("give folders to scan, or the jobs of SLURM's record (--user, --state, --array), not both")
+    if from_record and (shard or print_sbatch is not None):
+        raise UsageError("--shard and --print-sbatch split a scan of folders; give the folders")
+    chosen_columns = scan_output.columns(columns)
     to_stdout = output is not None and str(output) == "-"
-    if to_stdout:  # the table on standard output, in --table-format or --format; the summary on stderr
+    json_out = to_stdout and output_format.lower() == "json" and table_format is None
+    if to_stdout and not json_out:  # the table on standard output in --table-format or --format; summary on stderr
         table_format = table_format or (output_format if output_format.lower() in scanner.TABLE_FORMATS else "csv")
         output_format = "text" if output_format.lower() in scanner.TABLE_FORMATS else output_format
     fmt = _format(output_format)
@@ -447,6 +473,11 @@ def scan(
         return 0
     parsed_shard = scanner.parse_shard(shard) if shard else None
     when = _date(since) if since else None
+    listing = None
+    if from_record:
+        from logscope.accounting.listing import list_jobs, selection
+
+        listing = list_jobs(selection(user or [], when, state or [], array or []))
     if output is not None and not to_stdout:
         _output_file(output, roots)
     default_cache = scan_pool.default_cache(output) if output is not None and not to_stdout else None
@@ -455,21 +486,32 @@ def scan(
         _output_file(cache_path, roots)
     progress, on_total, on_done = _scan_progress()
     with progress:
-        result = scanner.scan(roots, patterns=patterns, workers=jobs, since=when, shard=parsed_shard,
-                              cache_path=cache_path, on_total=on_total, on_done=on_done)
+        if listing is not None:
+            from logscope.scan_slurm import scan_listing
+
+            result = scan_listing(listing, patterns=patterns, workers=jobs, cache_path=cache_path,
+                                  on_total=on_total, on_done=on_done)
+        else:
+            result = scanner.scan(roots, patterns=patterns, workers=jobs, since=when, shard=parsed_shard,
+                                  cache_path=cache_path, on_total=on_total, on_done=on_done)
     table = result.table
     if category:
         table = table.filter(table["category"].is_in([c.lower() for c in category]))
-    if to_stdout:
-        scanner.write_table_to(table, sys.stdout.buffer, (table_format or "csv").lower())
-    elif output is not None:
-        scanner.write_table(table, output, table_format, result.inputs)
+    written = table.select(chosen_columns) if chosen_columns else table
+    if to_stdout and not json_out:
+        scanner.write_table_to(written, sys.stdout.buffer, (table_format or "csv").lower())
+    elif output is not None and not to_stdout:
+        scanner.write_table(written, output, table_format, result.inputs)
     summary = scanner.summarise(table)
-    if fmt == "json":
-        (sys.stderr if to_stdout else sys.stdout).write(json.dumps(
-            {"summary": summary, "analysed": result.analysed, "cached": result.cached, "unreadable": result.failed,
-             "output": str(output) if output else None, "warnings": result.messages}, indent=2, default=str) + "\n")
+    if fmt == "json":  # the jobs' rows in the same document where no table holds them (-o -, none of SLURM's)
+        with_rows = json_out or (output is None and listing is not None)
+        document = scan_output.json_document(summary, result, str(output) if output else None,
+                                             written if with_rows else None)
+        (sys.stderr if to_stdout and not json_out else sys.stdout).write(
+            json.dumps(document, indent=2, default=str) + "\n")
     else:
+        if output is None and (listing is not None or chosen_columns):  # a job a line, its efficiency beside
+            scan_output.print_jobs(table, _console(), chosen_columns)
         _print_scan_summary(summary, result, None if to_stdout else output, stderr=to_stdout)
         for message in result.messages:
             sys.stderr.write(f"Warning: {printable(message)}\n")
@@ -566,11 +608,17 @@ def lint(
 
 
 def _date(text: str) -> datetime:
-    """A --since date, as the local time the files' modification times are compared in."""
+    """A --since date or span (7d), as the local time the files' modification times are compared in."""
+    from logscope.scan_slurm import since_time
+
+    relative = since_time(text)
+    if relative is not None:
+        return relative
     try:
         when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
-        raise UsageError(f"--since wants a date like 2026-11-01 or 2026-11-01T12:00 (got {text!r})") from None
+        raise UsageError(f"--since wants a date like 2026-11-01 or 2026-11-01T12:00, or a span like 7d "
+                         f"(got {text!r})") from None
     return when.astimezone().replace(tzinfo=None) if when.tzinfo is not None else when
 
 
@@ -598,7 +646,7 @@ def _print_scan_summary(summary: dict[str, Any], result: "ScanResult | None", ou
     counts.add_column("category")
     counts.add_column("jobs", justify="right")
     for row in summary["per_category"]:
-        counts.add_row(row["category"], str(row["len"]))
+        counts.add_row(row["category"], str(row["jobs"]))
     console.print(counts)
     hosts = summary["top_root_hosts"]
     if hosts:

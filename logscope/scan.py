@@ -73,9 +73,26 @@ SCAN_SCHEMA: dict[str, pl.DataType] = {
     "last_step": pl.Int64(),  # the highest training step a log line names
     "secondary_findings": pl.String(),  # the other findings' codes, comma-separated
     "error": pl.String(),
+    # SLURM's record, where the job has one (scan --user/--state/--array, or saved beside its logs)
+    "user": pl.String(),
+    "state": pl.String(),  # the job's state in sacct: COMPLETED, FAILED, TIMEOUT, ...
+    # its use of what it was given (logscope.accounting.efficiency; scan --user/--state/--array)
+    "elapsed_s": pl.Int64(),
+    "time_limit_s": pl.Int64(),
+    "time_used": pl.Float64(),  # elapsed / time limit
+    "alloc_cpus": pl.Int64(),
+    "cpu_efficiency": pl.Float64(),  # TotalCPU / (elapsed x CPUs)
+    "mem_requested": pl.Int64(),  # bytes
+    "mem_peak": pl.Int64(),  # bytes, the job's tasks together
+    "mem_used": pl.Float64(),  # peak / requested
+    "gpus": pl.Int64(),
+    "gpu_util": pl.Float64(),
+    "gpu_mem_peak": pl.Int64(),
 }
 # Columns a table written by an older logscope lacks; merge reads such a table with them empty.
-_LATER_COLUMNS = frozenset(("job_start", "job_end", "duration_s", "last_step", "secondary_findings"))
+_LATER_COLUMNS = frozenset(("job_start", "job_end", "duration_s", "last_step", "secondary_findings", "user",
+                            "state", "elapsed_s", "time_limit_s", "time_used", "alloc_cpus", "cpu_efficiency",
+                            "mem_requested", "mem_peak", "mem_used", "gpus", "gpu_util", "gpu_mem_peak"))
 _CACHE_VERSION = 2  # the rows of a cache of another version lack columns: it is not used
 
 
@@ -93,6 +110,8 @@ class JobFiles:
     # SLURM's record saved in the job's folder (sacct/scontrol output, the batch script: README,
     # "Away from the cluster"), read with the logs as `logscope analyze` reads it: (path, size, mtime)
     records: tuple[tuple[Path, int, int], ...] = ()
+    # SLURM's record of the job from sacct (scan --user/--state/--array: logscope.scan_slurm)
+    record: AccountingRecord | None = None
 
     @property
     def signature(self) -> str:
@@ -101,6 +120,9 @@ class JobFiles:
             h.update(f"{path}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
         for path, size, mtime in self.records:  # a record saved (or changed) since makes another verdict
             h.update(f"record\0{path}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
+        if self.record is not None:  # a job that ended since it was scanned running has another verdict
+            job = self.record.job
+            h.update(f"sacct\0{job.state_text}\0{job.exit_text}\0{job.end}\n".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     @property
@@ -207,8 +229,9 @@ def analyse_batch(jobs: Sequence[JobFiles], patterns: tuple[str, ...]) -> list[d
     reading them together fail, each job is analysed alone (a bug on one job costs only its row).
     A job with SLURM's record saved in its folder is analysed alone, with it (analyse_one).
     The table has no column for the "next time" hints: they are not worked out (~2 ms a job)."""
-    together = [n for n, job in enumerate(jobs) if not job.records]
-    rows: dict[int, dict[str, Any]] = {n: analyse_one(job, patterns) for n, job in enumerate(jobs) if job.records}
+    together = [n for n, job in enumerate(jobs) if not job.records and job.record is None]
+    rows: dict[int, dict[str, Any]] = {n: analyse_one(job, patterns) for n, job in enumerate(jobs)
+                                       if job.records or job.record is not None}
     if len(together) == 1:
         rows[together[0]] = analyse_one(jobs[together[0]], patterns)
     elif together:
@@ -232,7 +255,7 @@ def analyse_one(job: JobFiles, patterns: tuple[str, ...]) -> dict[str, Any]:
     try:
         from logscope.analysis import analyze
 
-        record = _saved_record(job) if job.records else None
+        record = job.record or (_saved_record(job) if job.records else None)
         result: Analysis | Exception = analyze(list(job.files), patterns=patterns, hints=False, accounting=record)
     except Exception as error:
         result = error
@@ -277,7 +300,7 @@ def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
     root = verdict.root_cause
     evidence = root.evidence if root else None
     row.update(
-        job_id=result.job.job_id or job.job_id,
+        job_id=job.record.job_id if job.record is not None else (result.job.job_id or job.job_id),
         job_name=result.job.job_name,
         nodes=len(result.job.nodes),
         node_list=",".join(result.job.nodes),
@@ -297,6 +320,8 @@ def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
         secondary_findings=",".join(dict.fromkeys(f.code for f in result.findings if f.code != verdict.finding))
         or None,
     )
+    if result.accounting is not None:
+        row.update(user=result.accounting.user, state=result.accounting.job.state)
     events = result.view.events
     if events.height:
         span = events.select(pl.col("time").min().alias("start"), pl.col("time").max().alias("end"),
@@ -309,9 +334,10 @@ def _row_of(job: JobFiles, result: Analysis | Exception) -> dict[str, Any]:
 def scan(roots: Sequence[Path], *, patterns: tuple[str, ...] = DEFAULT_PATTERNS, workers: int | None = None,
          since: datetime | None = None, shard: tuple[int, int] | None = None, cache_path: Path | None = None,
          on_total: Callable[[int], None] | None = None,
-         on_done: Callable[[dict[str, Any]], None] | None = None) -> ScanResult:
-    """Analyse every job under ``roots``; see the module docstring."""
-    jobs = find_jobs(roots, patterns)
+         on_done: Callable[[dict[str, Any]], None] | None = None, jobs: Sequence[JobFiles] | None = None) -> ScanResult:
+    """Analyse every job under ``roots`` (or the ``jobs`` given: logscope.scan_slurm); see the module
+    docstring."""
+    jobs = list(jobs) if jobs is not None else find_jobs(roots, patterns)
     if not jobs:
         raise InputError(f"no log files found in {', '.join(str(r) for r in roots)}")
     result = ScanResult(pl.DataFrame(schema=SCAN_SCHEMA), inputs=frozenset(i for j in jobs for i in j.inodes))
@@ -691,8 +717,8 @@ def summarise(table: pl.DataFrame) -> dict[str, Any]:
     rate, by category. A host is a hardware suspect when its hardware, network and unknown roots
     are well above its share of the jobs: at least SUSPECT_MIN_ROOTS, and a count that roots spread
     over the hosts by the jobs each ran would reach with a probability below SUSPECT_P (Poisson)."""
-    per_category = (table.group_by("category").len().sort(["len", "category"], descending=[True, False])
-                    .to_dicts()) if table.height else []
+    per_category = (table.group_by("category").agg(pl.len().alias("jobs"))
+                    .sort(["jobs", "category"], descending=[True, False]).to_dicts()) if table.height else []
     ran = (table.select("job_key", pl.col("node_list").str.split(",").alias("host"))
            .explode("host").filter(pl.col("host").is_not_null() & (pl.col("host") != "")))
     rooted = table.filter(pl.col("root_host").is_not_null()).select("job_key", "category",
