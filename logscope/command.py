@@ -29,9 +29,10 @@ VALUE_OPTIONS = frozenset({"--format", "-f", "--pattern", "-p", "--select", "--i
 # scan's options that take a value and its flags (cli.scan; a test holds these to the CLI), the
 # short names by their long ones.
 SCAN_VALUE_OPTIONS = frozenset({"--output", "--table-format", "--jobs", "--since", "--category", "--shard", "--cache",
-                                "--pattern", "--print-sbatch", "--format"})
+                                "--pattern", "--print-sbatch", "--format", "--user", "--state", "--array",
+                                "--columns"})
 SCAN_FLAGS = frozenset({"--no-cache", "--help"})
-SCAN_SHORT = {"-o": "--output", "-j": "--jobs", "-p": "--pattern", "-f": "--format"}
+SCAN_SHORT = {"-o": "--output", "-j": "--jobs", "-p": "--pattern", "-f": "--format", "-u": "--user", "-s": "--state"}
 
 
 def run() -> NoReturn:
