@@ -40,6 +40,24 @@ class LintFormat(Choice):
     SARIF = "sarif"
 
 
+class TableFormat(Choice):
+    """How ``scan`` and ``merge`` write a table (logscope.scan.TABLE_FORMATS)."""
+
+    PARQUET = "parquet"
+    CSV = "csv"
+    JSONL = "jsonl"
+
+
+class ScanFormat(Choice):
+    """``scan --format``: the summary's (text, json); with ``-o -`` also the table's on standard output."""
+
+    TEXT = "text"
+    JSON = "json"
+    PARQUET = "parquet"
+    CSV = "csv"
+    JSONL = "jsonl"
+
+
 class WatchFormat(Choice):
     TEXT = "text"
     JSONL = "jsonl"

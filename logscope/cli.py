@@ -32,6 +32,8 @@ from logscope.choices import (
     Color,
     LintFormat,
     OutputFormat,
+    ScanFormat,
+    TableFormat,
     WatchFormat,
     complete_codes,
     complete_detectors,
@@ -57,8 +59,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-FormatOption = Annotated[str, typer.Option("--format", "-f", help="Output format: text or json.",
-                                           case_sensitive=False)]
 # The options with a fixed set of values are logscope.choices' Choices: --help lists the values, the
 # shell completes them, anything else is refused with exit 2 before any log is read.
 OutputFormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.",
@@ -410,8 +410,9 @@ def scan(
         "--output", "-o", help="Write the table here (.parquet default, .csv, .jsonl); - writes it to "
         "standard output (format: --table-format or --format parquet|csv|jsonl, default csv) and the summary "
         "to standard error. Default: none, only the summary is printed.")] = None,
-    table_format: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--table-format", help="parquet, csv or jsonl (default: from the output's extension).")] = None,
+    table_format: Annotated[Optional[TableFormat], typer.Option(  # noqa: UP045
+        "--table-format", help="The table's format (default: from the output's extension).",
+        case_sensitive=False, show_default=False)] = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Parallel worker processes (0: one per core this process may use).")] = 0,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -440,7 +441,9 @@ def scan(
     print_sbatch: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--print-sbatch", metavar="N",
         help="Print a SLURM job-array script that splits this scan into N shards, and exit.")] = None,
-    output_format: FormatOption = "text",
+    output_format: Annotated[ScanFormat, typer.Option(
+        "--format", "-f", help="The summary's format; with -o - a table format is the table's.",
+        case_sensitive=False)] = ScanFormat.TEXT,
 ) -> int:
     """Analyse every job under the given folders and write one table of verdicts.
 
@@ -460,11 +463,14 @@ def scan(
         raise UsageError("--shard and --print-sbatch split a scan of folders; give the folders")
     chosen_columns = scan_output.columns(columns)
     to_stdout = output is not None and str(output) == "-"
-    json_out = to_stdout and output_format.lower() == "json" and table_format is None
+    json_out = to_stdout and output_format == ScanFormat.JSON and table_format is None
     if to_stdout and not json_out:  # the table on standard output in --table-format or --format; summary on stderr
-        table_format = table_format or (output_format if output_format.lower() in scanner.TABLE_FORMATS else "csv")
-        output_format = "text" if output_format.lower() in scanner.TABLE_FORMATS else output_format
-    fmt = _format(output_format)
+        if table_format is None:
+            table_format = TableFormat(output_format.value) if output_format.value in scanner.TABLE_FORMATS \
+                else TableFormat.CSV
+        if output_format.value in scanner.TABLE_FORMATS:
+            output_format = ScanFormat.TEXT
+    fmt = _format(output_format.value)
     patterns = _patterns(pattern)
     if print_sbatch is not None:
         prefix = str(output.with_suffix("")) if output else "logscope-scan"
@@ -499,9 +505,9 @@ def scan(
         table = table.filter(table["category"].is_in([c.lower() for c in category]))
     written = table.select(chosen_columns) if chosen_columns else table
     if to_stdout and not json_out:
-        scanner.write_table_to(written, sys.stdout.buffer, (table_format or "csv").lower())
+        scanner.write_table_to(written, sys.stdout.buffer, (table_format or TableFormat.CSV).value)
     elif output is not None and not to_stdout:
-        scanner.write_table(written, output, table_format, result.inputs)
+        scanner.write_table(written, output, table_format.value if table_format else None, result.inputs)
     summary = scanner.summarise(table)
     if fmt == "json":  # the jobs' rows in the same document where no table holds them (-o -, none of SLURM's)
         with_rows = json_out or (output is None and listing is not None)
