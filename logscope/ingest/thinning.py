@@ -35,6 +35,13 @@ REPEAT_KEEP = 64
 RECORD_KEEP = 4096
 # Any kind of event, across all the processes of a file: the first and last KIND_KEEP // 2.
 KIND_KEEP = 16384
+# Any line other than COLL, progress, channel and record lines, across all the processes of a file:
+# the first and last TEXT_KEEP // 2 of each event and wording (its text with numbers masked, see
+# _WORDING). A crash-restart loop says the same failure with other pids, ranks and times in every
+# attempt: its first attempts and its last are kept, not the ~100,000 rows of the ones between.
+TEXT_KEEP = 512
+# Numbers (decimal, hex) in a line's text: what changes from one attempt of a loop to the next.
+_WORDING = r"0x[0-9a-fA-F]+|[0-9]+"
 
 
 def thin(events: pl.DataFrame) -> pl.DataFrame:
@@ -116,14 +123,24 @@ def _kept_rows(events: pl.DataFrame, by_file: list[str], *, across_processes: bo
              .when(pl.col("_rule") == _CHANNEL).then(1).otherwise(COLL_HEAD))
     last = (pl.when(pl.col("_rule") == _REST).then(first).when(pl.col("_rule") == _COLL).then(COLL_TAIL)
             .when(pl.col("_rule") == _PROGRESS).then(PROGRESS_TAIL).otherwise(0))
+    by_wording = across_processes and events.height > TEXT_KEEP and bool(kinds - special - set(KV_EVENTS))
+    text = ["text"] if by_wording else []
     plan = (
         events.lazy()
-        .select(*by_file, "line", "event", "host", "pid", rule, *read,
+        .select(*by_file, "line", "event", "host", "pid", *text, rule, *read,
                 pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
-        .select(*by_file, "line", "event", "host", "pid", "_rule", "_row", *grouped)
+        .select(*by_file, "line", "event", "host", "pid", *text, "_rule", "_row", *grouped)
         .filter(_ends(key, first, last))
         .sort(*by_file, "line", maintain_order=True)
     )
+    if by_wording:
+        # Each wording of a line, across the processes of the file: its first and last TEXT_KEEP // 2
+        # (the rows of the other rules are a group each: kept).
+        worded = (pl.col("_rule") == _REST) & ~event.is_in(KV_EVENTS)
+        wording = (pl.when(worded).then(pl.col("text").str.replace_all(_WORDING, "#"))
+                   .otherwise(pl.col("_row").cast(pl.String)).alias("_wording"))
+        plan = plan.with_columns(wording).filter(_ends([*by_file, "event", "_wording"], TEXT_KEEP // 2,
+                                                       TEXT_KEEP // 2))
     if across_processes and events.height > KIND_KEEP:
         # Any kind of event, across the processes of the file: its first and last KIND_KEEP // 2.
         plan = plan.filter(_ends([*by_file, "event"], KIND_KEEP // 2, KIND_KEEP // 2))
