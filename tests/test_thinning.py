@@ -19,12 +19,12 @@ from logscope.ingest import FileRead, reading, thinning
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
 
 LIMITS = {"COLL_HEAD": 1, "COLL_TAIL": 2, "PROGRESS_TAIL": 2, "REPEAT_KEEP": 2, "RECORD_KEEP": 3, "KIND_KEEP": 4,
-          "TEXT_KEEP": 6}
+          "PROCESS_KEEP": 2}
 EVENTS = [Event.NCCL_COLL, Event.PROGRESS, Event.NCCL_CHANNEL, Event.CHILD_FAILURE, Event.EXCEPTION, Event.NCCL_WARN]
 row = st.fixed_dictionaries({
     "event": st.sampled_from([e.value for e in EVENTS]),
     "host": st.sampled_from(["a", "b", None]),
-    "pid": st.sampled_from([1, 2, None]),
+    "pid": st.sampled_from([1, 2, 3, None]),
     "rank": st.sampled_from([0, None]),
     "comm": st.sampled_from(["0x1", "0x2", None]),
     "transport": st.sampled_from(["P2P", "NET"]),
@@ -91,16 +91,23 @@ def _reference(rows: list[dict[str, Any]], lines: list[int] | None = None) -> li
     rest = _ends([r for r in numbered if r["event"] not in special], lambda r: (*process(r), r["event"]),
                  repeat_limits)
     kept = sorted([*rest, *coll, *progress, *channel], key=lambda r: (r["line"], r["at"]))
-    if len(rows) > LIMITS["TEXT_KEEP"] and any(r["event"] not in special and r["event"] != Event.CHILD_FAILURE.value
-                                                for r in rows):
-        # each wording of a line that no other rule keeps (nor is a record's), across processes
-        def wording(r: dict[str, Any]) -> Hashable:
+    if any(r["event"] not in special and r["event"] != Event.CHILD_FAILURE.value for r in rows) and len(
+            {r["pid"] for r in rows}) > LIMITS["PROCESS_KEEP"]:
+        # the rows of the first and last processes of a rank that said a line in the same words
+        # (not a line of another rule, nor a record's)
+        said: dict[Hashable, list[Hashable]] = defaultdict(list)  # its processes, as they came
+
+        def words(r: dict[str, Any]) -> Hashable:
             if r["event"] in special or r["event"] == Event.CHILD_FAILURE.value:
                 return r["at"]
-            return r["event"], re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "#", f"{r['words']} {r['at']}")
+            return r["event"], r["host"], r["rank"], re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "#", f"{r['words']} {r['at']}")
 
-        text_half = LIMITS["TEXT_KEEP"] // 2
-        kept = _ends(kept, wording, lambda r: (text_half, text_half))
+        for r in sorted(kept, key=lambda r: r["at"]):
+            if r["pid"] not in said[words(r)]:
+                said[words(r)].append(r["pid"])
+        half_processes = LIMITS["PROCESS_KEEP"] // 2
+        kept = [r for r in kept if said[words(r)].index(r["pid"]) < half_processes
+                or said[words(r)].index(r["pid"]) >= len(said[words(r)]) - half_processes]
     half = LIMITS["KIND_KEEP"] // 2
     if len(kept) > LIMITS["KIND_KEEP"]:
         kept = _ends(kept, lambda r: r["event"], lambda r: (half, half))
@@ -181,17 +188,16 @@ def test_a_file_read_in_many_blocks_keeps_what_it_keeps_read_in_one(tmp_path: Pa
     assert_frame_equal(whole.events, in_blocks.events)
 
 
-def test_a_wording_many_processes_repeat_keeps_its_first_and_last() -> None:
+def test_a_rank_whose_processes_say_the_same_keeps_its_first_and_last() -> None:
     # A crash-restart loop: each attempt's processes are new (other pids), so no process repeats a
-    # line, but every attempt says the same words: the first and last TEXT_KEEP // 2 of them are
-    # kept, and a line worded otherwise among them is kept too.
-    rows = [{"event": Event.EXCEPTION.value, "host": "a", "pid": n, "rank": None, "comm": None, "transport": "P2P",
-             "comm_rank": 0, "words": "gone 7" if n == 20 else "lost 0x1f"} for n in range(40)]
-    frame = _frame(rows)
+    # line, but every attempt says the same words: the rows of the first and last PROCESS_KEEP // 2
+    # processes are kept, and a line worded otherwise among them, and another rank's.
+    rows = [{"event": Event.EXCEPTION.value, "host": "a", "pid": n, "rank": 5 if n == 30 else None, "comm": None,
+             "transport": "P2P", "comm_rank": 0, "words": "gone 7" if n == 20 else "lost 0x1f"} for n in range(40)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(LIMITS, "KIND_KEEP", 100)  # the bound on a kind of event does not bite
         for name, value in LIMITS.items():
             patch.setattr(thinning, name, value)
-        kept = thinning.thin(frame)
+        kept = thinning.thin(_frame(rows))
         expected = _reference(rows)
-    assert [_place(text) for text in kept["text"]] == [0, 1, 2, 20, 37, 38, 39] == expected
+    assert [_place(text) for text in kept["text"]] == [0, 20, 30, 39] == expected
