@@ -39,8 +39,9 @@ KIND_KEEP = 16384
 # (host, rank, local rank, srun task) in the same words (its text with numbers masked, see
 # _WORDING): the rows of the first and last PROCESS_KEEP // 2 of those processes. A crash-restart
 # loop says the same failures with other pids and times in every attempt: its first attempts and
-# its last are kept, not the ~100,000 rows of the ones between; a job whose ranks ran once (one
-# process each) keeps all.
+# its last are kept, not the ~100,000 rows of the ones between. A job whose ranks ran once keeps
+# all where its lines tell its processes' ranks or hosts apart; more than PROCESS_KEEP processes of
+# one host whose lines name no rank count as one rank's.
 PROCESS_KEEP = 16
 # Numbers (decimal, hex) in a line's text: what changes from one attempt of a loop to the next.
 _WORDING = r"0x[0-9a-fA-F]+|[0-9]+"
