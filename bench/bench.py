@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,12 +48,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TOOLS = ("cat", "grep", "line-loop", "analyze")
+TOOLS = ("cat", "grep", "line-loop", "analyze", "base")  # base: analyze from --base's tree
 NODES = 16
 SCENARIO = "crash-cascade"
 SAMPLE_JOB = REPO / "sample_logs" / "crash-cascade"
@@ -179,6 +181,126 @@ def crash_loop_folder(workdir: Path, label: str, size: int) -> Path:
     return folder
 
 
+def realistic_loop_folder(workdir: Path, label: str, size: int) -> Path:
+    """A job folder of about ``size`` bytes in which a crash-restart loop ran: jobsim's 16-node
+    crash cascade again and again, each attempt with its own pids (``JobSpec.seed``) and 10
+    minutes after the one before (``JobSpec.start``), appended to the same per-node files, as a
+    requeue or a ``for`` loop around ``srun --open-mode=append`` leaves them. Cached under
+    ``workdir``."""
+    sys.path.insert(0, str(REPO))
+    from tools.jobsim import JobSpec, write_job
+
+    base = JobSpec(scenario=SCENARIO, nodes=NODES, coll=False)
+    stamp = {"spec": repr(base), "size": size, "gap_min": LOOP_GAP_MIN,
+             "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()}
+    folder = workdir / f"crash-restarts-{NODES}n-{label}"
+    stamp_file = workdir / f"{folder.name}.json"
+    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+        return folder
+    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
+    one = workdir / f"{folder.name}.one"
+    partial = workdir / f"{folder.name}.partial"
+    for stale in (one, partial, folder):
+        shutil.rmtree(stale, ignore_errors=True)
+    partial.mkdir(parents=True)
+    written, attempt = 0, 0
+    while written < size:
+        spec = replace(base, seed=attempt, start=base.start + timedelta(minutes=LOOP_GAP_MIN * attempt))
+        write_job(spec, one)
+        for path in sorted(one.iterdir()):
+            with (partial / path.name).open("ab") as out:
+                written += out.write(path.read_bytes())
+        shutil.rmtree(one)
+        attempt += 1
+    partial.rename(folder)
+    stamp_file.write_text(json.dumps(stamp))
+    return folder
+
+
+LOOP_GAP_MIN = 10  # minutes between the starts of two attempts of the realistic crash loop
+
+# The long real logs the `real` shape is built from (``../shared/real_logs``): BigScience's
+# Megatron-DeepSpeed on 16 nodes (NCCL set-up of many communicators, progress lines; ends mid-run,
+# healthy), MLPerf RNN-T on 16 nodes (MLLOG lines, NCCL set-up, SHARP warnings; healthy) and MLPerf
+# R-GAT (per-iteration DLL lines, tracebacks, the watchdog's timeouts: a CUDA OOM on rank 7).
+REAL_LOGS = Path(os.environ.get("LOGSCOPE_REAL_LOGS", REPO.parent / "shared" / "real_logs"))
+REAL_SOURCES = (
+    "43-bigscience-meg-ds-3d-n16-log-ends-mid-run/meg_ds_3d_gpt2_perf_n16.out",
+    "101-mlperf-azure-16node-rnnt-healthy-benign-sharp-warn/result_0.txt",
+    "108-mlperf-dell-rgat-rank7-cuda-oom-then-watchdog-timeouts/result_7.txt",
+)
+# What `real` must conclude at every size: the one failure in it, case 108's (its expected.json).
+REAL_VERDICT = ("oom", 7)
+_ISO = re.compile(rb"(\d{4}-\d\d-\d\d)([ T])(\d\d:\d\d:\d\d)")
+_GLOG = re.compile(rb"(?<![\w.])([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)")
+_TIME_MS = re.compile(rb'("time_ms": )(\d{13})')
+_NCCL_PID = re.compile(rb"(?m)^((?:\d+: )?[\w.-]+):(\d+):(\d+) \[")
+
+
+def shifted(text: bytes, copy: int, hours: int) -> bytes:
+    """``text`` with its times ``copy * hours`` hours later (ISO date-times, glog's ``E1003
+    22:09:50``, MLLOG's ``time_ms``) and its NCCL lines' pids and thread ids shifted by ``copy``:
+    one more attempt of the same job, later, by other processes."""
+    if copy == 0:
+        return text
+    delta = timedelta(hours=copy * hours)
+    year = int(m.group(1)[:4]) if (m := _ISO.search(text)) else 2026
+
+    def iso(m: re.Match[bytes]) -> bytes:
+        when = datetime.strptime((m.group(1) + b" " + m.group(3)).decode(), "%Y-%m-%d %H:%M:%S") + delta
+        return f"{when:%Y-%m-%d}".encode() + m.group(2) + f"{when:%H:%M:%S}".encode()
+
+    def glog(m: re.Match[bytes]) -> bytes:
+        try:
+            when = datetime.strptime(f"{year}{m.group(2).decode()}{m.group(3).decode()} {m.group(4).decode()}",
+                                     "%Y%m%d %H:%M:%S") + delta
+        except ValueError:
+            return m.group(0)
+        return m.group(1) + f"{when:%m%d %H:%M:%S}".encode()
+
+    def pid(m: re.Match[bytes]) -> bytes:
+        return m.group(1) + b":%d:%d [" % (int(m.group(2)) + 7 * copy, int(m.group(3)) + 7 * copy)
+
+    text = _ISO.sub(iso, text)
+    text = _GLOG.sub(glog, text)
+    text = _TIME_MS.sub(lambda m: m.group(1) + str(int(m.group(2)) + int(delta.total_seconds() * 1000)).encode(),
+                        text)
+    return _NCCL_PID.sub(pid, text)
+
+
+def real_folder(workdir: Path, label: str, size: int) -> Path:
+    """A job folder of about ``size`` bytes built from the long real logs of REAL_SOURCES: each in
+    a file of its own, repeated as later attempts of its job (:func:`shifted`: each copy a day
+    later per 24 hours the log spans, other pids), in equal shares of ``size``. Cached under
+    ``workdir``."""
+    sources = [REAL_LOGS / name for name in REAL_SOURCES]
+    if missing := [str(path) for path in sources if not path.is_file()]:
+        raise SystemExit(f"the real logs of --shape real are missing: {', '.join(missing)} (LOGSCOPE_REAL_LOGS)")
+    stamp = {"sources": [hashlib.sha256(path.read_bytes()).hexdigest() for path in sources], "size": size,
+             "bench": hashlib.sha256(inspect.getsource(shifted).encode()).hexdigest()}
+    folder = workdir / f"real-{label}"
+    stamp_file = workdir / f"{folder.name}.json"
+    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+        return folder
+    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
+    partial = workdir / f"{folder.name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.mkdir(parents=True)
+    for path in sources:
+        text = path.read_bytes()
+        times = sorted(datetime.strptime((m.group(1) + b" " + m.group(3)).decode(), "%Y-%m-%d %H:%M:%S")
+                       for m in _ISO.finditer(text))
+        hours = 1 + int((times[-1] - times[0]).total_seconds() // 3600) if times else 1
+        copies = max(1, size // len(sources) // len(text))
+        with (partial / f"{path.parent.name.split('-')[0]}-{path.name}").open("wb") as out:
+            for copy in range(copies):
+                out.write(shifted(text, copy, hours))
+    partial.rename(folder)
+    stamp_file.write_text(json.dumps(stamp))
+    return folder
+
+
 def warm(files: list[Path]) -> tuple[int, int]:
     """Read every file once (page cache) and count its bytes and lines."""
     size = lines = 0
@@ -190,7 +312,7 @@ def warm(files: list[Path]) -> tuple[int, int]:
     return size, lines
 
 
-def run_once(argv: list[str], capture: bool) -> tuple[float, float, int, bytes]:
+def run_once(argv: list[str], capture: bool, tree: Path = REPO) -> tuple[float, float, int, bytes]:
     """Wall seconds, peak RSS (MB), exit status and stdout of one fresh process."""
     # A child's ru_maxrss starts at the RSS of the process that forked it (Linux keeps the
     # high-water mark across exec), so a tiny launcher forks the tool when there is one: GNU time.
@@ -201,7 +323,8 @@ def run_once(argv: list[str], capture: bool) -> tuple[float, float, int, bytes]:
         argv = [str(GNU_TIME), "-f", "%M", "-o", rss_file, *argv]
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, cwd=REPO)
+                            stderr=subprocess.DEVNULL, cwd=tree,
+                            env=os.environ | {"PYTHONPATH": str(tree)} if tree != REPO else None)
     sampler = TreeRss(proc.pid, skip_root=rss_file is not None)
     sampler.start()
     out = proc.stdout.read() if proc.stdout is not None else b""
@@ -278,17 +401,36 @@ def _children_scanned() -> Callable[[int], list[int]]:
     return lambda pid: by_parent.get(pid, [])
 
 
-def commands(tool: str, folder: Path, files: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class Shape:
+    """A shape of big log: how its job folder is made, the most common form of its lines (what
+    ``grep -c`` counts beside it), and the verdict every run must reach (category, root rank)."""
+
+    folder: Callable[[Path, str, int], Path]
+    grep: str
+    verdict: tuple[str, int | None]
+
+
+SHAPES = {
+    "coll": Shape(job_folder, "NCCL INFO", ("crash", 11)),
+    "progress": Shape(progress_folder, "iteration", ("incomplete", None)),
+    "crash-loop": Shape(realistic_loop_folder, "NCCL INFO", ("crash", 11)),
+    "crash-repeat": Shape(crash_loop_folder, "NCCL INFO", ("crash", 11)),
+    "real": Shape(real_folder, "NCCL INFO", REAL_VERDICT),
+}
+
+
+def commands(tool: str, folder: Path, files: list[str], grep: str = "NCCL INFO") -> list[str]:
     if tool == "cat":
         return ["cat", *files]  # > /dev/null
     if tool == "grep":
-        return ["grep", "-c", "NCCL INFO", *files]
+        return ["grep", "-c", grep, *files]
     if tool == "line-loop":
         return [sys.executable, str(REPO / "bench" / "line_loop.py"), *files]
-    return [sys.executable, "-m", "logscope", "analyze", str(folder), "--format", "json"]
+    return [sys.executable, "-m", "logscope", "analyze", str(folder), "--format", "json"]  # analyze, base
 
 
-def check(tool: str, code: int, out: bytes, lines: int) -> str:
+def check(tool: str, code: int, out: bytes, lines: int, verdict: tuple[str, int | None] | None = None) -> str:
     """A short note on the output, and a hard stop if the tool did not do its job."""
     if tool == "cat":
         return ""
@@ -303,19 +445,20 @@ def check(tool: str, code: int, out: bytes, lines: int) -> str:
     found = json.loads(out)
     if code not in (0, 1, 3) or found["job"]["lines_read"] != lines:  # a verdict (3: incomplete), every line read
         raise SystemExit(f"logscope analyze failed: exit {code}, lines_read {found['job']['lines_read']}")
-    verdict = found["verdict"]
-    root = verdict.get("root_cause") or {}
-    return f"{verdict['category']} {verdict['finding']} rank {root.get('rank')}"
+    said = found["verdict"]
+    root = said.get("root_cause") or {}
+    if verdict is not None and (said["category"], root.get("rank")) != verdict:
+        raise SystemExit(f"logscope analyze got the verdict wrong: {said['category']} rank {root.get('rank')}, "
+                         f"not {verdict[0]} rank {verdict[1]}")
+    return f"{said['category']} {said['finding']} rank {root.get('rank')}"
 
 
 def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...],
-               nccl_timestamps: bool = False, shape: str = "coll") -> list[Run]:
-    if shape == "progress":
-        folder = progress_folder(workdir, label, parse_size(label))
-    elif shape == "crash-loop":
-        folder = crash_loop_folder(workdir, label, parse_size(label))
-    else:
+               nccl_timestamps: bool = False, shape: str = "coll", base: Path | None = None) -> list[Run]:
+    if shape == "coll":
         folder = job_folder(workdir, label, parse_size(label), nccl_timestamps)
+    else:
+        folder = SHAPES[shape].folder(workdir, label, parse_size(label))
     files = sorted(p for p in folder.iterdir() if p.is_file())
     size, lines = warm(files)
     names = [str(p) for p in files]
@@ -326,8 +469,9 @@ def bench_size(workdir: Path, label: str, repeat: int, tools: tuple[str, ...],
             # (seen: a 1 GB folder read from disk again a minute later), and a tool that paid
             # for the disk would be measured against one that did not.
             warm(files)
-            wall, rss, code, out = run_once(commands(tool, folder, names), capture=tool != "cat")
-            samples[tool].append((wall, rss, check(tool, code, out, lines)))
+            wall, rss, code, out = run_once(commands(tool, folder, names, SHAPES[shape].grep), capture=tool != "cat",
+                                            tree=base if tool == "base" and base is not None else REPO)
+            samples[tool].append((wall, rss, check(tool, code, out, lines, SHAPES[shape].verdict)))
             print(f"  {label:>5} {tool:<10} {wall:7.2f} s  {rss:7.0f} MB", file=sys.stderr, flush=True)
     return [
         Run(label, tool, size / 1e6, lines, statistics.median(s[0] for s in got), max(s[1] for s in got),
@@ -422,17 +566,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool and size; the median is reported")
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"a subset of {','.join(TOOLS)}")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--base", type=Path, help="another source tree of logscope (`git archive REV | tar -x -C DIR`, "
+                    "its compiled scanner copied in) whose analyze the `base` tool runs, interleaved with this one's")
     ap.add_argument("--nccl-timestamps", action="store_true",
                     help="jobs logged with NCCL_DEBUG_TIMESTAMP_LEVELS=ALL: a time in front of every NCCL line")
-    ap.add_argument("--shape", choices=("coll", "progress", "crash-loop"), default="coll",
+    ap.add_argument("--shape", choices=tuple(SHAPES), default="coll",
                     help="coll: jobsim jobs, mostly NCCL COLL lines; progress: only training-progress lines; "
-                         "crash-loop: one crash job's files repeated")
+                         "crash-loop: a crash-restart loop, each attempt with new pids, 10 minutes later; "
+                         "crash-repeat: one crash job's files repeated as they are; real: the long real logs "
+                         "of ../shared/real_logs repeated as later attempts")
     ap.add_argument("--small", action=argparse.BooleanOptionalAction, default=True,
                     help="also measure the fixed cost per job: a sample job against importing polars, the scan rate")
     ap.add_argument("--small-only", action="store_true", help="only the fixed cost per job (no big folders)")
     ap.add_argument("--scan-jobs", type=int, default=200, help="sample jobs in the scan-rate measure")
     args = ap.parse_args(argv)
-    tools = tuple(t for t in args.tools.split(",") if t)
+    tools = tuple(t for t in args.tools.split(",") if t and (t != "base" or args.base is not None))
     if unknown := set(tools) - set(TOOLS):
         ap.error(f"unknown tool(s): {', '.join(sorted(unknown))}")
     workdir = args.workdir.resolve()
@@ -446,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[Run] = []
     if not args.small_only:
         for label in args.sizes.split(","):
-            runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools, args.nccl_timestamps, args.shape)
+            runs += bench_size(workdir, label.strip(), max(1, args.repeat), tools, args.nccl_timestamps, args.shape,
+                               args.base)
     small: list[SmallRun] = []
     if args.small or args.small_only:
         small = bench_small(workdir, max(3, args.repeat), args.scan_jobs)

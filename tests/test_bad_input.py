@@ -638,11 +638,13 @@ def test_small_zstd_inflating_to_hundreds_of_megabytes_is_read_in_bounded_memory
 
 def test_events_of_one_kind_are_bounded_across_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Thousands of processes printing one NCCL WARN each: thinning per process keeps them all.
+    # Each on a host of its own: thousands of processes of one host (no rank said) are one rank's
+    # attempts, bounded by PROCESS_KEEP first (the case after this one).
     from logscope.ingest import FileRead, discover, read_file, thinning
 
     monkeypatch.setattr(thinning, "KIND_KEEP", 200)
     path = tmp_path / "train-1-node1.out"
-    path.write_text("".join(f"node1:{1000 + i}:{2000 + i} [0] misc/socket.cc:50 NCCL WARN socketProgress: "
+    path.write_text("".join(f"n{i}:{1000 + i}:{2000 + i} [0] misc/socket.cc:50 NCCL WARN socketProgress: "
                             f"Connection closed by remote peer node2<{i}>\n" for i in range(5000)) + "ValueError: x\n")
     result = read_file(discover([path])[0][0])
     assert isinstance(result, FileRead)
@@ -650,6 +652,23 @@ def test_events_of_one_kind_are_bounded_across_processes(tmp_path: Path, monkeyp
     warns = result.events.filter(result.events["event"] == "nccl_socket_error")
     assert warns.height == 200
     assert warns["line"].min() == 1 and warns["line"].max() == 5000  # the first and the last kept
+    assert "exception" in result.events["event"].to_list()  # other kinds untouched
+
+
+def test_processes_of_one_rank_saying_the_same_are_bounded(tmp_path: Path) -> None:
+    # A restart loop: thousands of processes of one host, one after the other, each saying the
+    # same words (numbers aside): the first and last PROCESS_KEEP // 2 processes' lines are kept.
+    from logscope.ingest import FileRead, discover, read_file, thinning
+
+    path = tmp_path / "train-1-node1.out"
+    path.write_text("".join(f"node1:{1000 + i}:{2000 + i} [0] misc/socket.cc:50 NCCL WARN socketProgress: "
+                            f"Connection closed by remote peer node2<{i}>\n" for i in range(5000)) + "ValueError: x\n")
+    result = read_file(discover([path])[0][0])
+    assert isinstance(result, FileRead)
+    assert result.lines_read == 5001 and result.lines_recognised == 5001  # counts stay exact
+    warns = result.events.filter(result.events["event"] == "nccl_socket_error")
+    half = thinning.PROCESS_KEEP // 2
+    assert warns["line"].to_list() == [*range(1, half + 1), *range(5001 - half, 5001)]
     assert "exception" in result.events["event"].to_list()  # other kinds untouched
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -17,29 +18,37 @@ from polars.testing import assert_frame_equal
 from logscope.ingest import FileRead, reading, thinning
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
 
-LIMITS = {"COLL_HEAD": 1, "COLL_TAIL": 2, "PROGRESS_TAIL": 2, "REPEAT_KEEP": 2, "RECORD_KEEP": 3, "KIND_KEEP": 4}
+LIMITS = {"COLL_HEAD": 1, "COLL_TAIL": 2, "PROGRESS_TAIL": 2, "REPEAT_KEEP": 2, "RECORD_KEEP": 3, "KIND_KEEP": 4,
+          "PROCESS_KEEP": 2}
 EVENTS = [Event.NCCL_COLL, Event.PROGRESS, Event.NCCL_CHANNEL, Event.CHILD_FAILURE, Event.EXCEPTION, Event.NCCL_WARN]
 row = st.fixed_dictionaries({
     "event": st.sampled_from([e.value for e in EVENTS]),
     "host": st.sampled_from(["a", "b", None]),
-    "pid": st.sampled_from([1, 2, None]),
+    "pid": st.sampled_from([1, 2, 3, None]),
     "rank": st.sampled_from([0, None]),
     "comm": st.sampled_from(["0x1", "0x2", None]),
     "transport": st.sampled_from(["P2P", "NET"]),
     "comm_rank": st.sampled_from([0, 1]),
+    "words": st.sampled_from(["lost", "lost 0x1f", "gone 7"]),  # two wordings (numbers masked)
 })
 
 
 def _frame(rows: list[dict[str, Any]], lines: list[int] | None = None) -> pl.DataFrame:
-    """The rows as events, numbered 1, 2, ... unless ``lines`` numbers them; ``text`` tells each
-    row apart."""
+    """The rows as events, numbered 1, 2, ... unless ``lines`` numbers them; ``text`` (its words and
+    the row's place: :func:`_place`) tells each row apart."""
     fields = {f: None for f in FIELD_SCHEMA}
     numbers = lines if lines is not None else [n + 1 for n in range(len(rows))]
     return pl.DataFrame([{**{c: None for c in TIMELINE_SCHEMA}, "file": "f", "line": numbers[n], "event": r["event"],
-                          "host": r["host"], "pid": r["pid"], "rank": r["rank"], "text": str(n),
+                          "host": r["host"], "pid": r["pid"], "rank": r["rank"],
+                          "text": f"{r.get('words', 'lost')} {n}",
                           "fields": {**fields, "comm": r["comm"], "transport": r["transport"],
                                      "comm_rank": r["comm_rank"], "value": "1"}}
                          for n, r in enumerate(rows)], schema=TIMELINE_SCHEMA)
+
+
+def _place(text: str) -> int:
+    """The place in its rows of the row of this ``text`` (see _frame)."""
+    return int(text.rsplit(" ", 1)[1])
 
 
 def _ends(rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], Hashable],
@@ -82,6 +91,23 @@ def _reference(rows: list[dict[str, Any]], lines: list[int] | None = None) -> li
     rest = _ends([r for r in numbered if r["event"] not in special], lambda r: (*process(r), r["event"]),
                  repeat_limits)
     kept = sorted([*rest, *coll, *progress, *channel], key=lambda r: (r["line"], r["at"]))
+    if any(r["event"] not in special and r["event"] != Event.CHILD_FAILURE.value for r in rows) and len(
+            {r["pid"] for r in rows}) > LIMITS["PROCESS_KEEP"]:
+        # the rows of the first and last processes of a rank that said a line in the same words
+        # (not a line of another rule, nor a record's)
+        said: dict[Hashable, list[Hashable]] = defaultdict(list)  # its processes, as they came
+
+        def words(r: dict[str, Any]) -> Hashable:
+            if r["event"] in special or r["event"] == Event.CHILD_FAILURE.value:
+                return r["at"]
+            return r["event"], r["host"], r["rank"], re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "#", f"{r['words']} {r['at']}")
+
+        for r in sorted(kept, key=lambda r: r["at"]):
+            if r["pid"] not in said[words(r)]:
+                said[words(r)].append(r["pid"])
+        half_processes = LIMITS["PROCESS_KEEP"] // 2
+        kept = [r for r in kept if said[words(r)].index(r["pid"]) < half_processes
+                or said[words(r)].index(r["pid"]) >= len(said[words(r)]) - half_processes]
     half = LIMITS["KIND_KEEP"] // 2
     if len(kept) > LIMITS["KIND_KEEP"]:
         kept = _ends(kept, lambda r: r["event"], lambda r: (half, half))
@@ -95,7 +121,7 @@ def test_thinning_keeps_what_its_rules_say(rows: list[dict[str, Any]]) -> None:
         for name, value in LIMITS.items():
             patch.setattr(thinning, name, value)
         kept = thinning.thin(_frame(rows))
-    assert [int(n) for n in kept["text"]] == _reference(rows)
+    assert [_place(text) for text in kept["text"]] == _reference(rows)
     assert kept.schema == _frame(rows).schema
 
 
@@ -112,7 +138,7 @@ def test_rows_of_one_line_are_kept_as_they_came(rows: list[tuple[dict[str, Any],
         for name, value in LIMITS.items():
             patch.setattr(thinning, name, value)
         kept = thinning.thin(_frame(events, lines))
-    assert [int(n) for n in kept["text"]] == _reference(events, lines)
+    assert [_place(text) for text in kept["text"]] == _reference(events, lines)
 
 
 @settings(max_examples=100, deadline=None)
@@ -160,3 +186,18 @@ def test_a_file_read_in_many_blocks_keeps_what_it_keeps_read_in_one(tmp_path: Pa
     assert progress.height == thinning.KIND_KEEP  # the bound bit
     assert (whole.lines_read, whole.lines_recognised) == (in_blocks.lines_read, in_blocks.lines_recognised)
     assert_frame_equal(whole.events, in_blocks.events)
+
+
+def test_a_rank_whose_processes_say_the_same_keeps_its_first_and_last() -> None:
+    # A crash-restart loop: each attempt's processes are new (other pids), so no process repeats a
+    # line, but every attempt says the same words: the rows of the first and last PROCESS_KEEP // 2
+    # processes are kept, and a line worded otherwise among them, and another rank's.
+    rows = [{"event": Event.EXCEPTION.value, "host": "a", "pid": n, "rank": 5 if n == 30 else None, "comm": None,
+             "transport": "P2P", "comm_rank": 0, "words": "gone 7" if n == 20 else "lost 0x1f"} for n in range(40)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(LIMITS, "KIND_KEEP", 100)  # the bound on a kind of event does not bite
+        for name, value in LIMITS.items():
+            patch.setattr(thinning, name, value)
+        kept = thinning.thin(_frame(rows))
+        expected = _reference(rows)
+    assert [_place(text) for text in kept["text"]] == [0, 20, 30, 39] == expected

@@ -35,6 +35,16 @@ REPEAT_KEEP = 64
 RECORD_KEEP = 4096
 # Any kind of event, across all the processes of a file: the first and last KIND_KEEP // 2.
 KIND_KEEP = 16384
+# A line other than COLL, progress, channel and record lines, said by many processes of one rank
+# (host, rank, local rank, srun task) in the same words (its text with numbers masked, see
+# _WORDING): the rows of the first and last PROCESS_KEEP // 2 of those processes. A crash-restart
+# loop says the same failures with other pids and times in every attempt: its first attempts and
+# its last are kept, not the ~100,000 rows of the ones between. A job whose ranks ran once keeps
+# all where its lines tell its processes' ranks or hosts apart; more than PROCESS_KEEP processes of
+# one host whose lines name no rank count as one rank's.
+PROCESS_KEEP = 16
+# Numbers (decimal, hex) in a line's text: what changes from one attempt of a loop to the next.
+_WORDING = r"0x[0-9a-fA-F]+|[0-9]+"
 
 
 def thin(events: pl.DataFrame) -> pl.DataFrame:
@@ -116,14 +126,31 @@ def _kept_rows(events: pl.DataFrame, by_file: list[str], *, across_processes: bo
              .when(pl.col("_rule") == _CHANNEL).then(1).otherwise(COLL_HEAD))
     last = (pl.when(pl.col("_rule") == _REST).then(first).when(pl.col("_rule") == _COLL).then(COLL_TAIL)
             .when(pl.col("_rule") == _PROGRESS).then(PROGRESS_TAIL).otherwise(0))
+    by_wording = (across_processes and events.height > PROCESS_KEEP and bool(kinds - special - set(KV_EVENTS))
+                  and events["pid"].n_unique() > PROCESS_KEEP)
+    text = ["text"] if by_wording else []
     plan = (
         events.lazy()
-        .select(*by_file, "line", "event", "host", "pid", rule, *read,
+        .select(*by_file, "line", "event", "host", "pid", *text, rule, *read,
                 pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
-        .select(*by_file, "line", "event", "host", "pid", "_rule", "_row", *grouped)
+        .select(*by_file, "line", "event", "host", "pid", *text, "_rule", "_row", *grouped)
         .filter(_ends(key, first, last))
         .sort(*by_file, "line", maintain_order=True)
     )
+    if by_wording:
+        # The processes of a rank that said a line in the same words, numbered as they came: the
+        # rows of the first and last PROCESS_KEEP // 2 kept (the rows of the other rules are a group
+        # each: kept).
+        worded = (pl.col("_rule") == _REST) & ~event.is_in(KV_EVENTS)
+        wording = (pl.when(worded).then(pl.col("text").str.replace_all(_WORDING, "#"))
+                   .otherwise(pl.col("_row").cast(pl.String)).alias("_wording"))
+        worded_by = [*by_file, "event", "host", *[f"_{name}" for name in ("rank", "local_rank", "task")], "_wording"]
+        plan = (plan.with_columns(wording)
+                .with_columns(pl.col("_row").min().over([*worded_by, "pid"]).alias("_arrival"))
+                .with_columns(pl.col("_arrival").rank("dense").over(worded_by).cast(pl.Int64).alias("_nth"),
+                              pl.col("_arrival").n_unique().over(worded_by).cast(pl.Int64).alias("_processes"))
+                .filter((pl.col("_nth") <= PROCESS_KEEP // 2)
+                        | (pl.col("_nth") > pl.col("_processes") - PROCESS_KEEP // 2)))
     if across_processes and events.height > KIND_KEEP:
         # Any kind of event, across the processes of the file: its first and last KIND_KEEP // 2.
         plan = plan.filter(_ends([*by_file, "event"], KIND_KEEP // 2, KIND_KEEP // 2))

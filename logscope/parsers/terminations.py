@@ -22,6 +22,7 @@ as processes interleave their output in a shared file. Few rows: plain Python.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,15 +54,25 @@ def fold_terminations(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Dat
     announced: dict[tuple[object, ...], list[int]] = {}
     for row in teardowns.to_dicts():
         announced.setdefault(tuple(row[k] for k in keys), []).append(int(row["line"]))
+    # Each writer's lines in line order, so that the few near a terminate line are found by
+    # bisection (a crash loop has thousands of terminate lines per writer).
+    for found in by_writer.values():
+        found.sort(key=lambda w: int(w["line"]))
+    what_lines = {writer: [int(w["line"]) for w in found] for writer, found in by_writer.items()}
+    for lines in announced.values():
+        lines.sort()
     drop: set[int] = set()
     messages: dict[int, str] = {}  # terminate row -> the message of its what()
     types: dict[int, str] = {}  # known message's row -> the C++ type thrown
     for row in terminations.to_dicts():
         line, writer = int(row["line"]), tuple(row[k] for k in keys)
-        what = next((w for w in by_writer.get(writer, [])
-                     if line < int(w["line"]) <= line + WHAT_WITHIN and int(w[_ROW]) not in drop), None)
+        found, lines = by_writer.get(writer, []), what_lines.get(writer, [])
+        # the first in row order, as the rows came (folded records follow the others)
+        what = min((found[n] for n in range(bisect_right(lines, line), bisect_right(lines, line + WHAT_WITHIN))
+                    if int(found[n][_ROW]) not in drop), key=lambda w: int(w[_ROW]), default=None)
         if what is None:
-            if any(line - WHAT_WITHIN <= above < line for above in announced.get(writer, [])):
+            above = announced.get(writer, [])
+            if bisect_left(above, line - WHAT_WITHIN) < bisect_left(above, line):
                 drop.add(int(row[_ROW]))
             continue
         if what["event"] == Event.EXCEPTION.value:  # no known message: the terminate line says it
