@@ -2,8 +2,8 @@
 
 The readers map files and share them with worker processes, so standard input is first copied,
 in blocks, to a private temporary folder (mode 0700, removed when the analysis ends, whatever
-happens): never into a log folder nor the current folder. Its evidence is named by that file,
-``.../logscope-stdin-XXXX/stdin``.
+happens): never into a log folder nor the current folder. Its evidence is named ``<stdin>``
+(:func:`display_name`), not by that temporary file.
 """
 
 from __future__ import annotations
@@ -18,6 +18,13 @@ from typing import BinaryIO
 from logscope.errors import InputError
 
 NAME = "stdin"
+PREFIX = "logscope-stdin-"
+DISPLAY = "<stdin>"
+
+
+def display_name(path: Path) -> str | None:
+    """``<stdin>`` for the file :func:`spooled_stdin` spooled standard input to; None for any other."""
+    return DISPLAY if path.name == NAME and path.parent.name.startswith(PREFIX) else None
 
 
 @contextmanager
@@ -27,7 +34,7 @@ def spooled_stdin(stream: BinaryIO) -> Iterator[Path]:
     if stream.isatty():
         raise InputError("- reads a log from standard input, and nothing is piped in (zcat job.out.gz | "
                          "logscope analyze -)")
-    with tempfile.TemporaryDirectory(prefix="logscope-stdin-") as folder:
+    with tempfile.TemporaryDirectory(prefix=PREFIX) as folder:
         path = Path(folder) / NAME
         try:
             with path.open("wb") as out:

@@ -133,6 +133,8 @@ def test_analyze_reads_a_log_from_standard_input(tmp_path: Path) -> None:
     got, want = json.loads(piped.stdout), json.loads(direct.stdout)
     assert got["verdict"]["category"] == want["verdict"]["category"]
     assert [f["code"] for f in got["findings"]] == [f["code"] for f in want["findings"]]
+    # its evidence is named <stdin>, not by the temporary file it was spooled to
+    assert {e["file"] for f in got["findings"] for e in f["evidence"]} == {"<stdin>"}
     assert list(work.iterdir()) == [] and list(spool.iterdir()) == []
 
 

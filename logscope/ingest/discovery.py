@@ -15,6 +15,7 @@ from pathlib import Path
 
 from logscope.errors import InputError, printable
 from logscope.parsers.filenames import DEFAULT_PATTERNS, NameInfo, describe, strip_compression
+from logscope.stdin import display_name
 from logscope.walk import walk
 
 # Met while walking a folder, these are not logs: documents, configs, code, images, checkpoints.
@@ -93,7 +94,7 @@ def is_not_a_log(name: str) -> bool:
 
 def _add(path: Path, base: Path | None, found: list[SourceFile], skipped: list[Skipped],
          seen: set[tuple[int, int]], patterns: tuple[str, ...]) -> None:
-    display = printable(str(path))  # a name may hold a newline, or bytes that are not UTF-8
+    display = display_name(path) or printable(str(path))  # a name may hold a newline, or bytes that are not UTF-8
     try:
         stat = path.stat()
     except OSError as error:
