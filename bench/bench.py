@@ -51,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = ("cat", "grep", "line-loop", "analyze", "base")  # base: analyze from --base's tree
@@ -88,6 +89,30 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
+def _cached(folder: Path, stamp: dict[str, Any]) -> bool:
+    """Whether ``folder`` already holds the input ``stamp`` describes. The stamp lives next to the
+    folder, not in it: logscope reads every file of the folder."""
+    stamp_file = folder.with_name(f"{folder.name}.json")
+    return folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp
+
+
+def _start(folder: Path, label: str, *scratch: Path) -> Path:
+    """Say that ``folder`` is being generated, remove what an earlier run left of it (the folder,
+    its ``.partial`` and the ``scratch`` folders) and return the ``.partial`` folder to write in."""
+    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
+    partial = folder.with_name(f"{folder.name}.partial")
+    for stale in (partial, folder, *scratch):
+        shutil.rmtree(stale, ignore_errors=True)
+    return partial
+
+
+def _publish(partial: Path, folder: Path, stamp: dict[str, Any]) -> Path:
+    """``partial`` becomes ``folder``, complete, with its stamp beside it."""
+    partial.rename(folder)
+    folder.with_name(f"{folder.name}.json").write_text(json.dumps(stamp))
+    return folder
+
+
 def job_folder(workdir: Path, label: str, size: int, nccl_timestamps: bool = False) -> Path:
     """The cached job folder for ``size`` bytes, generated when missing or made by another jobsim."""
     sys.path.insert(0, str(REPO))
@@ -99,18 +124,12 @@ def job_folder(workdir: Path, label: str, size: int, nccl_timestamps: bool = Fal
         "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest(),
     }
     folder = workdir / f"{SCENARIO}-{NODES}n-coll{'-stamped' if nccl_timestamps else ''}-{label}"
-    # The stamp lives next to the folder, not in it: logscope reads every file of the folder.
-    stamp_file = workdir / f"{folder.name}.json"
-    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+    if _cached(folder, stamp):
         return folder
-    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
+    partial = _start(folder, label)
     started = time.perf_counter()
-    partial = workdir / f"{folder.name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
     write_job(spec, partial)
-    partial.rename(folder)
-    stamp_file.write_text(json.dumps(stamp))
+    _publish(partial, folder, stamp)
     print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return folder
 
@@ -120,17 +139,13 @@ def progress_folder(workdir: Path, label: str, size: int) -> Path:
     (torchrun's ``--tee`` prefixes), one Megatron-style line per rank and iteration. Written once,
     cached under ``workdir`` (a stamp of the format next to it)."""
     folder = workdir / f"progress-{NODES}n-{label}"
-    stamp_file = workdir / f"{folder.name}.json"
     line = ("[default{rank}]:2026-11-03 {hour:02d}:{minute:02d}:{second:02d},532 - INFO - iteration {step:8d}/  "
             "1000000 | consumed samples: {samples:12d} | elapsed time per iteration (ms): 6707.5 | learning rate: "
             "1.500E-04 | global batch size:    64 | lm loss: 2.5{digit}E+00 | grad norm: 0.512 |\n")
     stamp = {"format": line, "size": size}
-    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+    if _cached(folder, stamp):
         return folder
-    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
-    partial = workdir / f"{folder.name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    partial = _start(folder, label)
     partial.mkdir(parents=True)
     for node in range(1, NODES + 1):
         with (partial / f"train-4243001-gpu-node{node:02d}.out").open("w") as out:
@@ -143,9 +158,7 @@ def progress_folder(workdir: Path, label: str, size: int) -> Path:
                                 for rank in range(8))
                 out.write(chunk)
                 written += len(chunk)
-    partial.rename(folder)
-    stamp_file.write_text(json.dumps(stamp))
-    return folder
+    return _publish(partial, folder, stamp)
 
 
 def crash_loop_folder(workdir: Path, label: str, size: int) -> Path:
@@ -161,14 +174,10 @@ def crash_loop_folder(workdir: Path, label: str, size: int) -> Path:
     stamp = {"spec": repr(spec), "size": size,
              "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()}
     folder = workdir / f"crash-loop-{NODES}n-{label}"
-    stamp_file = workdir / f"{folder.name}.json"
-    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+    if _cached(folder, stamp):
         return folder
-    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
     one = workdir / f"{folder.name}.one"
-    partial = workdir / f"{folder.name}.partial"
-    for stale in (one, partial, folder):
-        shutil.rmtree(stale, ignore_errors=True)
+    partial = _start(folder, label, one)
     write_job(spec, one)
     attempt = {path.name: path.read_bytes() for path in sorted(one.iterdir()) if path.is_file()}
     repeats = max(1, size // max(1, sum(len(text) for text in attempt.values())))
@@ -176,9 +185,7 @@ def crash_loop_folder(workdir: Path, label: str, size: int) -> Path:
     for name, text in attempt.items():
         (partial / name).write_bytes(text * repeats)
     shutil.rmtree(one)
-    partial.rename(folder)
-    stamp_file.write_text(json.dumps(stamp))
-    return folder
+    return _publish(partial, folder, stamp)
 
 
 def realistic_loop_folder(workdir: Path, label: str, size: int) -> Path:
@@ -194,14 +201,10 @@ def realistic_loop_folder(workdir: Path, label: str, size: int) -> Path:
     stamp = {"spec": repr(base), "size": size, "gap_min": LOOP_GAP_MIN,
              "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()}
     folder = workdir / f"crash-restarts-{NODES}n-{label}"
-    stamp_file = workdir / f"{folder.name}.json"
-    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+    if _cached(folder, stamp):
         return folder
-    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
     one = workdir / f"{folder.name}.one"
-    partial = workdir / f"{folder.name}.partial"
-    for stale in (one, partial, folder):
-        shutil.rmtree(stale, ignore_errors=True)
+    partial = _start(folder, label, one)
     partial.mkdir(parents=True)
     written, attempt = 0, 0
     while written < size:
@@ -212,9 +215,7 @@ def realistic_loop_folder(workdir: Path, label: str, size: int) -> Path:
                 written += out.write(path.read_bytes())
         shutil.rmtree(one)
         attempt += 1
-    partial.rename(folder)
-    stamp_file.write_text(json.dumps(stamp))
-    return folder
+    return _publish(partial, folder, stamp)
 
 
 LOOP_GAP_MIN = 10  # minutes between the starts of two attempts of the realistic crash loop
@@ -279,13 +280,9 @@ def real_folder(workdir: Path, label: str, size: int) -> Path:
     stamp = {"sources": [hashlib.sha256(path.read_bytes()).hexdigest() for path in sources], "size": size,
              "bench": hashlib.sha256(inspect.getsource(shifted).encode()).hexdigest()}
     folder = workdir / f"real-{label}"
-    stamp_file = workdir / f"{folder.name}.json"
-    if folder.is_dir() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+    if _cached(folder, stamp):
         return folder
-    print(f"generating {folder} ({label}) ...", file=sys.stderr, flush=True)
-    partial = workdir / f"{folder.name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    partial = _start(folder, label)
     partial.mkdir(parents=True)
     for path in sources:
         text = path.read_bytes()
@@ -296,9 +293,7 @@ def real_folder(workdir: Path, label: str, size: int) -> Path:
         with (partial / f"{path.parent.name.split('-')[0]}-{path.name}").open("wb") as out:
             for copy in range(copies):
                 out.write(shifted(text, copy, hours))
-    partial.rename(folder)
-    stamp_file.write_text(json.dumps(stamp))
-    return folder
+    return _publish(partial, folder, stamp)
 
 
 def warm(files: list[Path]) -> tuple[int, int]:
