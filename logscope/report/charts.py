@@ -293,8 +293,9 @@ def reference_time(analysis: Analysis) -> datetime | None:
     culprit = analysis.verdict.root_cause
     if culprit is not None and culprit.time is not None:
         return culprit.time
-    if analysis.verdict.finding and analysis.findings and analysis.findings[0].first_seen:
-        return analysis.findings[0].first_seen
+    root = analysis.root_finding
+    if root is not None and root.first_seen:
+        return root.first_seen
     errors = analysis.view.events.filter(pl.col("severity").is_in(list(BAD_SEVERITIES))
                                          & pl.col("time").is_not_null())
     if errors.height:

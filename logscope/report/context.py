@@ -56,8 +56,9 @@ def root_context(analysis: Analysis) -> RootContext | None:
     """The root line's traceback and neighbourhood, or None (no root line, file unreadable)."""
     culprit = analysis.verdict.root_cause
     evidence = culprit.evidence if culprit is not None else None
-    if evidence is None and analysis.verdict.finding and analysis.findings and analysis.findings[0].evidence:
-        evidence = analysis.findings[0].evidence[0]
+    root = analysis.root_finding
+    if evidence is None and root is not None and root.evidence:
+        evidence = root.evidence[0]
     if evidence is None:
         return None
     source = next((f for f in analysis.job.files if f.display == evidence.file), None)

@@ -48,7 +48,7 @@ from logscope.report.markdown import _clip as clip
 from logscope.report.markdown import md_block, md_code, md_text
 from logscope.report.output import refuse_inputs
 from logscope.report.templating import render, short_file
-from logscope.report.times import culprit_time, window
+from logscope.report.times import culprit_time, stamp, window
 
 MAX_EVIDENCE = 8
 MAX_FINDING_EVIDENCE = 4
@@ -157,10 +157,7 @@ def _clip(text: str, limit: int = MAX_TEXT) -> str:
 
 
 def _when(value: datetime | None) -> str:
-    if value is None:
-        return ""
-    text = value.strftime("%Y-%m-%d %H:%M:%S")
-    return text + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+    return stamp(value) if value is not None else ""
 
 
 def _delta(seconds: float | None) -> str:
@@ -246,15 +243,9 @@ def _comparison_sections(analysis: Analysis) -> list[Section]:
     return [comparison_section(analysis.comparison)]
 
 
-def _root_finding(analysis: Analysis) -> Finding | None:
-    if analysis.verdict.finding and analysis.findings and analysis.findings[0].code == analysis.verdict.finding:
-        return analysis.findings[0]
-    return None
-
-
 def _root_section(analysis: Analysis) -> Section:
     culprit = analysis.verdict.root_cause
-    root = _root_finding(analysis)
+    root = analysis.root_finding
     blocks: list[Block] = []
     if culprit is None and root is None:
         text = ("No failure found." if analysis.verdict.category == Category.HEALTHY
