@@ -86,35 +86,37 @@ class ProgressStall(Detector):
                                  pl.col("time").filter(later).max().alias("latest")).row(0, named=True)
         if not said["later"] or said["failed"]:
             return []
-        timed_progress = job.of(Event.PROGRESS).filter(pl.col("time").is_not_null())
+        long_silence = said["latest"] - progress_time >= MIN_STALL
         limit = self._time_limit_after(job, progress_time)
-        alive, gap, threshold = None, timedelta(0), timedelta(0)
-        if said["latest"] - progress_time >= MIN_STALL:
-            alive = last_in_order(job.events.filter(later))
-            assert alive is not None
-            gap, threshold = alive["time"] - progress_time, self._threshold(timed_progress)
-        if (alive is None or gap < threshold) and limit is not None:
-            # Measured against its own run: see STALLED_SHARE_OF_RUN.
-            pace = self._threshold(timed_progress, floor=timedelta(0))
-            run = limit["time"] - timed_progress["time"].min()
-            alive, gap, threshold = limit, limit["time"] - progress_time, max(pace, run * STALLED_SHARE_OF_RUN)
-            if not pace:
-                return []
-        else:
-            limit = None
-        if alive is None or gap < threshold:
+        if not long_silence and limit is None:
             return []
+        timed_progress = job.of(Event.PROGRESS).filter(pl.col("time").is_not_null())
+        pace = self._pace(timed_progress)
+        alive = last_in_order(job.events.filter(later)) if long_silence else None
+        threshold = DEFAULT_STALL if pace is None else max(MIN_STALL, pace)
+        at_limit = alive is None or alive["time"] - progress_time < threshold
+        if at_limit:
+            # Not silent for long: a job its time limit ended is measured against its own run
+            # (STALLED_SHARE_OF_RUN), where its pace is known.
+            if not pace or limit is None:
+                return []
+            alive = limit
+            threshold = max(pace, (limit["time"] - timed_progress["time"].min()) * STALLED_SHARE_OF_RUN)
+            if limit["time"] - progress_time < threshold:
+                return []
+        assert alive is not None
+        gap = alive["time"] - progress_time
         last_said = self._last_said(job, last_progress, alive)
         return [self.finding(
             title=(f"Silent hang: no training progress for {_duration(gap)} after "
                    f"step {last_progress['fields'].get('step')}, while the job kept running"
-                   + (" until its time limit" if limit is not None else "")),
+                   + (" until its time limit" if at_limit else "")),
             explanation=(
                 f"The last progress line is step {last_progress['fields'].get('step')} "
                 f"(at or before {when(progress_time)}). The job was still alive at {when(alive['time'])} "
                 f"({alive['event']} line) without any rank reporting progress or an error. That is more than "
                 f"{_duration(threshold)}, the stall threshold for this job's pace"
-                + (" and half of its run until the time limit." if limit is not None else ".")
+                + (" and half of its run until the time limit." if at_limit else ".")
                 + (f" The last line the job wrote before the silence: \"{shortened(str(last_said['text']), 160)}\" "
                    f"({last_said['file']}:{last_said['line']})." if last_said is not None else "")
             ),
@@ -163,14 +165,14 @@ class ProgressStall(Detector):
         return min(limits, key=lambda row: row["time"]) if limits else None
 
     @staticmethod
-    def _threshold(progress: pl.DataFrame, floor: timedelta = MIN_STALL) -> timedelta:
-        """Ten iterations of the job's pace, at least ``floor``; ``DEFAULT_STALL`` (``floor`` when
-        it is zero: no pace known) where the progress lines give no pace."""
+    def _pace(progress: pl.DataFrame) -> timedelta | None:
+        """Ten iterations of the job's pace (from the time per iteration its progress lines print,
+        else their spacing); None where the progress lines give no pace."""
         per_iter = progress.select(pl.col("fields").struct.field("iteration_time_s").drop_nulls()).to_series().to_list()
         if per_iter:
             seconds = median(per_iter)
             step_gap = progress.select(pl.col("fields").struct.field("step").diff().drop_nulls().median()).item()
-            return max(floor, timedelta(seconds=seconds * ITERATIONS * max(1.0, float(step_gap or 1))))
+            return timedelta(seconds=seconds * ITERATIONS * max(1.0, float(step_gap or 1)))
         # Every rank prints each step: the spacing is between steps (their first line), not between
         # the lines of one step, which are milliseconds apart.
         # Lines without a step number each count on their own.
@@ -182,8 +184,8 @@ class ProgressStall(Detector):
         if exact.height >= 3:
             spacing = exact.select(pl.col("time").diff().drop_nulls().median()).item()
             if isinstance(spacing, timedelta) and spacing:
-                return max(floor, spacing * ITERATIONS)
-        return DEFAULT_STALL if floor else timedelta(0)
+                return spacing * ITERATIONS
+        return None
 
 
 def _duration(span: timedelta) -> str:
