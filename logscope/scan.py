@@ -34,6 +34,7 @@ import polars as pl
 
 from logscope.accounting.saved import is_saved_record
 from logscope.atomic import write_atomically
+from logscope.choices import TableFormat
 from logscope.errors import InputError, LogscopeError, OutputError, UsageError, printable
 from logscope.ingest import is_not_a_log
 from logscope.ingest.discovery import named_path
@@ -597,7 +598,7 @@ def write_table(table: pl.DataFrame, path: Path, fmt: str | None = None,
     return kind
 
 
-TABLE_FORMATS = ("parquet", "csv", "jsonl")
+TABLE_FORMATS = tuple(kind.value for kind in TableFormat)  # the values --table-format offers
 
 
 def write_table_to(table: pl.DataFrame, stream: BinaryIO, kind: str) -> None:
