@@ -106,11 +106,10 @@ SCENARIOS: dict[str, Scenario] = {
     "healthy": Scenario("healthy.sbatch", 180, ALL_RANKS_DONE),
     "raise": Scenario("raise.sbatch", 180,
                       (_rank_line("node02", 3, "injecting failure: raising RuntimeError at step 4"),)),
-    "hang": Scenario("hang.sbatch", 240,
-                     (_rank_line("node02", 3, "injecting hang: sleeping \\d+s before the all_reduce of step 4"),)),
+    "hang": Scenario("hang.sbatch", 240, (RANK_3_HANGS,)),
     # hang with every rank's Flight Recorder dump kept in the job's folder (fr_trace_<rank>)
     "fr-hang": Scenario("fr-hang.sbatch", 240,
-                        (_rank_line("node02", 3, "injecting hang: sleeping \\d+s before the all_reduce of step 4"),
+                        (RANK_3_HANGS,
                          _rank_line("node02", 3, "Finished writing Flight Recorder debug info to"))),
     "procid-unescaped": Scenario("procid-unescaped.sbatch", 180,
                                  (("node01", r"LAUNCHER as expanded on the batch host: .*--node_rank 0 "),)),
