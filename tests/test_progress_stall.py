@@ -16,13 +16,14 @@ START = datetime(2026, 11, 7, 2, 0, 0)
 STEP = timedelta(seconds=60)  # ten steps are 10 minutes: the threshold is MIN_STALL
 
 
-def job(tmp_path: Path, steps: int, after: list[str]) -> list[Path]:
-    """A node's log: torchrun's launch, ``steps`` progress lines a minute apart on two ranks, then
-    the lines ``after`` (``{t+N}``: the last step's time plus N seconds, as each line spells times)."""
-    last = START + STEP * (steps - 1)
+def job(tmp_path: Path, steps: int, after: list[str], pace: timedelta = STEP) -> list[Path]:
+    """A node's log: torchrun's launch, ``steps`` progress lines ``pace`` apart (a minute) on two
+    ranks, then the lines ``after`` (``{t+N}``: the last step's time plus N seconds, as each line
+    spells times)."""
+    last = START + pace * (steps - 1)
     lines = ["START TIME: Sat Nov  7 02:00:00 UTC 2026"]
     for n in range(steps):
-        at = START + STEP * n
+        at = START + pace * n
         for rank in (0, 1):
             lines.append(f"[default{rank}]:{at:%Y-%m-%d %H:%M:%S},000 - INFO - step {n + 1} loss 2.5")
     for line in after:
@@ -74,24 +75,10 @@ def test_the_silence_ends_at_the_last_line_with_its_own_time(tmp_path: Path) -> 
     assert "LS103" in codes(job(tmp_path, 5, [cancelled(3 * 3600)]))
 
 
-def paced_job(tmp_path: Path, steps: int, pace: timedelta, cancel_after: timedelta) -> list[Path]:
-    """A node's log of ``steps`` progress lines ``pace`` apart on two ranks, the last one followed by
-    the time limit's cancellation ``cancel_after`` later (a short allocation: a test job's minutes)."""
-    lines = ["START TIME: Sat Nov  7 02:00:00 UTC 2026"]
-    for n in range(steps):
-        at = START + pace * n
-        lines += [f"[default{rank}]:{at:%Y-%m-%d %H:%M:%S},000 - INFO - step {n + 1}/1000 loss 2.5" for rank in (0, 1)]
-    end = START + pace * (steps - 1) + cancel_after
-    lines.append(f"slurmstepd: error: *** JOB 8401 ON gpu01 CANCELLED AT {end:%Y-%m-%dT%H:%M:%S} DUE TO TIME LIMIT ***")
-    path = tmp_path / "train-8401-gpu01.out"
-    path.write_text("\n".join(lines) + "\n")
-    return [path]
-
-
 def test_a_job_silent_for_most_of_its_run_until_the_time_limit_hung(tmp_path: Path) -> None:
     # Five steps two seconds apart, then 50 s of silence until a one-minute limit: far below
     # MIN_STALL, but the job spent most of its allocation without a step: a hang naming nobody.
-    result = analyze(paced_job(tmp_path, 5, timedelta(seconds=2), timedelta(seconds=50)))
+    result = analyze(job(tmp_path, 5, [cancelled(50)], pace=timedelta(seconds=2)))
     assert result.verdict.category.value == "hang" and result.verdict.finding == "LS103"
     assert result.verdict.root_cause is None
     assert "until its time limit" in next(f.title for f in result.findings if f.code == "LS103")
@@ -102,7 +89,7 @@ def test_a_job_silent_for_most_of_its_run_until_the_time_limit_hung(tmp_path: Pa
     timedelta(seconds=15),  # ten steps of silence, but a small share of a run of 3 min
 ])
 def test_a_job_the_time_limit_cut_while_it_ran_ran_out_of_time(tmp_path: Path, cancel_after: timedelta) -> None:
-    result = analyze(paced_job(tmp_path, 100, timedelta(seconds=2), cancel_after))
+    result = analyze(job(tmp_path, 100, [cancelled(int(cancel_after.total_seconds()))], pace=timedelta(seconds=2)))
     assert "LS103" not in [f.code for f in result.findings]
     assert result.verdict.finding == "LS701"
 
