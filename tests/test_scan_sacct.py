@@ -71,6 +71,16 @@ def test_gpu_use_where_the_record_has_it() -> None:
     assert efficiency_of({**job, "AllocTRES": "cpu=16,mem=64G"}, [step]).gpu_util is None
 
 
+def test_a_step_killed_before_its_first_memory_sample_has_no_peak() -> None:
+    """jobacct_gather samples every JobAcctGatherFrequency seconds: a step cancelled sooner has empty
+    MaxRSS and no mem in its TRES usage. The peak is unknown (None), never 0, and so is the share used."""
+    job = {"ElapsedRaw": "7", "TimelimitRaw": "1", "AllocCPUS": "2", "TotalCPU": "00:01.500", "ReqMem": "4000M"}
+    step = {"MaxRSS": "", "TRESUsageInTot": "", "TotalCPU": "00:01.500"}
+    got = efficiency_of(job, [step, {"MaxRSS": "", "TRESUsageInTot": "cpu=00:00:01"}])
+    assert (got.mem_requested, got.mem_peak, got.mem_used) == (4000 << 20, None, None)
+    assert got.cpu_efficiency == pytest.approx(1.5 / 14)
+
+
 @pytest.mark.parametrize(("req_mem", "expected"), [("4000Mn", 2 * 4000 << 20), ("2Gc", 8 * 2 << 30),
                                                    ("4000M", 4000 << 20), ("", None), ("0", None)])
 def test_requested_memory_per_node_per_cpu_or_for_the_job(req_mem: str, expected: int | None) -> None:

@@ -57,7 +57,11 @@ def test_scan_user_since_state_on_the_live_lab(lab_run: lab.LabRun, scenario: st
     assert problem is None, f"{problem}: scan said {verdict}; expected {EXPECTED[scenario]}"
     # what the job used: 2 CPUs (cpus-per-task=1 on 2 nodes), some of them, some of its memory
     assert row["alloc_cpus"] == 2 and 0 < row["cpu_efficiency"] <= 1, row
-    assert row["elapsed_s"] > 0 and row["mem_peak"] > 0 and row["mem_requested"] > 0, row
+    assert row["elapsed_s"] > 0 and row["mem_requested"] > 0, row
+    # The memory peak is what jobacct_gather sampled (every JobAcctGatherFrequency seconds): a step that
+    # was killed before its first sample has none in sacct, and scan then says unknown, never 0.
+    assert row["mem_peak"] is None or row["mem_peak"] > 0, row
+    assert (row["mem_used"] is None) == (row["mem_peak"] is None), row
     if scenario == "timelimit":  # ran until its 1-minute limit
         assert row["time_limit_s"] == 60 and row["time_used"] >= 1, row
 
