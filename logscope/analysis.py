@@ -23,8 +23,18 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from logscope import __version__
-from logscope.detectors import REGISTRY, Detector, JobView
-from logscope.detectors.base import context_line, culprit_of, evidence_of, order_key, ordered_dicts, seen_at, when, who
+from logscope.detectors import REGISTRY, Detector, JobView, by_code
+from logscope.detectors.base import (
+    context_line,
+    culprit_of,
+    evidence_of,
+    local_rank_from_device,
+    order_key,
+    ordered_dicts,
+    seen_at,
+    when,
+    who,
+)
 from logscope.detectors.completion import before_clean_end, clean_end, row_before_clean_end, run_completed
 from logscope.detectors.exit_cascade import is_victim
 from logscope.detectors.worker_restart import recovered_until
@@ -394,6 +404,9 @@ def _corroborate(chosen: Finding, findings: list[Finding], view: JobView) -> Cul
         # waited out, a connection seen breaking), not where the failure was.
         return None
     if culprit.host or culprit.node:
+        detector = by_code(chosen.code)
+        if detector is None or not detector.names_a_node:
+            culprit = local_rank_from_device(culprit, view)
         return _local_rank_if_one_launcher(culprit, view)
     reported = _reported_places(view)
     if len(reported) == 1:

@@ -121,3 +121,27 @@ def test_jobs_built_together_are_the_jobs_built_alone(tmp_path: Path) -> None:
         assert (job.warnings, job.nodes, job.job_id, job.lines_read) == (
             alone.warnings, alone.nodes, alone.job_id, alone.lines_read), folder.name
     assert any("holds the output of" in w for job in together for w in job.warnings)
+
+
+IB_FAILURE = ("{host}:{pid}:{tid} [{dev}] transport/net_ib.cc:180 NCCL WARN NET/IB : mlx5_ib0:1 async fatal event "
+              "on QP (0x7f69f01519a8): local access violation work queue error\n")
+
+
+def test_an_nccl_culprits_device_is_its_local_rank(tmp_path: Path) -> None:
+    """NCCL's [N] is the process's CUDA device, which torchrun sets from the local rank: the root
+    cause names it as the local rank where no other process of the node shows that device."""
+    (tmp_path / "train-7-h100-28.out").write_text(
+        "h100-28:240:240 [1] NCCL INFO Using network IB\n"
+        + IB_FAILURE.format(host="h100-28", pid=238, tid=1219, dev=3))
+    root = analyze([tmp_path]).verdict.root_cause
+    assert root is not None and (root.host, root.local_rank) == ("h100-28", 3)
+
+
+def test_a_device_every_process_shows_names_no_local_rank(tmp_path: Path) -> None:
+    """With CUDA_VISIBLE_DEVICES narrowed to one GPU a process, every process of the node is device 0:
+    the [0] of the failing line then tells no process from another, and no local rank is named."""
+    (tmp_path / "train-7-h100-28.out").write_text(
+        "h100-28:240:240 [0] NCCL INFO Using network IB\n"
+        + IB_FAILURE.format(host="h100-28", pid=238, tid=1219, dev=0))
+    root = analyze([tmp_path]).verdict.root_cause
+    assert root is not None and (root.host, root.local_rank) == ("h100-28", None)

@@ -59,11 +59,6 @@ KNOWN_MISSES: dict[str, str] = {
         "from NCCL's 'Connection closed by localRank 2' lines and the other pod holding ranks 8-15: an "
         "inference over two files that logscope does not make, as no line ties rank 2 to a host)"
     ),
-    "24-nccl-1634-net-plugin-mismatch-between-nodes-hang": (
-        "incomplete, expected launch on HGX-H100-11 (two lines: one node uses NCCL's internal network, the "
-        "other loads the RDMA/SHARP plugin ('Plugin Path : ...', nccl-rdma-sharp-plugins). The per-node table "
-        "has no plugin skew finding yet, and with no failure line such a skew would be context, not a root)"
-    ),
     "25-lightning-8707-multinode-init-hang-half-ranks": (
         "incomplete, expected hang (4 of 8 members announce 'initializing ddp' and the excerpt ends: no time, "
         "no timeout, no error; the squeue beside it shows the job 25 s old. Silence alone, of unknown length, "
@@ -87,11 +82,6 @@ KNOWN_MISSES: dict[str, str] = {
         "root host None, expected node48 (the reporter redacted the host in the NCCL prefix to '...-48', which "
         "is no host name; the peer name node48 appears only in another node's completion error, which "
         "witnesses the link, it does not say whose port failed)"
-    ),
-    "62-nccl-1905-tp16-ib-local-access-violation-timestamped-warn": (
-        "root local_rank None, expected 0 (LS401 names h100-28; the label reads NCCL's [0] device field as "
-        "the local rank, which logscope does only for NCCL's own allocation failures, where each process "
-        "of the node shows its own device)"
     ),
 }
 

@@ -42,6 +42,7 @@ from logscope.detectors.ib_error import IbError
 from logscope.detectors.known_message import KnownMessage
 from logscope.detectors.master_addr_mismatch import MasterAddrMismatch
 from logscope.detectors.nccl_bootstrap_error import NcclBootstrapError
+from logscope.detectors.net_plugin_skew import NetPluginSkew
 from logscope.detectors.nnodes_mismatch import NnodesMismatch
 from logscope.detectors.node_fail_recorded import NodeFailRecorded
 from logscope.detectors.node_failure import NodeFailure
@@ -94,6 +95,7 @@ REGISTRY: tuple[type[Detector], ...] = (
     Requeue,
     TransportFallback,
     VersionSkew,
+    NetPluginSkew,
     ExitCascade,
     FailureRecorded,
     OomRecorded,

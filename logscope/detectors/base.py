@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from itertools import accumulate, pairwise
@@ -182,6 +182,9 @@ class Detector:
     requires: ClassVar[frozenset[Event]] = frozenset()
     # How specific this detector's verdict is when it ties with another at the same moment.
     specificity: ClassVar[int] = 50
+    # The culprit is a node's setup (its software, its network), not one of its processes: the
+    # verdict reads no local rank from the culprit's line (local_rank_from_device).
+    names_a_node: ClassVar[bool] = False
 
     def detect(self, job: JobView) -> list[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -410,6 +413,30 @@ def culprit_of(row: dict[str, Any]) -> Culprit:
         time=seen_at(row),
         evidence=evidence_of(row),
     )
+
+
+def local_rank_from_device(culprit: Culprit, view: JobView) -> Culprit:
+    """The local rank of a culprit named by an NCCL line: the ``[N]`` of NCCL's prefix
+    (``host:pid:tid [N]``) is the process's CUDA device, which torchrun and srun launches set from the
+    local rank; unless another process of that node reports the same device (a narrowed
+    CUDA_VISIBLE_DEVICES: every process sees device 0), or the process reports several devices."""
+    place = culprit.node or culprit.host
+    if culprit.local_rank is not None or culprit.evidence is None or place is None:
+        return culprit
+    line = view.events.filter((pl.col("file") == culprit.evidence.file) & (pl.col("line") == culprit.evidence.line))
+    said = line.select("pid", pl.col("fields").struct.field("cuda_dev").alias("dev")).drop_nulls()
+    if said.height == 0:
+        return culprit
+    pid, device = said.row(0)
+    devices = view.events.filter(
+        (pl.coalesce("node", "host") == place) & pl.col("pid").is_not_null()
+        & pl.col("fields").struct.field("cuda_dev").is_not_null()
+    ).select("pid", pl.col("fields").struct.field("cuda_dev").alias("dev")).unique()
+    mine = devices.filter(pl.col("pid") == pid)["dev"].n_unique()
+    shared = devices.filter((pl.col("dev") == device) & (pl.col("pid") != pid)).height
+    if mine != 1 or shared:
+        return culprit
+    return replace(culprit, local_rank=int(device))
 
 
 _EVENTS_BY_VALUE: dict[str, Event] = {event.value: event for event in Event}

@@ -1,8 +1,8 @@
 """The per-node NCCL configuration table, and which nodes differ from the rest (a helper module).
 
 :func:`node_config_table` is pure: it reads a :class:`JobView` and returns one row per node with
-what NCCL said about its setup at init. LS801 (transport-fallback) and LS802 (version-skew) use
-it to find the odd node out, and reports can show it as is.
+what NCCL said about its setup at init. LS801 (transport-fallback), LS802 (version-skew) and
+LS803 (net-plugin-skew) use it to find the odd node out, and reports can show it as is.
 
 =============  =================================================================================
 column         from
@@ -11,7 +11,8 @@ node           the node (else the host) of the lines
 nccl_version   ``NCCL version 2.18.1+cuda12.1`` (bare or prefixed)
 cuda_driver    ``cudaDriverVersion 12020``
 network        ``Using network IB`` / ``Socket`` / ``IBext`` / a plugin name
-net_plugin     ``NET/Plugin`` lines: the plugin loaded, ``none`` (internal), or ``failed``
+net_plugin     ``NET/Plugin`` lines and the RDMA/SHARP plugin's ``Plugin Path`` / ``P2P plugin``: the
+               plugin loaded, ``none`` (NCCL's internal transports), or ``failed``
 ib_devices     ``NET/IB : Using [0]mlx5_0:1/IB ...``; ``none`` for ``NET/IB : No device found``,
                ``no-verbs`` for ``Failed to open libibverbs``
 transports     channel transports (``P2P``, ``SHM``, ``NET/IB``, ``NET/Socket``, ...)
@@ -39,9 +40,12 @@ CONFIG_COLUMNS = ("nccl_version", "cuda_driver", "network", "net_plugin", "ib_de
 TABLE_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), **{c: pl.String() for c in CONFIG_COLUMNS}}
 
 _PLUGIN_LOADED = re.compile(
-    r"(?:Loaded (?:net|coll)? ?plugin|Successfully loaded external network plugin|Initialized NET plugin)"
+    r"(?:Loaded (?:net|coll)? ?plugin|Successfully loaded external network plugin|Initialized NET plugin"
+    r"|Plugin Path :|P2P plugin(?: v\d+)?)"
     r"\s+(.+?)(?:\s*\(v\d+\))?\s*$", re.IGNORECASE)
-_PLUGIN_NONE = re.compile(r"No plugin found|using internal implementation|Plugin load returned", re.IGNORECASE)
+# NCCL's loader found no external plugin and went on with its own transports
+_PLUGIN_NONE = re.compile(r"No plugin found|using internal (?:implementation|net(?:work)? plugin)|Plugin load returned"
+                          r"|Could not find", re.IGNORECASE)
 _PLUGIN_FAILED = re.compile(r"Failed to initialize any NET plugin", re.IGNORECASE)
 _IB_DEVICE = re.compile(r"\[\d+\]([\w.-]+:\d+/\w+)")
 

@@ -47,7 +47,17 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, culprit_of, event_of, field_of, order_key, when_row, who
+from logscope.detectors.base import (
+    Detector,
+    JobView,
+    culprit_of,
+    event_of,
+    field_of,
+    local_rank_from_device,
+    order_key,
+    when_row,
+    who,
+)
 from logscope.detectors.exit_cascade import process_key
 from logscope.detectors.job_facts import capitalised
 from logscope.model import Category, Event, Finding, Role, Severity
@@ -119,13 +129,10 @@ class CudaOom(Detector):
                               else (int(locals_[0]) if locals_.len() else None))
         facts = oom_facts(str(first.get("text") or ""))
         gpu = field_of(first, "cuda_dev")
-        nccls = event_of(first) == Event.NCCL_CUDA_FAILURE
-        if culprit.local_rank is None and gpu is not None and nccls and self._own_device(job, first, int(gpu)):
-            # NCCL's own allocation: its line's [N] is the process's device, which torchrun and srun
-            # launches set by the local rank, unless another process of that node reports the same
-            # device (narrowed CUDA_VISIBLE_DEVICES: every process sees device 0). PyTorch's "GPU N"
-            # of a rank's OOM is left a device: the message does not say the process's local rank.
-            culprit = replace(culprit, local_rank=int(gpu))
+        if event_of(first) == Event.NCCL_CUDA_FAILURE:
+            # NCCL's own allocation: its [N] is the process's device. PyTorch's "GPU N" of a rank's
+            # OOM is left a device: its line has no pid to tell the node's processes apart.
+            culprit = local_rank_from_device(culprit, job)
         detail = self._detail(facts, gpu)
         if event_of(first) == Event.NCCL_CUDA_FAILURE:
             detail = "; ".join(p for p in ["NCCL could not allocate GPU memory for its own buffers", detail] if p)
@@ -166,19 +173,6 @@ class CudaOom(Detector):
             ranks=[culprit.rank] if culprit.rank is not None else [],
             hosts=[h for h in [culprit.node or culprit.host] if h],
         )]
-
-    @staticmethod
-    def _own_device(job: JobView, row: dict[str, Any], device: int) -> bool:
-        """No other process of the row's node reports ``device``."""
-        place = row.get("node") or row.get("host")
-        if place is None:
-            return True
-        others = job.events.filter(
-            (pl.coalesce("node", "host") == place)
-            & (pl.col("fields").struct.field("cuda_dev") == device)
-            & (pl.col("pid").ne_missing(row.get("pid")) | pl.col("rank").ne_missing(row.get("rank")))
-            & pl.col("pid").is_not_null())
-        return others.height == 0
 
     @staticmethod
     def _detail(facts: dict[str, str | list[str]], gpu: Any) -> str:

@@ -79,6 +79,7 @@ class TransportFallback(Detector):
     requires: ClassVar[frozenset[Event]] = frozenset(
         {Event.NCCL_NETWORK, Event.NCCL_NET_DEVICE, Event.NCCL_CHANNEL})
     specificity = 50
+    names_a_node = True
 
     def detect(self, job: JobView) -> list[Finding]:
         table = node_config_table(job)

@@ -59,6 +59,7 @@ class VersionSkew(Detector):
     requires: ClassVar[frozenset[Event]] = frozenset(
         {Event.NCCL_VERSION_MISMATCH, Event.NCCL_VERSION, Event.NCCL_DRIVER})
     specificity = 75
+    names_a_node = True
 
     def detect(self, job: JobView) -> list[Finding]:
         reports = job.rows_in_order(Event.NCCL_VERSION_MISMATCH)
