@@ -353,3 +353,13 @@ def test_failure_sequence_says_how_long_before_the_root_a_line_was(samples: dict
     tables = [b for b in postmortem._cascade_section(samples["node-failure"]).blocks if isinstance(b, postmortem.Table)]
     sequence = tables[1]
     assert ["−0.819 s", "2026-11-03 04:19:16.689"] in [row[:2] for row in sequence.rows]
+
+
+def test_a_recovered_job_gets_no_advice_for_what_it_recovered_from() -> None:
+    """The report advises as the terminal does: on the verdict's finding. A job that failed once and
+    ran again to the end is healthy; its earlier crash is told as context, with nothing to fix."""
+    analysis = analyze([Path(__file__).resolve().parent / "goldens" / "LS301-recovered-after-restart" / "logs"])
+    assert analysis.verdict.category.value == "healthy" and analysis.findings and analysis.root_finding is None
+    text = render_markdown(analysis)
+    advice = text[text.index("## Advice"):text.index("## About this report")]
+    assert all(f.advice not in advice for f in analysis.findings) and "LS301" not in advice

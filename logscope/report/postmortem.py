@@ -525,12 +525,14 @@ def missing_evidence_hints(analysis: Analysis) -> tuple[list[str], str | None]:
 
 def _advice_section(analysis: Analysis, hints: list[str]) -> Section:
     blocks: list[Block] = []
-    root = analysis.findings[0] if analysis.findings else None
+    # The advice the terminal gives: the verdict's finding's, and the others' beside it; none where
+    # the verdict rests on no finding (healthy, incomplete: what the job recovered from needs no fix).
+    root = analysis.root_finding
     if root is not None:
         blocks.append(Paragraph(_clip(root.advice, 4000), label=f"{root.code} {root.name}:"))
     seen = {root.advice} if root is not None else set()
     others = []
-    for finding in analysis.findings[1:MAX_FINDINGS]:
+    for finding in analysis.findings[1:MAX_FINDINGS] if root is not None else ():
         if finding.advice and finding.advice not in seen:
             seen.add(finding.advice)
             others.append(f"{finding.code} {finding.name}: {_clip(finding.advice, 1000)}")
