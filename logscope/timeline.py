@@ -42,6 +42,7 @@ from logscope.ingest import FileRead, Skipped, SourceFile, discover, read_files,
 from logscope.model import TIMELINE_SCHEMA, Event, empty_timeline
 from logscope.parsers.filenames import DEFAULT_PATTERNS
 from logscope.parsers.regex_ascii import ascii_classes
+from logscope.parsers.time_forms import YEARLESS_TIME_ANYWHERE
 from logscope.stacking import stacked, unstacked
 
 
@@ -195,6 +196,7 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
             job.warnings.extend(_shared_file_warnings(shared[index], {r.source.display: r.source.info.node
                                                                       for r in reads_of_jobs[index][0]}))
     events = _resolve_ranks(events)
+    events = _in_the_jobs_year(events)
     timelines = unstacked(events.select(_JOB, *TIMELINE_SCHEMA).sort(
         [_JOB, "time", "file", "line"], nulls_last=True, maintain_order=True), _JOB, len(jobs))
     for job, timeline in zip(jobs, timelines, strict=True):
@@ -203,6 +205,33 @@ def build_jobs(reads_of_jobs: Sequence[tuple[list[FileRead], list[Skipped]]]) ->
         job.timeline = timeline
         job.nodes = sorted(set(timeline["node"].drop_nulls().to_list()) | set(job.nodes))
     return jobs
+
+
+def _in_the_jobs_year(events: pl.DataFrame) -> pl.DataFrame:
+    """Move each file whose times all come from forms without a year (glog, syslog) into the year of
+    the job's dated lines. Such a file took its modification year (ingest.scanning.reference_year):
+    a log copied or touched later would put its lines years after the job's other files (ISO
+    times, MLLOG's time_ms, SLURM's record). The file moves by whole years, to the year that puts
+    its median nearest the median of the job's dated lines, so its own order stays as it was."""
+    said = pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text").fill_null("")])
+    timed = pl.col("time").is_not_null() & ~pl.col("time_inferred").fill_null(False)
+    yearless = said.str.contains(YEARLESS_TIME_ANYWHERE) & ~said.str.contains(
+        pl.col("time").dt.year().cast(pl.String), literal=True)
+    rows = events.lazy().filter(timed).select(_JOB, "file", "time", yearless.fill_null(False).alias("_yearless"))
+    files = rows.group_by(_JOB, "file").agg(
+        pl.col("_yearless").all().alias("_unanchored"), pl.col("time").median().alias("_median"))
+    anchors = rows.filter(~pl.col("_yearless")).group_by(_JOB).agg(pl.col("time").median().alias("_anchor"))
+    days = (pl.col("_anchor") - pl.col("_median")).dt.total_seconds() / 86400
+    shifts = (files.filter("_unanchored").join(anchors, on=_JOB)
+              .select(_JOB, "file", (days / 365.2425).round().cast(pl.Int64).alias("_years"))
+              .filter(pl.col("_years") != 0)).collect()
+    if shifts.height == 0:
+        return events
+    by = (pl.col("_years").cast(pl.String) + "y")
+    moved = events.join(shifts, on=[_JOB, "file"], how="left", maintain_order="left")
+    return moved.with_columns(
+        pl.when(pl.col("_years").is_not_null()).then(pl.col(c).dt.offset_by(by)).otherwise(pl.col(c)).alias(c)
+        for c in ("time", "time_latest")).drop("_years")
 
 
 # Lines whose host names the node they are about, not the one that wrote them (srun, slurmstepd).

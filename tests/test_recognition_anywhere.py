@@ -6,6 +6,8 @@ prefixes.py, the message catalogue) to a line or a small job, and fails without 
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -107,6 +109,32 @@ def test_a_yearless_time_takes_the_year_of_the_files_own_dates() -> None:
                    "local_rank: 0 (pid: 4)",
                    "[2025-11-03 14:05:00] node1:1:1 [0] NCCL WARN x", year=2031)
     assert found.filter(pl.col("line") == 1)["time"].item() == datetime(2025, 11, 3, 14, 5, 3)
+
+
+def test_a_file_with_no_date_of_its_own_takes_the_year_of_the_jobs_other_files(tmp_path: Path) -> None:
+    """torchrun's glog lines carry no year; a file with nothing else took its modification year (a
+    log copied today: this year). The job's other file, dated, says the year they were written,
+    so the failure is ordered and timed with the training lines it followed."""
+    (tmp_path / "train-77-node01.out").write_text("2024-12-03 16:08:40,000 - INFO - step 1 loss 2.5\n"
+                                                  "2024-12-03 16:08:45,000 - INFO - step 2 loss 2.4\n")
+    (tmp_path / "train-77-node02.out").write_text(
+        "[default0]:W1203 16:08:46.192515 609112 torch/distributed/run.py:793] Setting OMP_NUM_THREADS\n"
+        "E1203 16:08:47.639000 609112 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 609177) of binary: /usr/bin/python\n")
+    os.utime(tmp_path / "train-77-node02.out", (time.time(), time.time()))
+    timeline = load_job([tmp_path]).timeline
+    failed = timeline.filter(pl.col("event") == "worker_failed").row(0, named=True)
+    assert (failed["time"], failed["time_latest"]) == (datetime(2024, 12, 3, 16, 8, 47, 639000),) * 2
+
+
+def test_a_job_with_no_dated_line_keeps_the_year_it_was_given(tmp_path: Path) -> None:
+    """Nothing in the job says its year: the files keep theirs (each its modification year)."""
+    (tmp_path / "train-77-node02.out").write_text(
+        "E1203 16:08:47.639000 609112 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 609177) of binary: /usr/bin/python\n")
+    stamp = datetime(2023, 6, 1).timestamp()
+    os.utime(tmp_path / "train-77-node02.out", (stamp, stamp))
+    assert load_job([tmp_path]).timeline["time"].dt.year().to_list() == [2023]
 
 
 def test_c10s_logger_writes_a_month_without_its_zero() -> None:

@@ -54,6 +54,13 @@ ANY_LEADING_TIME = "|".join(re.sub(r"\(\?P<\w+>", "(?:", form) for form in (ISO_
 YEARLESS_TIME = (re.sub(r"\(\?P<\w+>", "(?:", GLOG_FORM) + "|" + ascii_classes(
     r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:$|[^ ]| [^12]| [12][^0-9])"))
 
+# A glog or syslog time anywhere in a line (behind any wrapper), capture-free: with no four-digit
+# year beside it, the line's time was given a year that is not its own (a file with no dated line
+# takes its modification year; logscope.timeline moves such a file into the job's year).
+YEARLESS_TIME_ANYWHERE = ascii_classes(
+    r"(?:^|[^\w])[IWEF]\d{4} \d{2}:\d{2}:\d{2}|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
+    r"\d{2}:\d{2}:\d{2}")
+
 # A quick look at the start of a file for any full date, to give glog/syslog lines their year.
 FULL_DATE_BYTES = rb"(?<!\d)(19[7-9]\d|20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ T_]\d\d:\d\d:\d\d"
 
@@ -67,4 +74,5 @@ __all__ = [
     "SYSLOG_FORM",
     "US_FORM",
     "YEARLESS_TIME",
+    "YEARLESS_TIME_ANYWHERE",
 ]
