@@ -200,6 +200,23 @@ def test_verdict(captures: Path, scenario: str) -> None:
     assert job["lines_read"] == job["lines_recognised"] + job["lines_unrecognised"]
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_cascade_counts_each_other_process_once(captures: Path, scenario: str) -> None:
+    """The lab runs 2 nodes x 2 ranks: a cascade's title says how many other processes went down
+    after the root, each counted once whatever keys its lines carry (rank, local rank, pid, srun
+    task), never more than the 3 others on the 2 nodes."""
+    if capture_problem(captures, scenario) is not None:
+        pytest.skip("the capture does not show the scenario: see test_capture_shows_the_scenario")
+    _, data = analyze(captures / scenario)
+    cascade = next((f for f in data["findings"] if f["code"] == "LS301" and f["role"] == "root"), None)
+    if cascade is None:
+        pytest.skip("no exit cascade in this scenario")
+    counted = re.search(r"(\d+) other process\(es\) on (\d+) node\(s\)", cascade["title"])
+    assert counted is None or (int(counted[1]) <= 3 and int(counted[2]) <= 2), cascade["title"]
+    if scenario in ("raise", "rank-exit", "segfault", "sigkill"):  # every other rank is torn down
+        assert counted is not None and (counted[1], counted[2]) == ("3", "2"), cascade["title"]
+
+
 # --------------------------------------------------------------------------- the rule itself
 def _verdict(category: str, finding: str | None = None, host: str | None = None,
              rank: int | None = None) -> dict[str, Any]:
