@@ -2,9 +2,12 @@
 
 Each :class:`Rewrite` turns a job's files (name -> bytes) into the same job as another tool would
 have handed it over: quoted in an e-mail or an issue (``> ``), indented in a Markdown code block,
-coloured by a terminal, saved with Windows line ends, tagged by a launcher or a log shipper,
-time-stamped by a logger, or renamed. None of them changes what the processes printed, so the
-verdict's category and its root cause must not change (tests/test_metamorphic.py).
+coloured by a terminal, saved with Windows line ends, tagged by a launcher, a log shipper,
+docker compose, kubectl or the journal, time-stamped by a logger or by ``ts``, numbered (``cat -n``,
+``grep -n``, ``grep -rn``), padded with blanks, stored as Docker's JSON records, HTML-escaped, or
+renamed.
+None of them changes what the processes printed, so the verdict's category and its root cause
+must not change (tests/test_metamorphic.py).
 
 ``carries`` names the identity a rewrite's tag itself states (an Open MPI ``[1,R]<stderr>:`` tag
 says "rank R printed this"; a ``[defaultL]:`` tag "local rank L"): the verdict may learn that
@@ -14,6 +17,7 @@ from the rewritten log, so the test does not hold that part of the root cause to
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +70,35 @@ def _crlf(data: bytes, _index: int) -> bytes:
     return data.replace(b"\n", b"\r\n")
 
 
+def _grep_numbered(data: bytes, index: int, *, named: bool = False) -> bytes:
+    """Each line behind its number (``grep -n``), and its file's name first (``grep -rn``)."""
+    name = b"logs/train-%d.out:" % index if named else b""
+    return b"".join(name + b"%d:" % (number + 1) + line for number, line in enumerate(_lines(data)))
+
+
+def _docker_json(data: bytes, _index: int) -> bytes:
+    """Each line as Docker's json-file log driver stores it (moby daemon/logger/jsonfilelog)."""
+    records = []
+    for line in _lines(data):
+        body = line[:-1] if line.endswith(b"\n") else line
+        record = {"log": body.decode("utf-8", "surrogateescape") + "\n", "stream": "stderr",
+                  "time": "2024-05-01T10:00:00.123456789Z"}
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        records.append(text.encode("utf-8", "surrogateescape") + b"\n")
+    return b"".join(records)
+
+
+def _html_escaped(data: bytes, _index: int) -> bytes:
+    """The text as a web page's source holds it."""
+    return (data.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+            .replace(b'"', b"&quot;"))
+
+
+def _numbered(data: bytes, _index: int) -> bytes:
+    """Each line behind its number and a tab, as ``cat -n`` and ``nl`` print it."""
+    return b"".join(b"%6d\t" % (number + 1) + line for number, line in enumerate(_lines(data)))
+
+
 @dataclass(frozen=True)
 class Rewrite:
     """One harmless rewrite of a job's files."""
@@ -98,6 +131,20 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("time-prefix", _prefix(b"2024-05-01 10:00:00,123 ")),
     Rewrite("iso-time-prefix", _prefix(b"2024-05-01T10:00:00.123+02:00 ")),
     Rewrite("renamed", renames=True),
+    # beyond the list of issue 34: other tools a log goes through
+    Rewrite("line-numbers", _numbered),
+    Rewrite("compose-tag", _prefix(b"trainer-1  | ")),  # docker compose logs
+    Rewrite("python-logging", _prefix(b"INFO:root:")),  # logging.basicConfig's default format
+    Rewrite("epoch-stamp", _prefix(b"1714557600.123 ")),  # moreutils' ts %.s
+    Rewrite("yearless-stamp", _prefix(b"Dec 06 10:00:00 ")),  # moreutils' ts
+    Rewrite("trailing-blanks", _per_line(lambda body: body + b"   ")),  # a terminal's or an editor's padding
+    Rewrite("grep-n", _grep_numbered),
+    Rewrite("grep-rn", lambda data, index: _grep_numbered(data, index, named=True)),
+    Rewrite("kubectl-prefix", _prefix(b"[pod/trainer-0/main] ")),  # kubectl logs --prefix
+    Rewrite("journald", _prefix(b"Dec 06 10:00:00 login01 bash[4242]: ")),  # journalctl's short format
+    Rewrite("nbsp-indent", _prefix("\u00a0\u00a0".encode())),  # indentation copied from a web page
+    Rewrite("docker-json", _docker_json),
+    Rewrite("html-escaped", _html_escaped),
 )
 
 BY_NAME = {r.name: r for r in REWRITES}

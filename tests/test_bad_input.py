@@ -1,6 +1,6 @@
 """Bad input through the command line: one ``Error:`` line and exit code 2, or a partial analysis
-that names what it skipped and why; never a traceback, never a hang (README, "Guarantees on bad
-input"). Every command that reads files is run on every kind of bad input."""
+that names what it skipped and why; never a traceback, never a hang (docs/guarantees.md). Every command
+that reads files is run on every kind of bad input."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Expansion bounded before it starts: a hostlist's size is worked out from its ranges before any name
 is made, a log line's list is expanded once for every detector, a record's node lists have a budget
-and its timeline rows a ceiling (README, "Guarantees on bad input")."""
+and its timeline rows a ceiling (docs/guarantees.md)."""
 
 from __future__ import annotations
 

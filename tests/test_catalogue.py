@@ -4,7 +4,7 @@ Every entry is an upstream message with the file it is printed from and a real-s
 An entry without ``gap`` must be recorded as its event (for catalogue messages, with its id, which
 carries its category); an entry with ``gap`` must not be yet (strict: a gap that closes is taken off
 the file, so the list only shrinks). The share of entries recognised is the catalogue's coverage,
-reported in the README.
+reported in docs/how-it-reads-logs.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from logscope.knowledge.catalogue import KEYED_EVENTS
 from logscope.model import Event, Severity
 from logscope.parsers.lines import parse_chunk
 
-COVERAGE_FLOOR = 1.0  # every entry recorded as its event; README "Message catalogue" gives the figure
+COVERAGE_FLOOR = 1.0  # every entry recorded as its event; docs/how-it-reads-logs.md gives the figure
 
 
 def recorded(message: Message) -> tuple[str | None, str | None]:

@@ -193,3 +193,59 @@ def test_a_jobs_own_prints_get_a_verdict_and_a_note_does_not(tmp_path: Path) -> 
     note.write_text("lr: 0.1\nbatch: 8\n")
     with pytest.raises(InputError, match="no line of a training job's log"):
         analyze([note.parent])
+
+
+# --- wrappers nobody listed: learned per file (logscope.parsers.prefixes) --------------------------
+
+TRAINING = [f"[default3]:[rank11]:2024-05-01 10:00:0{n},000 - INFO - step {n} loss 2.5" for n in range(1, 8)]
+FAILED = "[default3]:[rank11]: ValueError: sample 7 has 2049 tokens"
+
+
+@pytest.mark.parametrize("head", ["{n}:", "logs/train-0.out:{n}:", "[pod/trainer-0/main] ", "\u00a0\u00a0",
+                                  "Dec 06 10:00:00 login01 bash[4242]: ", "{n:6d}\t"])
+def test_a_head_a_tool_put_on_every_line_hides_no_tag_and_no_time(head: str) -> None:
+    """A line number, a grep file name, a pod's or a unit's name: the same head on every line of
+    a file is taken off, and the launcher's tags and the logger's time behind it are read."""
+    lines = [head.format(n=n) + text for n, text in enumerate([*TRAINING, FAILED], start=1)]
+    found = events(*lines)
+    failed = found.filter(pl.col("event") == "exception").row(0, named=True)
+    assert (failed["rank"], failed["local_rank"]) == (11, 3)
+    steps = found.filter(pl.col("event") == "progress")
+    assert steps["time"].to_list()[-1] == datetime(2024, 5, 1, 10, 0, 7)
+
+
+def test_words_in_front_of_numbers_are_no_wrapper() -> None:
+    """Every line of a progress log starts with "Epoch ": the "1: " behind it is no srun label."""
+    found = events(*[f"Epoch {n}: 100%|##########| 50/50 [00:0{n}<00:00, loss={n}.0]" for n in range(1, 8)])
+    assert found["task"].drop_nulls().len() == 0
+
+
+def test_a_clock_in_front_of_a_headless_nccl_line_is_no_host() -> None:
+    found = events("Dec 06 10:00:00 transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'")
+    assert found["host"].to_list() == [None]
+
+
+def test_docker_json_records_are_read_as_the_lines_they_carry(tmp_path: Path) -> None:
+    """Docker's json-file driver escapes quotes: the traceback's frame line is read unescaped, and
+    the record's time is the line's."""
+    import json
+    lines = ["[default0]:Traceback (most recent call last):", '[default0]:  File "train.py", line 3, in <module>',
+             "[default0]:ValueError: bad batch"]
+    (tmp_path / "train-7-node1.log").write_text("".join(
+        json.dumps({"log": line + "\n", "stream": "stderr", "time": f"2024-05-01T10:00:0{n}.5Z"},
+                   separators=(",", ":")) + "\n" for n, line in enumerate(lines)))
+    timeline = load_job([tmp_path]).timeline
+    failed = timeline.filter(pl.col("event") == "exception").row(0, named=True)
+    assert failed["text"] == "ValueError: bad batch" and failed["time"] == datetime(2024, 5, 1, 10, 0, 2, 500000)
+
+
+def test_html_escaped_text_is_read_as_its_characters() -> None:
+    found = events("[1,3]&lt;stderr&gt;:RuntimeError: CUDA error: an illegal memory access was encountered",
+                   "[1,3]&lt;stderr&gt;:x", "[1,3]&lt;stderr&gt;:y")
+    first = found.row(0, named=True)
+    assert (first["prefix"], first["task"]) == ("[1,3]<stderr>:", 3)
+
+
+def test_seconds_since_the_epoch_date_a_line() -> None:
+    found = events("1714557600.250 [rank2]: ValueError: x")
+    assert found["time"].to_list() == [datetime(2024, 5, 1, 10, 0, 0, 250000)]

@@ -199,7 +199,16 @@ class CollectiveHang(Detector):
         status = job.of(Event.WATCHDOG_STATUS).filter(pl.col("rank").is_not_null())
         if status.height == 0 or waited_seq is None:
             return [], ""
-        last = status.group_by("rank").agg(pl.col("fields").struct.field("last_enqueued").max().alias("enq"))
+        said = pl.col("fields").struct
+        # Counters count the collectives of one process group: only the group of the collective the
+        # others waited in is compared (PG IDs are each rank's own numbering: a rank that timed out
+        # at another SeqNum waits in another group that has that ID too, or another collective).
+        groups = status.filter(said.field("seq") == waited_seq).select(said.field("pg")).to_series().unique()
+        if groups.len():
+            status = status.filter(said.field("pg").is_in(groups.to_list(), nulls_equal=True))
+        last = status.group_by("rank").agg(said.field("last_enqueued").max().alias("enq"),
+                                           said.field("seq").drop_nulls().unique().alias("waits"))
+        last = last.filter((pl.col("waits").list.len() == 0) | pl.col("waits").list.contains(waited_seq))
         behind = sorted(int(r) for r in last.filter(pl.col("enq") < waited_seq)["rank"].to_list())
         if behind and len(behind) < last.height:
             return behind, (f"rank(s) {compact_ranks(behind)} never enqueued collective {waited_seq} "

@@ -9,7 +9,7 @@ pids, counts, sizes, versions) replaced by placeholders: ``<host>``, ``<time>``,
 same message with other words in its arguments stays one template. The event kind is part of the
 key: the same text recognised as two events is two templates.
 
-Only the lines logscope recognised are in the timeline (see the README's "How it reads logs"):
+Only the lines logscope recognised are in the timeline (see docs/how-it-reads-logs.md):
 templates are those of the recognised lines, and their counts those of the lines the timeline
 kept: the repeats thinned away while reading (NCCL COLL lines, progress lines, a process's
 repeats of one line beyond its first and last 64) are not counted.

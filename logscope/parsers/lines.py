@@ -45,8 +45,9 @@ from logscope.limits import WRAP_MAX_LINES
 from logscope.model import FIELD_SCHEMA, SUBJECT_IS_TARGET, Event
 from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
+from logscope.parsers.envelopes import opened
 from logscope.parsers.prefix_stack import PREFIX_STACK
-from logscope.parsers.prefixes import prefix_fields, split_prefix, timeless, times_of
+from logscope.parsers.prefixes import prefix_fields, split_prefix_of_files, timeless, times_of
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, parse_event_time
@@ -181,7 +182,7 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
     """Steps 3-5: the candidate lines of ``segments`` (``line``, ``raw``, and ``by`` when given:
     the file each line is of, times then taken within a file), and the last and the first time
     seen (of one chunk: with ``by``, None)."""
-    frame = split_prefix(segments.with_row_index("idx"), "raw")
+    frame = split_prefix_of_files(opened(segments, "raw", by).with_row_index("idx"), "raw", by)
     if frame.height == 0:
         return (_empty_candidates() if by is None else segments.select(by).clear().hstack(_empty_candidates()),
                 carry_time, None)
@@ -439,9 +440,9 @@ _RECORD_START = ascii_classes(
 
 def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     """``lines`` with each hard-wrapped line joined to its continuation (the joined row keeps the
-    first line's number; the continuation's row goes). A line is cut when it has the paste's width,
-    does not end in a space (a padded paste pads every line to the width) and the next line starts
-    no record."""
+    first line's number; the continuation's row goes). A line is cut when its text (trailing blanks
+    aside: a padded paste pads every line to the width) has the paste's width and the next line
+    starts no record."""
     if lines.height < 3 or lines.height > WRAP_MAX_LINES:
         return lines
     width, shows = lines.select(_length().max().alias("width"), _shows_cut().alias("shows")).row(0)
@@ -455,14 +456,20 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
         if not marked["_wraps"].any():
             break
         lines = marked.with_columns(
-            pl.when(pl.col("_wraps")).then(pl.col("raw") + _continuation()).otherwise(pl.col("raw"))
+            pl.when(pl.col("_wraps")).then(_stripped() + _continuation()).otherwise(pl.col("raw"))
             .alias("raw")
         ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps")
     return lines
 
 
 def _length() -> pl.Expr:
-    return pl.col("raw").str.len_chars()
+    """A line's width without trailing blanks: a terminal's copy pads short lines with spaces, an
+    editor or a tool may add some to every line; the cut is where the text stops."""
+    return _stripped().str.len_chars()
+
+
+def _stripped() -> pl.Expr:
+    return pl.col("raw").str.strip_chars_end(" \t")
 
 
 def _continuation() -> pl.Expr:
@@ -487,9 +494,10 @@ def _digits_masked(text: pl.Expr) -> pl.Expr:
 
 
 def _cut_at(width: int | pl.Expr) -> pl.Expr:
-    """Whether a line is cut by a paste ``width`` wide: it has that width, does not end in a space
-    and the next line (without the wrapper they share) starts no record."""
-    return ((_length() == width) & ~pl.col("raw").str.ends_with(" ")
+    """Whether a line is cut by a paste ``width`` wide: its text has that width (a line padded with
+    blanks to the width stops short of it) and the next line (without the wrapper they share)
+    starts no record."""
+    return ((_length() == width)
             & ~_continuation().fill_null("[").str.contains(_RECORD_START))
 
 

@@ -43,14 +43,17 @@ MAX_PREFIXES = 8
 # logscope.parsers.time_forms): ISO 8601 and python logging's asctime ("T", "_" or a space between
 # date and time, "," or "." before the fraction, a zone or none, bracketed or not),
 # HF/accelerate's "%m/%d/%Y %H:%M:%S", syslog and ``dmesg -T`` ("Dec  2 15:12:00", "[Wed Dec  2
-# 15:12:00 2026]"). glog's head ("E0801 13:23:20.000000 32974 file.py:874] ") is no wrapper: its
-# level is part of the message (an error line of a C++ logger), and its time is read where the
-# line's body starts with it.
+# 15:12:00 2026]"), seconds since the epoch ("1714557600.123"). glog's head ("E0801 13:23:20.000000
+# 32974 file.py:874] ") is no wrapper: its level is part of the message (an error line of a C++
+# logger), and its time is read where the line's body starts with it.
 TIME_TEXT = (
     r"\[?(?:19|2\d)\d\d-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC|GMT))?\]?"
     r"|\d\d/\d\d/(?:19|2\d)\d\d \d\d:\d\d:\d\d"
     r"|(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
     r"\d\d:\d\d:\d\d(?: (?:19|2\d)\d\d\])?"
+    # seconds since the epoch (moreutils' `ts %.s`, loggers' `%(created)f`), 2017-07 to 2033-05:
+    # ten digits, a fraction or not
+    r"|1[5-9]\d{8}(?:\.\d{1,9})?"
 )
 # A logger's level, alone or leading a bracketed tag ("INFO", "[WARNING]", "[INFO|trainer.py:907]").
 _LEVEL = r"(?:DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)"
@@ -68,6 +71,7 @@ _HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*[0-9][A-Za-z0-9.-]*"
 _ALTERNATIVES = (
     r"[ \t]*(?P<task>\d{1,6}): "  # srun --label
     r"|\[(?P<task_b>\d{1,6})\] "  # mpirun-style label "[0] "
+    r"|[ \t]*\d{1,9}\t"  # a line-number column: `cat -n`, `nl`, an editor's or a pager's numbers
     r"|\[\d{1,6},(?P<mpi_rank>\d{1,6})\]<std(?:out|err)>: ?"  # Open MPI --tag-output "[1,3]<stderr>:"
     r"|\((?:[A-Za-z_][\w]*) pid=(?P<ray_pid>\d+)(?:, ip=(?P<ray_ip>[^)]*))?\) ?"  # Ray
     r"|\[default(?P<tee_local>\d+)\]:"  # torchrun --tee, default role
@@ -81,7 +85,10 @@ _ALTERNATIVES = (
     r"|(?:(?P<ship_time>" + TIME_TEXT + r") )?(?P<ship_host>[A-Za-z][\w.-]*) >> "
     r"|(?P<time>" + TIME_TEXT + r")(?::?[ \t]+|:)"  # a time
     r"|(?:[\w.@/-]+[ \t]+)?[\[<]std(?:out|err)[\]>]:?[ \t]*"  # a stream tag: "job.node1 [stderr] ", "<stderr>:"
+    r"|std(?:out|err) [FP] "  # a Kubernetes node's CRI log: "<time> stderr F <line>" (kubelet's logs.go)
+    r"|[A-Za-z][\w.-]*[ \t]+\|[ \t]+"  # a name and a pipe: `docker compose logs` ("trainer-1  | ")
     r"|\[" + _LEVEL + r"(?:[|:,][^\]\[]{0,80})?\](?:[ \t]*[:|-])?[ \t]*"  # "[INFO|trainer.py:907] "
+    r"|" + _LEVEL + r":[\w.]*:[ \t]*"  # python logging's default format: "INFO:root:", "WARNING:torch.distributed.run:"
     r"|" + _LEVEL + r"(?:[ \t]*[:|-])?[ \t]+"  # a logger's level: "INFO - ", "WARNING: "
     r"|(?:-|\||>>|::?)[ \t]+"  # a separator
     r"|>[ \t]?"  # a quote mark
@@ -99,6 +106,35 @@ TIME_LEAD = ascii_classes(r"(?:" + TIME_TEXT + r")(?::?[ \t]+|:)")
 # (logscope.parsers.regex_ascii): with Unicode classes this one took 17-36 ms to compile.
 PREFIX_STACK = ascii_classes(
     r"^(?:" + re.sub(r"\(\?P<\w+>", "(?:", _ALTERNATIVES) + r"){1," + str(MAX_PREFIXES) + r"}")
+
+
+# What starts a process's own output on a line, whatever a tool put in front of it: a launcher's
+# tag that says who printed it, a logger's time, NCCL's host:pid:tid head, glog's head. A tool
+# that wrapped every line of a file in a head the stack does not know (a line number, a file name
+# and a line number from `grep -n`, a pod or a unit name) leaves the same head in front of these on
+# every line: logscope.parsers.prefixes learns it per file from HEAD_BEFORE_OWN_OUTPUT.
+# (Not an srun label: "Epoch " in front of "1: 100%|" on every line of a progress log is no wrapper.)
+OWN_OUTPUT = (
+    r"\[default\d+\]:|\[rank\d+\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    r"|\[[A-Za-z][\w.-]*:\d+\]:"  # torchrun --role host:
+    r"|\[[A-Za-z][\w.-]*:\d+ *:\d+:\d+\] "  # UCX's head
+    r"|\([A-Za-z_]\w* pid=\d+"  # Ray's actor tag
+    r"|(?:" + TIME_TEXT + r")(?::?[ \t]+|:)"
+    r"|(?:" + _HOSTNAME + r"|\d{1,3}(?:\.\d{1,3}){3}): "  # pdsh
+    r"|[A-Za-z][\w.-]*:\d+:\d+ (?:\[\d+\] )?\S"  # NCCL's host:pid:tid
+    r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d"  # glog
+)
+WRAPPER_HEAD_MAX = 48  # the longest head a tool's wrapper is taken to be
+# the head ends where a word cannot go on: "g" is no head of "gpu0:100:101 [0] NCCL ..."
+HEAD_BEFORE_OWN_OUTPUT = ascii_classes(
+    r"^(.{0," + str(WRAPPER_HEAD_MAX - 1) + r"}?[^\w])(?:" + OWN_OUTPUT + r")")
+# A head in front of an srun label counts where it is more than words ("123:" of `grep -n` in
+# front of "7: "; not "Epoch " in front of "1: 100%|").
+HEAD_BEFORE_TASK_LABEL = ascii_classes(r"^(.{0," + str(WRAPPER_HEAD_MAX - 1) + r"}?[^\w])[ \t]*\d{1,6}: ")
+WORDS_ONLY = r"^[A-Za-z \t]*$"
+# Numbered lines (`grep -n`, `cat -n`, an editor's numbers): a number in front of each line, one
+# more than the line above's.
+LINE_NUMBER = ascii_classes(r"^[ \t]*(\d{1,9})[:\t-]")
 
 
 def stack_has_time(stack: str) -> bool:
@@ -122,4 +158,5 @@ def _one_prefix() -> Callable[[str], re.Match[str] | None]:
     return re.compile(ONE_PREFIX).match
 
 
-__all__ = ["MAX_PREFIXES", "ONE_PREFIX", "PREFIX_STACK", "TIME_LEAD", "TIME_TEXT", "stack_has_time"]
+__all__ = ["HEAD_BEFORE_OWN_OUTPUT", "HEAD_BEFORE_TASK_LABEL", "LINE_NUMBER", "MAX_PREFIXES", "ONE_PREFIX",
+           "PREFIX_STACK", "TIME_LEAD", "TIME_TEXT", "WORDS_ONLY", "WRAPPER_HEAD_MAX", "stack_has_time"]

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.parsers.prefix_stack import MAX_PREFIXES, ONE_PREFIX, PREFIX_STACK, TIME_LEAD, TIME_TEXT
+from logscope.parsers.prefix_stack import (
+    HEAD_BEFORE_OWN_OUTPUT,
+    HEAD_BEFORE_TASK_LABEL,
+    LINE_NUMBER,
+    MAX_PREFIXES,
+    ONE_PREFIX,
+    PREFIX_STACK,
+    TIME_LEAD,
+    TIME_TEXT,
+    WORDS_ONLY,
+)
 
 PREFIX_COLUMNS: dict[str, pl.DataType] = {
     "p_task": pl.Int64(),
@@ -33,6 +43,108 @@ def split_prefix(frame: pl.DataFrame, column: str = "raw") -> pl.DataFrame:
     return frame.with_columns(
         pl.col(column).fill_null("").str.slice(pl.col("prefix").str.len_chars().fill_null(0)).alias("body")
     )
+
+
+# A file's own wrapper is learned from its first lines: a head found in front of a process's own
+# output (HEAD_BEFORE_OWN_OUTPUT) on at least WRAPPER_MIN_LINES of them and standing in front of
+# WRAPPER_SHARE of all of them: a tool put it on every line. A message's own words in front of a
+# tag are not a wrapper: they differ from line to line. Wrappers may nest (a file name, then a
+# line number: `grep -rn`), up to MAX_WRAPPERS.
+WRAPPER_SAMPLE = 256
+WRAPPER_MIN_LINES = 3
+WRAPPER_SHARE = 0.8
+MAX_WRAPPERS = 3
+NUMBERED_MIN_LINES = 5
+_REGEX_SPECIAL = r"[.^$*+?()\[\]{}|\\]"
+_NUMBER_HEAD = r"[ \t]*\d{1,9}[:\t-]"
+
+
+def split_prefix_of_files(frame: pl.DataFrame, column: str = "raw", by: str | None = None) -> pl.DataFrame:
+    """:func:`split_prefix`, and where a tool wrapped every line of a file (``by``: the column of
+    the file each line is of; None: ``frame`` is one file's chunk) in a head the prefix stack does
+    not know, that head is taken off and the stack read behind it: a line number or a ``grep -n``
+    file name cannot hide a launcher's tag or a time. The head is part of neither ``prefix`` nor
+    ``body`` (as a terminal's colours are not); messages are looked for in the whole line anyway."""
+    key = by or "_whole"
+    keyed = frame if by is not None else frame.with_columns(pl.lit(0, dtype=pl.UInt32).alias(key))
+    line = pl.col(column).fill_null("")
+    numbered = _numbered(keyed, key, column)
+    if numbered.height == 0:
+        return _behind_learned_heads(split_prefix(frame, column), keyed, key, frame.columns)
+    keyed = keyed.join(numbered, on=key, how="left", maintain_order="left")
+    number = line.str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
+    keyed = split_prefix(keyed.with_columns(line.str.slice(number.str.len_chars()).alias("_numbered")).drop("_head"),
+                         "_numbered").drop("_numbered")
+    return _behind_learned_heads(keyed.drop(key) if by is None else keyed, keyed, key, frame.columns)
+
+
+def _behind_learned_heads(split: pl.DataFrame, keyed: pl.DataFrame, key: str, columns: list[str]) -> pl.DataFrame:
+    """``split`` (with ``prefix`` and ``body``) read again behind each head its files' lines share."""
+    work = split if key in split.columns else split.with_columns(keyed.get_column(key))
+    for _ in range(MAX_WRAPPERS):
+        heads = _wrapper_heads(work, key)
+        if heads.height == 0:
+            break
+        marked = work.join(heads, on=key, how="left", maintain_order="left")
+        head = pl.col("body").str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
+        marked = marked.with_columns(pl.col("body").str.slice(head.str.len_chars()).alias("_behind")).drop("_head")
+        numbered = _numbered(marked, key, "_behind")  # `grep -rn`: a file name, then a line number
+        if numbered.height:
+            marked = marked.join(numbered, on=key, how="left", maintain_order="left")
+            number = pl.col("_behind").str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
+            marked = marked.with_columns(pl.col("_behind").str.slice(number.str.len_chars())).drop("_head")
+        marked = marked.with_columns(pl.col("_behind").str.extract(PREFIX_STACK, 0).alias("_stack"))
+        prefix = pl.concat_str([pl.col("prefix"), pl.col("_stack")], ignore_nulls=True)
+        work = marked.with_columns(
+            pl.when(prefix != "").then(prefix).alias("prefix"),
+            pl.col("_behind").str.slice(pl.col("_stack").str.len_chars().fill_null(0)).alias("body"),
+        ).drop("_behind", "_stack")
+    return work.select(*columns, "prefix", "body")
+
+
+def _wrapper_heads(frame: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The head (as a regex: digits as ``\\d+``, blanks as ``[ \\t]+``) the first lines of each
+    ``key`` share in front of a process's own output, as ``key`` -> ``_head``; no row for a file
+    with none. Of the heads seen in front of an output on WRAPPER_MIN_LINES lines or more (the
+    five seen most), the shortest that stands in front of WRAPPER_SHARE of all the lines: the
+    tool's wrapper, not the wrapper and a launcher's tag that most lines also carry."""
+    sample = (frame.group_by(key, maintain_order=True).head(WRAPPER_SAMPLE).select(key, "body")
+              .filter(pl.col("body").str.len_chars() > 0))
+    before_task = pl.col("body").str.extract(HEAD_BEFORE_TASK_LABEL, 1)
+    seen_head = pl.coalesce(pl.col("body").str.extract(HEAD_BEFORE_OWN_OUTPUT, 1),
+                            pl.when(~before_task.str.contains(WORDS_ONLY)).then(before_task))
+    shapes = sample.select(key, seen_head.str.replace_all(_REGEX_SPECIAL, r"\$0").str.replace_all(r"[0-9]+", r"\d+")
+                           .str.replace_all(r"[ \t]+", r"[ \t]+").alias("_head")).drop_nulls("_head")
+    seen = (shapes.group_by(key, "_head").agg(pl.len().alias("_n")).filter(pl.col("_n") >= WRAPPER_MIN_LINES)
+            .sort([key, "_n", "_head"], descending=[False, True, False]).group_by(key, maintain_order=True).head(5)
+            .select(key, "_head"))
+    if seen.height == 0:
+        return seen
+    lines = sample.group_by(key).agg(pl.len().alias("_lines"))
+    leading = (sample.join(seen, on=key)
+               .group_by(key, "_head")
+               .agg(pl.col("body").str.contains(pl.lit("^") + pl.col("_head")).sum().alias("_leading"))
+               .join(lines, on=key)
+               .filter(pl.col("_leading") >= WRAPPER_SHARE * pl.col("_lines")))
+    return (leading.sort([key, pl.col("_head").str.len_chars(), "_head"])
+            .group_by(key, maintain_order=True).first().select(key, "_head"))
+
+
+def _numbered(frame: pl.DataFrame, key: str, column: str) -> pl.DataFrame:
+    """``key`` -> the line-number head, for the files whose first lines (NUMBERED_MIN_LINES or more)
+    nearly all start with a number that only grows (``grep -n``, ``cat -n``, an editor's numbers;
+    srun's task labels repeat, a counter of one task stays)."""
+    sample = (frame.group_by(key, maintain_order=True).head(WRAPPER_SAMPLE).select(key, column)
+              .filter(pl.col(column).str.len_chars() > 0))
+    number = pl.col(column).str.extract(LINE_NUMBER, 1).cast(pl.Int64, strict=False)
+    steps = sample.with_columns(number.alias("_number")).with_columns(
+        (pl.col("_number") - pl.col("_number").shift(1).over(key)).alias("_step"))
+    numbered = steps.group_by(key).agg(
+        (pl.col("_number").is_not_null().sum() >= WRAPPER_SHARE * pl.len()).alias("_most"),
+        (pl.col("_step").min() >= 1).alias("_growing"),
+        (pl.col("_number").is_not_null().sum() >= NUMBERED_MIN_LINES).alias("_enough"))
+    return numbered.filter(pl.col("_most") & pl.col("_growing") & pl.col("_enough")).select(
+        key, pl.lit(_NUMBER_HEAD).alias("_head"))
 
 
 def timeless(prefix: pl.Expr) -> pl.Expr:
@@ -139,4 +251,4 @@ def _role_host() -> pl.Expr:
 
 
 __all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "prefix_rows", "split_prefix",
-           "strip_prefixes", "timeless", "times_of"]
+           "split_prefix_of_files", "strip_prefixes", "timeless", "times_of"]

@@ -37,6 +37,9 @@ MONTHS = {m: i for i, m in enumerate(
 ISO_FORM = ascii_classes(r"^ ?(?:(?:DLL|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):? +)?\[?(?P<y>(?:19|2\d)\d\d)-(?P<mo>\d{2})-(?P<d>\d{2})[ T_](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<f>\d{1,9}))?")
 GLOG_FORM = ascii_classes(r"^\[?[IWEF](?P<mo>\d{1,2})(?P<d>\d{2}) (?P<t>\d{2}:\d{2}:\d{2})(?:\.(?P<f>\d{1,9}))?")
 US_FORM = ascii_classes(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>(?:19|2\d)\d\d) (?P<t>\d{2}:\d{2}:\d{2})")
+# Seconds since the epoch, as a tool stamps a line with them (moreutils' `ts %.s`); in a stack of
+# prefixes only (logscope.parsers.prefix_stack.TIME_TEXT), never at the start of a message.
+EPOCH_FORM = ascii_classes(r"^(?P<s>1[5-9]\d{8})(?:\.(?P<f>\d{1,9}))?")
 SYSLOG_FORM = ascii_classes(r"^(?:\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d{2}:\d{2}:\d{2})(?: (?P<y>(?:19|2\d)\d\d)\])?")
 
 FULL_DATE = r"\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}"
@@ -66,6 +69,7 @@ FULL_DATE_BYTES = rb"(?<!\d)(19[7-9]\d|20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ 
 
 __all__ = [
     "ANY_LEADING_TIME",
+    "EPOCH_FORM",
     "FULL_DATE",
     "FULL_DATE_BYTES",
     "GLOG_FORM",

@@ -13,6 +13,7 @@ import polars as pl
 
 from logscope.parsers.time_forms import (
     ANY_LEADING_TIME,
+    EPOCH_FORM,
     FULL_DATE,
     FULL_DATE_BYTES,
     GLOG_FORM,
@@ -59,7 +60,11 @@ def leading_time(body: pl.Expr, reference_year: int) -> pl.Expr:
         _assemble(pl.coalesce(sys.struct.field("y"), year), sys_month, sys.struct.field("d"),
                   sys.struct.field("t"), pl.lit(None, dtype=pl.String)),
     )
-    return text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    epoch = body.str.extract_groups(EPOCH_FORM)
+    micros = (epoch.struct.field("s").cast(pl.Int64) * 1_000_000
+              + epoch.struct.field("f").fill_null("0").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64))
+    return pl.coalesce(text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us"),
+                       pl.from_epoch(micros, time_unit="us"))
 
 
 def parse_event_time(text: pl.Expr) -> pl.Expr:
