@@ -113,6 +113,10 @@ _HARDWARE_CUDA = re.compile(r"unknown error|uncorrectable ECC|ECC error|fallen o
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
 
 
+# The records that can say a process was told to stop (ExitCascade._signalled).
+_MARKING = frozenset(e.value for e in (Event.CLOSING_SIGNAL, Event.AGENT_SIGNAL, Event.CANCELLED, Event.TEARDOWN))
+
+
 class Signalled(dict[tuple[str, int], "datetime | None"]):
     """When each (place, pid) was told to stop (pid -1: the whole place), and the line that said so."""
 
@@ -495,6 +499,8 @@ class ExitCascade(Detector):
 
         places = list(dict.fromkeys(key[0] for key in keys))
         for r, (place, _) in zip(records, keys, strict=True):
+            if r["event"] not in _MARKING:
+                continue  # most records: nobody was told to stop by them
             event = event_of(r)
             if event == Event.CLOSING_SIGNAL and field_of(r, "target_pid") is not None:
                 mark((place, int(field_of(r, "target_pid"))), r)
@@ -524,8 +530,9 @@ class ExitCascade(Detector):
         # the process wrote itself, whatever their second-truncated time says, so they only count
         # for a process that wrote no failure line of its own. ``records`` come in order_key's
         # order and the sort keeps the order of equals: they stay in it where the rest ties.
+        # (A row's earliest time, window_of(row)[0], is its ``time``, inferred or not.)
         own_lines = sorted((n for n, event in enumerate(events) if event not in scheduler),
-                           key=lambda n: (events[n] in EXIT_REPORTS, window_of(records[n])[0] or datetime.max))
+                           key=lambda n: (events[n] in EXIT_REPORTS, records[n].get("time") or datetime.max))
         # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
         seen = _ProcessIndex()
         # The identities (place, rank, local rank, pid) of rows already taken that name a process:
