@@ -30,6 +30,7 @@ from logscope.detectors.exit_cascade import (
     process_key,
 )
 from logscope.detectors.job_facts import FAILURE_EVENTS
+from logscope.detectors.known_message import KnownMessage
 from logscope.detectors.nccl_bootstrap_error import NcclBootstrapError
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
 from logscope.timeline import load_job
@@ -94,8 +95,9 @@ def test_rows_in_order_picked_from_a_wider_set_are_the_sorted_rows(
 
 def _jobs() -> Iterator[tuple[str, JobView]]:
     folders = [p for p in sorted((ROOT / "sample_logs").iterdir()) if p.is_dir()]
+    codes = ("LS301", "LS302", "LS402", "LS703", "LS209", "LS501", "LS901")
     folders += [p / "logs" for p in sorted((ROOT / "tests" / "goldens").iterdir())
-                if p.name.startswith(("LS301", "LS302", "LS402", "LS703", "LS209", "LS501")) and (p / "logs").is_dir()]
+                if p.name.startswith(codes) and (p / "logs").is_dir()]
     assert len(folders) > 20
     for folder in folders:
         job = load_job([folder])
@@ -174,3 +176,20 @@ def test_ls209_rows_picked_apart_read_as_the_shared_rows() -> None:
                 for r in got]
 
     assert read(apart) == read(shared)
+
+
+@pytest.mark.parametrize("polars_paths", [False, True])
+def test_ls901_passing_over_context_lines_in_polars_finds_what_it_found(polars_paths: bool) -> None:
+    # LS901 leaves out in polars the lines of messages without a category (no finding comes of
+    # them): its findings are those of every KNOWN_MESSAGE row in order, grouped in Python.
+    with _polars_paths() if polars_paths else pytest.MonkeyPatch.context():
+        compared = 0
+        for name, view in _jobs():
+            if not view.has(Event.KNOWN_MESSAGE):
+                continue
+            got = KnownMessage().detect(view)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(KnownMessage, "_rows", staticmethod(lambda job: job.rows_in_order(Event.KNOWN_MESSAGE)))
+                assert got == KnownMessage().detect(view), name
+            compared += bool(got)
+        assert compared > 3
