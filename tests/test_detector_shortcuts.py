@@ -193,3 +193,42 @@ def test_ls901_passing_over_context_lines_in_polars_finds_what_it_found(polars_p
                 assert got == KnownMessage().detect(view), name
             compared += bool(got)
         assert compared > 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(rows, max_size=30), st.lists(st.sampled_from(KINDS), min_size=1, max_size=3), st.booleans(),
+       st.sampled_from([0, base.KINDS_APART_UP_TO]))
+def test_narrow_of_and_where_read_what_of_gives(data: list[dict[str, Any]], kinds: list[Event], null_fields: bool,
+                                                apart_up_to: int) -> None:
+    # narrow_of is of() with fewer columns and fields; rows_where's condition, read from the
+    # columns it names alone, picks what it picks of of()'s whole rows, on either path.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "KINDS_APART_UP_TO", apart_up_to)
+        view = JobView(events=_frame(data, null_fields=null_fields))
+        whole = view.of(*kinds)
+        narrow = view.narrow_of(tuple(kinds), ("file", "rank"), ("step", "message"))
+        assert narrow.columns == ["file", "rank", "fields"]
+        assert_frame_equal(narrow.select("file", "rank", pl.col("fields").struct.unnest()),
+                           whole.select("file", "rank", pl.col("fields").struct.field("step", "message")))
+        assert view.narrow_of((Event.NCCL_INIT,), ("file",)).height == 0
+        condition = (pl.col("fields").struct.field("step") >= 1) & (pl.col("rank") != 2)
+        picked = whole.filter(condition.fill_null(False))
+        assert _seen(view.rows_where(tuple(kinds), condition)) == _seen(base.dicts(picked))
+        patch.setattr(base, "WHERE_IN_PYTHON_UP_TO", 0)
+        apart = JobView(events=view.events).rows_where(tuple(kinds), condition, apart=True)
+        assert _seen(apart) == _seen(base.dicts(picked))
+
+
+def test_the_node_config_table_read_from_narrow_rows_is_the_table_of_whole_rows() -> None:
+    from logscope.detectors import config_skew
+
+    tables = 0
+    for _name, view in _jobs():
+        got = config_skew._node_config_table(view)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(JobView, "narrow_of", lambda self, events, columns, fields=(): self.of(*events))
+            assert_frame_equal(got, config_skew._node_config_table(view))
+            patch.setattr(config_skew, "CONFIG_ROWS_IN_PYTHON_UP_TO", 0)  # the polars reduction of big jobs
+            assert_frame_equal(got, config_skew._node_config_table(view))
+        tables += got.height > 0
+    assert tables > 5
