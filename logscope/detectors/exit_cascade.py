@@ -175,6 +175,7 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
 
 # The exit reports whose is_victim, given the signals sent, reads the process, its times and those
 # signals; of every other row it reads the row's words alone (event, text, fields).
+_REACTIONS = frozenset(e.value for e in VICTIM_EVENTS)
 _EXIT_RULED = frozenset(e.value for e in (Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.SRUN_TASK_EXIT))
 
 
@@ -190,6 +191,8 @@ class Victims:
 
     def __call__(self, row: dict[str, Any], signalled: Signalled | None = None) -> bool:
         event = row["event"]
+        if event in _REACTIONS:
+            return True  # is_victim's first rule (most rows of a crash loop)
         if signalled is not None and event in _EXIT_RULED:
             return is_victim(row, signalled)
         fields = row.get("fields")
