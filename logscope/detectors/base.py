@@ -101,7 +101,8 @@ class JobView:
         if test is not None and len(rows) <= WHERE_IN_PYTHON_UP_TO and all(_plain(row) for row in rows):
             return [row for row in rows if test(row)]
         wanted = self._where(present, condition)
-        return [row for row, keep in zip(rows, wanted, strict=True) if keep]
+        # (Series made lists first: iterating a Series yields its values ~1.5x slower.)
+        return [row for row, keep in zip(rows, wanted.to_list(), strict=True) if keep]
 
     def _positions(self, present: list[str]) -> pl.Series:
         """The timeline positions of the rows of the kinds ``present``, in order."""
@@ -134,7 +135,7 @@ class JobView:
             else:
                 rows = self._rows(present)
                 found = (sorted(rows, key=order_key) if len(rows) < SORT_IN_POLARS_FROM
-                         else [rows[i] for i in positions_in_order(self._order_columns(present))])
+                         else [rows[i] for i in positions_in_order(self._order_columns(present)).to_list()])
             known[kinds] = found
             return found
 
@@ -164,7 +165,7 @@ class JobView:
             if len(flat) < SORT_IN_POLARS_FROM:  # two polars calls cost more than sorting a few rows here
                 at = [position for kind in present for position in positions[kind].to_list()]
                 return [flat[i] for i in sorted(range(len(flat)), key=at.__getitem__)]
-            return [flat[i] for i in pl.concat([positions[kind] for kind in present]).arg_sort()]
+            return [flat[i] for i in pl.concat([positions[kind] for kind in present]).arg_sort().to_list()]
 
         rows: list[dict[str, Any]] = self.remember(f"rows:{present}", merged)
         return rows
