@@ -29,7 +29,7 @@ from logscope.detectors.base import (
     order_key,
     when,
 )
-from logscope.detectors.exit_cascade import is_victim
+from logscope.detectors.exit_cascade import Victims
 from logscope.detectors.job_facts import first_failure, happened_before
 from logscope.model import Event, Finding, Role, Severity
 
@@ -50,8 +50,9 @@ def cancellation_finding(detector: Detector, job: JobView, rows: list[dict[str, 
         return []
     rows = sorted(rows, key=order_key)
     cancel = rows[0]
+    judge = Victims(job)
     aftermath = [r for r in job.rows_in_order(*AFTERMATH)
-                 if (is_victim(r) or event_of(r) in (Event.STEP_ABORTED, Event.SRUN_ERROR))
+                 if (judge(r) or event_of(r) in (Event.STEP_ABORTED, Event.SRUN_ERROR))
                  and _around_or_after(r, cancel)]
     progress = _last_progress(job, cancel)
     at = field_of(cancel, "event_time") or (when(cancel["time"]) if cancel.get("time") else None)

@@ -97,8 +97,9 @@ _CONFIG_FIELDS = ("version", "transport", "message", "key", "value")
 
 
 def _node_config_table(view: JobView) -> pl.DataFrame:
-    events = view.of(Event.NCCL_VERSION, Event.NCCL_DRIVER, Event.NCCL_NETWORK, Event.NCCL_PLUGIN,
-                     Event.NCCL_NET_DEVICE, Event.NCCL_CHANNEL, Event.NCCL_ENV)
+    events = view.narrow_of((Event.NCCL_VERSION, Event.NCCL_DRIVER, Event.NCCL_NETWORK, Event.NCCL_PLUGIN,
+                             Event.NCCL_NET_DEVICE, Event.NCCL_CHANNEL, Event.NCCL_ENV),
+                            ("node", "host", "event", "text"), _CONFIG_FIELDS)
     if events.height == 0:
         return pl.DataFrame(schema=TABLE_SCHEMA)
     cells: dict[str, dict[str, set[str]]] = {}

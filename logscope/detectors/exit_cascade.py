@@ -47,6 +47,7 @@ Advice
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, NamedTuple
@@ -112,6 +113,10 @@ _HARDWARE_CUDA = re.compile(r"unknown error|uncorrectable ECC|ECC error|fallen o
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
 
 
+# The records that can say a process was told to stop (ExitCascade._signalled).
+_MARKING = frozenset(e.value for e in (Event.CLOSING_SIGNAL, Event.AGENT_SIGNAL, Event.CANCELLED, Event.TEARDOWN))
+
+
 class Signalled(dict[tuple[str, int], "datetime | None"]):
     """When each (place, pid) was told to stop (pid -1: the whole place), and the line that said so."""
 
@@ -166,6 +171,36 @@ def is_victim(row: dict[str, Any], signalled: Signalled | None = None) -> bool:
     if event == Event.CPP_EXCEPTION:  # what its what() said (logscope.parsers.terminations)
         return "DistBackendError" in error_type or says_victim(message)
     return says_victim(message) or says_victim(error_type) or (event == Event.EXCEPTION and says_victim(text))
+
+
+# The exit reports whose is_victim, given the signals sent, reads the process, its times and those
+# signals; of every other row it reads the row's words alone (event, text, fields).
+_REACTIONS = frozenset(e.value for e in VICTIM_EVENTS)
+_EXIT_RULED = frozenset(e.value for e in (Event.WORKER_FAILED, Event.CHILD_FAILURE, Event.SRUN_TASK_EXIT))
+
+
+class Victims:
+    """:func:`is_victim` of a view's rows, judged once per (event, text, fields) where the rule
+    reads nothing else: a crash loop repeats ~1,100 different failure lines over ~96,000 rows, and
+    the rules asked of each ~2 times (~3 us each). Rows with equal fields share one dict
+    (base.dicts), whose identity is the key; the memo holds each dict it keys by, so an identity is
+    never that of another dict. Shared by every detector of the view."""
+
+    def __init__(self, job: JobView) -> None:
+        self._memo: dict[tuple[Any, Any, int], tuple[Any, bool]] = job.remember("victims", dict)
+
+    def __call__(self, row: dict[str, Any], signalled: Signalled | None = None) -> bool:
+        event = row["event"]
+        if event in _REACTIONS:
+            return True  # is_victim's first rule (most rows of a crash loop)
+        if signalled is not None and event in _EXIT_RULED:
+            return is_victim(row, signalled)
+        fields = row.get("fields")
+        key = (event, row.get("text"), id(fields))
+        found = self._memo.get(key)
+        if found is None or found[0] is not fields:
+            found = self._memo[key] = (fields, is_victim(row))
+        return found[1]
 
 
 def witnesses(row: dict[str, Any]) -> bool:
@@ -362,7 +397,8 @@ def _failures(job: JobView) -> _Failures:
         records = _failure_records(job)
         keys = [process_key(r) for r in records]
         signalled = ExitCascade._signalled(records, keys)
-        victim = [is_victim(r, signalled) for r in records]
+        judge = Victims(job)
+        victim = [judge(r, signalled) for r in records]
         root = ExitCascade._root(records, keys, victim) if records else None
         return _Failures(records, keys, victim, signalled, root)
 
@@ -385,10 +421,7 @@ class ExitCascade(Detector):
         if root is None:
             return []
         root_key = process_key(root)
-        root_order = order_key(root)
-        after = [n for n, (r, key, victim) in enumerate(zip(records, failures.keys, failures.victim, strict=True))
-                 if key != root_key and order_key(r) >= root_order
-                 and (victim or event_of(r) in SUMMARY_EVENTS or event_of(r) in DETAIL_EVENTS)]
+        after = self._after(root, failures)
         victims = [records[n] for n in after]
         victim_procs = _distinct_processes(job, [failures.keys[n] for n in after], root_key)
         victim_places = {k[0] for k in victim_procs}
@@ -440,6 +473,18 @@ class ExitCascade(Detector):
         )]
 
     @staticmethod
+    def _after(root: dict[str, Any], failures: _Failures) -> list[int]:
+        """The positions of the records from the root's moment on (order_key) about another
+        process that are reactions, summaries or detailed failures. The records are in
+        order_key's order: those are a tail, found by bisection (a crash loop's ~96,000 records
+        were each given their order_key again)."""
+        records, keys, victim = failures.records, failures.keys, failures.victim
+        root_key = process_key(root)
+        start = bisect_left(records, order_key(root), key=order_key)
+        return [n for n in range(start, len(records)) if keys[n] != root_key
+                and (victim[n] or event_of(records[n]) in SUMMARY_EVENTS or event_of(records[n]) in DETAIL_EVENTS)]
+
+    @staticmethod
     def _signalled(records: list[dict[str, Any]], keys: list[tuple[str, str]]) -> Signalled:
         """When each process was told to stop (``keys``: each record's process_key): (place, pid)
         for a closing signal, (place, -1) when the node's agent got a death signal, every place
@@ -457,6 +502,8 @@ class ExitCascade(Detector):
 
         places = list(dict.fromkeys(key[0] for key in keys))
         for r, (place, _) in zip(records, keys, strict=True):
+            if r["event"] not in _MARKING:
+                continue  # most records: nobody was told to stop by them
             event = event_of(r)
             if event == Event.CLOSING_SIGNAL and field_of(r, "target_pid") is not None:
                 mark((place, int(field_of(r, "target_pid"))), r)
@@ -486,8 +533,9 @@ class ExitCascade(Detector):
         # the process wrote itself, whatever their second-truncated time says, so they only count
         # for a process that wrote no failure line of its own. ``records`` come in order_key's
         # order and the sort keeps the order of equals: they stay in it where the rest ties.
+        # (A row's earliest time, window_of(row)[0], is its ``time``, inferred or not.)
         own_lines = sorted((n for n, event in enumerate(events) if event not in scheduler),
-                           key=lambda n: (events[n] in EXIT_REPORTS, window_of(records[n])[0] or datetime.max))
+                           key=lambda n: (events[n] in EXIT_REPORTS, records[n].get("time") or datetime.max))
         # Indexed, not compared pairwise: a log with thousands of failure lines stays linear.
         seen = _ProcessIndex()
         # The identities (place, rank, local rank, pid) of rows already taken that name a process:
@@ -647,4 +695,4 @@ class ExitCascade(Detector):
         return str(row.get("text") or "")[:200]
 
 
-__all__ = ["ExitCascade", "category_of", "is_victim", "process_key", "root_failure", "same_process"]
+__all__ = ["ExitCascade", "Victims", "category_of", "is_victim", "process_key", "root_failure", "same_process"]

@@ -24,7 +24,7 @@ import polars as pl
 
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows, srun_lost_hosts
 from logscope.detectors.base import JobView, event_of, place_of
-from logscope.detectors.exit_cascade import DETAIL_EVENTS, is_victim, root_failure
+from logscope.detectors.exit_cascade import DETAIL_EVENTS, Victims, root_failure
 from logscope.model import Event, Severity
 from logscope.timeline import node_of_host
 
@@ -102,8 +102,9 @@ def first_failure(job: JobView, *, before: dict[str, Any] | None = None,
     if not wanted:
         return None
     rows = job.rows_in_order(*wanted)
+    judge = Victims(job)
     for row in rows:
-        if event_of(row) != Event.CANCELLED and is_victim(row):
+        if event_of(row) != Event.CANCELLED and judge(row):
             continue
         if before is not None and not happened_before(row, before):
             continue
@@ -124,8 +125,9 @@ def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str |
     if root is not None and not happened_before(row, root) and root is not row and not (
             root.get("file") == row.get("file") and root.get("line") == row.get("line")):
         return root
+    judge = Victims(job)
     for other in job.rows_in_order(*FAILURE_EVENTS):
-        if is_victim(other) or place_of(other) in mine:
+        if judge(other) or place_of(other) in mine:
             continue
         if not happened_before(row, other):
             return other

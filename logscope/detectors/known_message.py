@@ -43,11 +43,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, ClassVar
 
+import polars as pl
+
 from logscope.detectors.base import (
     Detector,
     JobView,
     culprit_of,
     field_of,
+    ordered_dicts,
     place_of,
     seen_at,
     who,
@@ -83,7 +86,7 @@ class KnownMessage(Detector):
 
     def detect(self, job: JobView) -> list[Finding]:
         by_message: dict[str, list[dict[str, Any]]] = {}
-        for row in job.rows_in_order(Event.KNOWN_MESSAGE):
+        for row in self._rows(job):
             by_message.setdefault(str(field_of(row, "key")), []).append(row)
         findings = []
         for message_id, rows in by_message.items():
@@ -102,6 +105,7 @@ class KnownMessage(Detector):
                              f"{message.file}.)"),
                 advice=ADVICE.get(message.category, ADVICE[Category.CRASH]),
                 rows=rows,
+                ordered=True,  # rows_in_order's: sorting them again by order_key gave the same list
                 role=Role.ROOT if failure else Role.CONTEXT,
                 severity=message.severity if failure else Severity.WARNING,
                 culprit=culprit,
@@ -112,6 +116,19 @@ class KnownMessage(Detector):
                 sorted({p for p in (place_of(r) for r in rows) if p}),
             ))
         return findings
+
+    @staticmethod
+    def _rows(job: JobView) -> list[dict[str, Any]]:
+        """The KNOWN_MESSAGE rows in order, less those of messages without a category (context
+        lines: a C++ backtrace's header, a banner), which give no finding: a crash loop's 16,832
+        rows were all such lines, each made a dict to be passed over."""
+        frame = job.of(Event.KNOWN_MESSAGE)
+        key = pl.col("fields").struct.field("key")
+        keys = {str(k) for k in frame.select(key.unique()).to_series().to_list()}
+        said = sorted(k for k in keys if (message := by_id(k)) is not None and message.category is not None)
+        if len(said) == len(keys):
+            return job.rows_in_order(Event.KNOWN_MESSAGE)
+        return ordered_dicts(frame.filter(key.is_in(said))) if said else []
 
     @staticmethod
     def _culprit(rows: list[dict[str, Any]]) -> Culprit | None:

@@ -164,7 +164,7 @@ class NcclBootstrapError(Detector):
 
         return job.rows_where((Event.NCCL_WARN, Event.NCCL_PLUGIN, Event.KNOWN_MESSAGE),
                               (pl.col("severity").is_null() | (pl.col("severity") != "info"))
-                              & said.str.contains(BOOTSTRAP.pattern), bootstrap)
+                              & said.str.contains(BOOTSTRAP.pattern), bootstrap, apart=True)
 
     @staticmethod
     def _invalid_usage(job: JobView) -> list[dict[str, Any]]:
