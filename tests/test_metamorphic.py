@@ -120,9 +120,12 @@ def test_a_harmless_rewrite_keeps_the_verdict(name: str, folder: Path, rewrite: 
 
 
 def test_known_misses_name_real_cases_and_rewrites() -> None:
+    """Every known miss names a rewrite and a case there is (a real log's only where
+    ``../shared/real_logs`` is: a fresh clone has the samples alone)."""
     names = {name for name, _ in CASES}
     rewrites = {rewrite.name for rewrite in REWRITES}
-    assert all(case in names and rewrite in rewrites for case, rewrite in KNOWN_MISSES)
+    assert all(rewrite in rewrites for _, rewrite in KNOWN_MISSES)
+    assert all(case in names for case, _ in KNOWN_MISSES if case.startswith("sample:") or REAL_LOGS.is_dir())
 
 
 def test_each_rewrite_changes_the_bytes_of_a_log() -> None:
