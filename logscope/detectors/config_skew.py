@@ -33,8 +33,8 @@ from typing import Any
 
 import polars as pl
 
-from logscope.detectors.base import JobView
-from logscope.model import Event
+from logscope.detectors.base import JobView, evidence_of
+from logscope.model import Culprit, Event
 
 CONFIG_COLUMNS = ("nccl_version", "cuda_driver", "network", "net_plugin", "ib_devices", "transports", "nccl_env")
 TABLE_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), **{c: pl.String() for c in CONFIG_COLUMNS}}
@@ -158,6 +158,14 @@ def _config_rows(events: pl.DataFrame) -> list[tuple[Any, ...]]:
             for node, kind, text, version, transport in channels.iter_rows()] + rest.rows()
 
 
+def node_culprit(node: str, rows: Sequence[dict[str, Any]]) -> Culprit:
+    """The culprit a per-node configuration finding names: the node, at its first line among ``rows``
+    (its evidence), if it has one there."""
+    mine = next((r for r in rows if (r.get("node") or r.get("host")) == node), None)
+    return Culprit(host=node, node=node, time=mine.get("time") if mine else None,
+                   evidence=evidence_of(mine) if mine else None)
+
+
 def odd_nodes(table: pl.DataFrame, column: str) -> tuple[str | None, dict[str, str]]:
     """The majority value of ``column`` and the nodes whose (known) value differs from it.
 
@@ -196,4 +204,4 @@ def render_table(table: pl.DataFrame, columns: Sequence[str], nodes: list[str] |
     return "\n".join(lines)
 
 
-__all__ = ["CONFIG_COLUMNS", "TABLE_SCHEMA", "node_config_table", "odd_nodes", "render_table"]
+__all__ = ["CONFIG_COLUMNS", "TABLE_SCHEMA", "node_config_table", "node_culprit", "odd_nodes", "render_table"]

@@ -45,11 +45,11 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, evidence_of
-from logscope.detectors.config_skew import CONFIG_COLUMNS, node_config_table, render_table
+from logscope.detectors.base import Detector, JobView
+from logscope.detectors.config_skew import CONFIG_COLUMNS, node_config_table, node_culprit, render_table
 from logscope.detectors.job_facts import first_failure
 from logscope.detectors.transport_fallback import socket_only, uses_fast_network
-from logscope.model import Category, Culprit, Event, Finding, Role, Severity
+from logscope.model import Category, Event, Finding, Role, Severity
 
 # net_plugin cells that mean "no external plugin": NCCL's internal transports, or a load that failed
 _NO_PLUGIN = frozenset({"none", "failed"})
@@ -85,11 +85,7 @@ class NetPluginSkew(Detector):
         plugins = sorted(set().union(*(external_plugins(r["net_plugin"]) for r in rows)))
         failed_otherwise = first_failure(job) is not None
         evidence = self._evidence(job, odd, [n for n in loaded + internal if n not in odd])
-        culprit = None
-        if len(odd) == 1:
-            mine = next((r for r in evidence if (r.get("node") or r.get("host")) == odd[0]), None)
-            culprit = Culprit(host=odd[0], node=odd[0], time=mine.get("time") if mine else None,
-                              evidence=evidence_of(mine) if mine else None)
+        culprit = node_culprit(odd[0], evidence) if len(odd) == 1 else None
         differing = [c for c in CONFIG_COLUMNS if table[c].drop_nulls().n_unique() > 1]
         shown = ["net_plugin", *[c for c in differing if c != "net_plugin"]]
         title = (f"NCCL network plugin differs between nodes: {len(loaded)} loaded {', '.join(plugins)[:80]}, "

@@ -43,10 +43,10 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from logscope.detectors.base import Detector, JobView, evidence_of
-from logscope.detectors.config_skew import CONFIG_COLUMNS, node_config_table, render_table
+from logscope.detectors.base import Detector, JobView
+from logscope.detectors.config_skew import CONFIG_COLUMNS, node_config_table, node_culprit, render_table
 from logscope.detectors.job_facts import first_failure, has_error_lines
-from logscope.model import Category, Culprit, Event, Finding, Role, Severity
+from logscope.model import Category, Event, Finding, Role, Severity
 
 
 def _values(cell: Any) -> set[str]:
@@ -99,11 +99,7 @@ class TransportFallback(Detector):
         failed_otherwise = first_failure(job) is not None
         quiet = not has_error_lines(job)
         evidence = self._evidence(job, slow, fast)
-        culprit = None
-        if len(slow) == 1:
-            first = evidence[0] if evidence else None
-            culprit = Culprit(host=slow[0], node=slow[0], time=first.get("time") if first else None,
-                              evidence=evidence_of(first) if first else None)
+        culprit = node_culprit(slow[0], evidence) if len(slow) == 1 else None
         fast_net = sorted(set().union(*(_values(r.get("network")) for r in rows if r["node"] in fast)) - {"Socket"})
         title = (f"{len(slow)} node(s) fell back to TCP sockets ({', '.join(slow[:4])}) while "
                  f"{len(fast)} used {'/'.join(fast_net) or 'InfiniBand'}")

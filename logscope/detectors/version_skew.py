@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from logscope.detectors.base import Detector, JobView, culprit_of
-from logscope.detectors.config_skew import node_config_table, odd_nodes, render_table
+from logscope.detectors.config_skew import node_config_table, node_culprit, odd_nodes, render_table
 from logscope.detectors.job_facts import capitalised, first_failure, has_error_lines
 from logscope.model import Category, Culprit, Event, Finding, Role, Severity
 
@@ -82,10 +82,7 @@ class VersionSkew(Detector):
         culprit: Culprit | None = None
         subject = nccl_odd or driver_odd
         if len(subject) == 1 and (nccl_major if nccl_odd else driver_major) is not None:
-            node = next(iter(subject))
-            row = next((r for r in evidence if (r.get("node") or r.get("host")) == node), None)
-            culprit = Culprit(host=node, node=node, time=row.get("time") if row else None,
-                              evidence=culprit_of(row).evidence if row else None)
+            culprit = node_culprit(next(iter(subject)), evidence)
         elif reports and not subject:
             culprit = culprit_of(reports[0])
         what = " and ".join(w for w, odd in (("NCCL versions", nccl_odd), ("CUDA drivers", driver_odd)) if odd) \
