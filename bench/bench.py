@@ -89,6 +89,11 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
+def _jobsim_digest() -> str:
+    """The generator's own fingerprint, in every cached folder's stamp: another jobsim, another folder."""
+    return hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()
+
+
 def _cached(folder: Path, stamp: dict[str, Any]) -> bool:
     """Whether ``folder`` already holds the input ``stamp`` describes. The stamp lives next to the
     folder, not in it: logscope reads every file of the folder."""
@@ -121,7 +126,7 @@ def job_folder(workdir: Path, label: str, size: int, nccl_timestamps: bool = Fal
     spec = JobSpec(scenario=SCENARIO, nodes=NODES, coll=True, size_bytes=size, nccl_timestamps=nccl_timestamps)
     stamp = {
         "spec": repr(spec),
-        "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest(),
+        "jobsim": _jobsim_digest(),
     }
     folder = workdir / f"{SCENARIO}-{NODES}n-coll{'-stamped' if nccl_timestamps else ''}-{label}"
     if _cached(folder, stamp):
@@ -172,7 +177,7 @@ def crash_loop_folder(workdir: Path, label: str, size: int) -> Path:
 
     spec = JobSpec(scenario=SCENARIO, nodes=NODES, coll=False)
     stamp = {"spec": repr(spec), "size": size,
-             "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()}
+             "jobsim": _jobsim_digest()}
     folder = workdir / f"crash-loop-{NODES}n-{label}"
     if _cached(folder, stamp):
         return folder
@@ -199,7 +204,7 @@ def realistic_loop_folder(workdir: Path, label: str, size: int) -> Path:
 
     base = JobSpec(scenario=SCENARIO, nodes=NODES, coll=False)
     stamp = {"spec": repr(base), "size": size, "gap_min": LOOP_GAP_MIN,
-             "jobsim": hashlib.sha256((REPO / "tools" / "jobsim.py").read_bytes()).hexdigest()}
+             "jobsim": _jobsim_digest()}
     folder = workdir / f"crash-restarts-{NODES}n-{label}"
     if _cached(folder, stamp):
         return folder
