@@ -67,39 +67,40 @@ def split_prefix_of_files(frame: pl.DataFrame, column: str = "raw", by: str | No
     ``body`` (as a terminal's colours are not); messages are looked for in the whole line anyway."""
     key = by or "_whole"
     keyed = frame if by is not None else frame.with_columns(pl.lit(0, dtype=pl.UInt32).alias(key))
-    line = pl.col(column).fill_null("")
     numbered = _numbered(keyed, key, column)
-    if numbered.height == 0:
-        return _behind_learned_heads(split_prefix(frame, column), keyed, key, frame.columns)
-    keyed = keyed.join(numbered, on=key, how="left", maintain_order="left")
-    number = line.str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
-    keyed = split_prefix(keyed.with_columns(line.str.slice(number.str.len_chars()).alias("_numbered")).drop("_head"),
-                         "_numbered").drop("_numbered")
-    return _behind_learned_heads(keyed.drop(key) if by is None else keyed, keyed, key, frame.columns)
+    if numbered.height:
+        split = split_prefix(_without_head(keyed, numbered, key, column, "_numbered"), "_numbered").drop("_numbered")
+    else:
+        split = split_prefix(keyed, column)
+    return _behind_learned_heads(split, key).select(*frame.columns, "prefix", "body")
 
 
-def _behind_learned_heads(split: pl.DataFrame, keyed: pl.DataFrame, key: str, columns: list[str]) -> pl.DataFrame:
-    """``split`` (with ``prefix`` and ``body``) read again behind each head its files' lines share."""
-    work = split if key in split.columns else split.with_columns(keyed.get_column(key))
+def _without_head(frame: pl.DataFrame, heads: pl.DataFrame, key: str, column: str, into: str) -> pl.DataFrame:
+    """``frame`` with ``into``: ``column`` without the head its file's lines start with (``heads``:
+    ``key`` -> ``_head``, a regex; a file without one keeps its text)."""
+    text = pl.col(column).fill_null("")
+    head = text.str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
+    return (frame.join(heads, on=key, how="left", maintain_order="left")
+            .with_columns(text.str.slice(head.str.len_chars()).alias(into)).drop("_head"))
+
+
+def _behind_learned_heads(work: pl.DataFrame, key: str) -> pl.DataFrame:
+    """``work`` (with ``prefix`` and ``body``) read again behind each head its files' lines share."""
     for _ in range(MAX_WRAPPERS):
         heads = _wrapper_heads(work, key)
         if heads.height == 0:
             break
-        marked = work.join(heads, on=key, how="left", maintain_order="left")
-        head = pl.col("body").str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
-        marked = marked.with_columns(pl.col("body").str.slice(head.str.len_chars()).alias("_behind")).drop("_head")
+        marked = _without_head(work, heads, key, "body", "_behind")
         numbered = _numbered(marked, key, "_behind")  # `grep -rn`: a file name, then a line number
         if numbered.height:
-            marked = marked.join(numbered, on=key, how="left", maintain_order="left")
-            number = pl.col("_behind").str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
-            marked = marked.with_columns(pl.col("_behind").str.slice(number.str.len_chars())).drop("_head")
+            marked = _without_head(marked, numbered, key, "_behind", "_behind")
         marked = marked.with_columns(pl.col("_behind").str.extract(PREFIX_STACK, 0).alias("_stack"))
         prefix = pl.concat_str([pl.col("prefix"), pl.col("_stack")], ignore_nulls=True)
         work = marked.with_columns(
             pl.when(prefix != "").then(prefix).alias("prefix"),
             pl.col("_behind").str.slice(pl.col("_stack").str.len_chars().fill_null(0)).alias("body"),
         ).drop("_behind", "_stack")
-    return work.select(*columns, "prefix", "body")
+    return work
 
 
 def _wrapper_heads(frame: pl.DataFrame, key: str) -> pl.DataFrame:
