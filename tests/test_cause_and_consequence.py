@@ -137,3 +137,4 @@ def test_the_one_exit_report_after_a_ranks_exception_gives_its_local_rank(tmp_pa
         "local_rank: 0 (pid: 8731) of binary: /usr/bin/python\n")})
     root = analysis.verdict.root_cause
     assert root is not None and (root.rank, root.local_rank) == (1, 0)
+

@@ -582,7 +582,10 @@ class ExitCascade(Detector):
                     and event != Event.CPP_EXCEPTION and not victim[n] and not react[n]]
         summaries = [records[n] for n, event in enumerate(events) if event in SUMMARY_EVENTS and not victim[n]
                      and (not react[n] or event in (Event.NODE_FAILURE, Event.HOST_OOM))]
-        cpp = [records[n] for n, event in enumerate(events) if event == Event.CPP_EXCEPTION and not victim[n]]
+        # A terminate on a process that had already reacted to another's failure (a lost peer) is
+        # its teardown, as its other lines after the reaction are.
+        cpp = [records[n] for n, event in enumerate(events)
+               if event == Event.CPP_EXCEPTION and not victim[n] and not react[n]]
         by_node_time = cls._root_by_childfailed([r for n, r in enumerate(records) if not react[n]])
         if detailed:
             if by_node_time is not None:
@@ -691,7 +694,7 @@ class ExitCascade(Detector):
         if event == Event.FATAL_SIGNAL:
             return str(field_of(row, "signal") or field_of(row, "message") or row.get("text"))[:200]
         if event == Event.CPP_EXCEPTION:
-            return f"C++ exception {error_type}"
+            return f"C++ exception {error_type}" if error_type else f"C++ terminate {message or ''}".strip()
         return str(row.get("text") or "")[:200]
 
 
