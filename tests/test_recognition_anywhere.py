@@ -137,6 +137,20 @@ def test_a_job_with_no_dated_line_keeps_the_year_it_was_given(tmp_path: Path) ->
     assert load_job([tmp_path]).timeline["time"].dt.year().to_list() == [2023]
 
 
+def test_an_mllog_time_gives_the_year_to_a_files_glog_lines(tmp_path: Path) -> None:
+    """MLPerf's compliance lines carry the time as milliseconds since the epoch (time_ms): the
+    file's glog lines were written in that year, not in the year it was copied."""
+    (tmp_path / "bert-77-node01.out").write_text(
+        ':::MLLOG {"namespace": "", "time_ms": 1701617310000, "event_type": "INTERVAL_START", "key": "init_start", '
+        '"value": null, "metadata": {"file": "/workspace/bert/run_pretraining.py", "lineno": 1033}}\n'
+        "E1203 16:08:47.639000 609112 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 609177) of binary: /usr/bin/python\n")
+    stamp = datetime(2026, 6, 1).timestamp()
+    os.utime(tmp_path / "bert-77-node01.out", (stamp, stamp))
+    failed = load_job([tmp_path]).timeline.filter(pl.col("event") == "worker_failed").row(0, named=True)
+    assert failed["time"] == datetime(2023, 12, 3, 16, 8, 47, 639000)
+
+
 def test_c10s_logger_writes_a_month_without_its_zero() -> None:
     # c10/util/Logging.cpp: (tm_mon + 1) * 100 + tm_mday, so September 9 is "909"
     found = events("[rank3]:[E909 09:55:46.996672294 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 3] "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from logscope.ingest import compiled
@@ -29,7 +29,7 @@ from logscope.ingest.blocks import blocks, control_bytes, looks_binary, peek, wi
 from logscope.ingest.coll_prefilter import Reduced, drop_surplus_across, reduce_block
 from logscope.ingest.compression import READ_ERRORS, InflateStream, describe_error, open_source
 from logscope.ingest.discovery import SourceFile
-from logscope.parsers.time_forms import FULL_DATE_BYTES
+from logscope.parsers.time_forms import FULL_DATE_BYTES, MLLOG_TIME_MS_BYTES
 
 # A file whose kept lines pass this is read the usual way: what a worker holds and hands over for
 # one file stays bounded (a COLL-heavy file keeps well under 1% of its bytes).
@@ -38,6 +38,7 @@ MAX_KEPT_BYTES = 64 * 1024 * 1024
 WHOLE_MAX_BYTES = 4 * 1024 * 1024
 
 _FULL_DATE = re.compile(FULL_DATE_BYTES)
+_MLLOG_TIME_MS = re.compile(MLLOG_TIME_MS_BYTES)
 
 
 @dataclass
@@ -128,10 +129,14 @@ def scan_file(source: SourceFile) -> ScannedFile | None:
 
 
 def reference_year(head: bytes, path: Path) -> int:
-    """The year for timestamps that carry none (glog, syslog): the file's first full date, else
-    its modification time."""
-    if m := _FULL_DATE.search(head):
-        return int(m.group(1))
+    """The year for timestamps that carry none (glog, syslog): the file's first date (a full date,
+    or an MLPerf line's time_ms), else its modification time."""
+    dated = _FULL_DATE.search(head)
+    mllog = _MLLOG_TIME_MS.search(head, 0, dated.start() if dated else len(head))
+    if mllog is not None:
+        return datetime.fromtimestamp(int(mllog.group(1)) / 1000, tz=UTC).year
+    if dated is not None:
+        return int(dated.group(1))
     try:
         year = datetime.fromtimestamp(path.stat().st_mtime).year
     except (OSError, ValueError, OverflowError):

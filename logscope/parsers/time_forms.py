@@ -66,6 +66,11 @@ YEARLESS_TIME_ANYWHERE = ascii_classes(
 
 # A quick look at the start of a file for any full date, to give glog/syslog lines their year.
 FULL_DATE_BYTES = rb"(?<!\d)(19[7-9]\d|20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ T_]\d\d:\d\d:\d\d"
+# MLPerf's compliance lines (mlcommons/logging, mlperf_logging/mllog/mllog.py: _encode_log writes
+# ':::MLLOG ' and the JSON of namespace, time_ms, event_type, key, value, metadata, in that order;
+# time_ms is int(time.time() * 1e3), milliseconds since the epoch): a date too, for that same look.
+# Only the year is read from it (a UTC clock beside the lines' local ones orders nothing).
+MLLOG_TIME_MS_BYTES = rb':::MLLOG \{"namespace": "(?:[^"\\]|\\.)*", "time_ms": (1\d{12})(?!\d)'
 
 __all__ = [
     "ANY_LEADING_TIME",
@@ -74,6 +79,7 @@ __all__ = [
     "FULL_DATE_BYTES",
     "GLOG_FORM",
     "ISO_FORM",
+    "MLLOG_TIME_MS_BYTES",
     "MONTHS",
     "SYSLOG_FORM",
     "US_FORM",
