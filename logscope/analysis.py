@@ -517,12 +517,11 @@ def _no_root_verdict(view: JobView, findings: list[Finding], survived: datetime 
     if unexplained:
         first = unexplained[0]
         # a line that witnesses another's failure (a teardown announced, a peer gone) names no one
-        culprit = None if is_victim(first) else culprit_of(first)
-        return Verdict(
-            Category.UNKNOWN, None,
-            f"{len(unexplained)} error line(s), first from {who(first)}, match no known failure pattern",
-            culprit,
-        )
+        witness = is_victim(first)
+        summary = (f"{len(unexplained)} error line(s), first from {who(first)}, "
+                   + ("which witnesses a failure no line of the logs shows" if witness
+                      else "match no known failure pattern"))
+        return Verdict(Category.UNKNOWN, None, summary, None if witness else culprit_of(first))
     if survived is not None:
         return Verdict(Category.HEALTHY, None, "The job recovered: it ran again after a failure (a torchrun restart "
                        "or a new launch) and every agent finished; see the notes below", None)

@@ -138,3 +138,14 @@ def test_the_one_exit_report_after_a_ranks_exception_gives_its_local_rank(tmp_pa
     root = analysis.verdict.root_cause
     assert root is not None and (root.rank, root.local_rank) == (1, 0)
 
+
+
+def test_a_lone_teardown_terminate_is_unknown_and_says_it_witnesses(tmp_path: Path) -> None:
+    """'terminate called without an active exception' names no error: alone, it is no culprit's
+    crash, and the verdict says it witnesses a failure the logs do not show."""
+    analysis = job(tmp_path, **{"train-4242-node1.out": (
+        "2026-12-06 10:00:00,000 - INFO - step 1 loss 2.0\n"
+        "terminate called without an active exception\n")})
+    assert analysis.verdict.category.value == "unknown"
+    assert analysis.verdict.root_cause is None
+    assert "witnesses a failure" in analysis.verdict.summary
