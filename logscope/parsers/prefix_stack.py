@@ -128,6 +128,9 @@ WRAPPER_HEAD_MAX = 48  # the longest head a tool's wrapper is taken to be
 # the head ends where a word cannot go on: "g" is no head of "gpu0:100:101 [0] NCCL ..."
 HEAD_BEFORE_OWN_OUTPUT = ascii_classes(
     r"^(.{0," + str(WRAPPER_HEAD_MAX - 1) + r"}?[^\w])(?:" + OWN_OUTPUT + r")")
+# A line that starts with a process's own output has no head in front of it ("gpu-" is no head of
+# "gpu-node03:51430:51430 [3] NCCL ...", although NCCL's host:pid:tid head matches behind it).
+STARTS_WITH_OWN_OUTPUT = ascii_classes(r"^(?:" + OWN_OUTPUT + r")")
 # A head in front of an srun label counts where it is more than words ("123:" of `grep -n` in
 # front of "7: "; not "Epoch " in front of "1: 100%|").
 HEAD_BEFORE_TASK_LABEL = ascii_classes(r"^(.{0," + str(WRAPPER_HEAD_MAX - 1) + r"}?[^\w])[ \t]*\d{1,6}: ")
@@ -159,4 +162,5 @@ def _one_prefix() -> Callable[[str], re.Match[str] | None]:
 
 
 __all__ = ["HEAD_BEFORE_OWN_OUTPUT", "HEAD_BEFORE_TASK_LABEL", "LINE_NUMBER", "MAX_PREFIXES", "ONE_PREFIX",
-           "PREFIX_STACK", "TIME_LEAD", "TIME_TEXT", "WORDS_ONLY", "WRAPPER_HEAD_MAX", "stack_has_time"]
+           "PREFIX_STACK", "STARTS_WITH_OWN_OUTPUT", "TIME_LEAD", "TIME_TEXT", "WORDS_ONLY", "WRAPPER_HEAD_MAX",
+           "stack_has_time"]

@@ -19,6 +19,7 @@ from logscope.parsers.prefix_stack import (
     MAX_PREFIXES,
     ONE_PREFIX,
     PREFIX_STACK,
+    STARTS_WITH_OWN_OUTPUT,
     TIME_LEAD,
     TIME_TEXT,
     WORDS_ONLY,
@@ -112,8 +113,9 @@ def _wrapper_heads(frame: pl.DataFrame, key: str) -> pl.DataFrame:
     sample = (frame.group_by(key, maintain_order=True).head(WRAPPER_SAMPLE).select(key, "body")
               .filter(pl.col("body").str.len_chars() > 0))
     before_task = pl.col("body").str.extract(HEAD_BEFORE_TASK_LABEL, 1)
-    seen_head = pl.coalesce(pl.col("body").str.extract(HEAD_BEFORE_OWN_OUTPUT, 1),
-                            pl.when(~before_task.str.contains(WORDS_ONLY)).then(before_task))
+    seen_head = pl.when(~pl.col("body").str.contains(STARTS_WITH_OWN_OUTPUT)).then(
+        pl.coalesce(pl.col("body").str.extract(HEAD_BEFORE_OWN_OUTPUT, 1),
+                    pl.when(~before_task.str.contains(WORDS_ONLY)).then(before_task)))
     shapes = sample.select(key, seen_head.str.replace_all(_REGEX_SPECIAL, r"\$0").str.replace_all(r"[0-9]+", r"\d+")
                            .str.replace_all(r"[ \t]+", r"[ \t]+").alias("_head")).drop_nulls("_head")
     seen = (shapes.group_by(key, "_head").agg(pl.len().alias("_n")).filter(pl.col("_n") >= WRAPPER_MIN_LINES)
