@@ -145,6 +145,10 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("nbsp-indent", _prefix("\u00a0\u00a0".encode())),  # indentation copied from a web page
     Rewrite("docker-json", _docker_json),
     Rewrite("html-escaped", _html_escaped),
+    Rewrite("parallel-tag", _per_file_prefix(lambda i: b"attempt-%d\t" % (i + 1))),  # GNU parallel --tag
+    Rewrite("syslog-5424", _prefix(b"<134>1 2024-05-01T10:00:00.000Z login01 train 4242 - - ")),  # RFC 5424
+    Rewrite("box-quote", _prefix("\u2502 ".encode())),  # a box-drawing bar, as a chat client quotes
+    Rewrite("clock-only", _prefix(b"[10:00:00] ")),  # a time of day without a date (ts '[%H:%M:%S]')
 )
 
 BY_NAME = {r.name: r for r in REWRITES}

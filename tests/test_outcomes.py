@@ -124,6 +124,43 @@ def test_a_hard_wrapped_paste_is_joined() -> None:
     assert "store_error" not in paste([*filler, other[:width], other[width:], message[:width], "[rank0]: y"])
 
 
+def _glog_paste(width: int) -> list[str]:
+    """torchrun's closing signals and its failure report, pasted from a terminal ``width`` wide."""
+    records = [f"W0424 01:17:26.4{n}0000 521279 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] "
+               f"Sending process 54132{n} closing signal SIGTERM" for n in range(6)]
+    records.append("E0424 01:17:26.952000 521279 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] "
+                   "failed (exitcode: -6) local_rank: 6 (pid: 541332) of binary: /usr/bin/python")
+    return [record[i:i + width] for record in records for i in range(0, len(record), width)]
+
+
+@pytest.mark.parametrize("head", ["{n}:", "logs/train-0.out:{n}:", "[pod/trainer-0/main] ",
+                                  "Dec 06 10:00:00 login01 bash[4242]: ", "\u00a0\u00a0"])
+def test_a_hard_wrapped_paste_is_joined_behind_a_head_on_each_physical_line(head: str) -> None:
+    """grep -n numbered (or kubectl, journald, a web page indented) the paste after the terminal cut
+    it: the cut lines no longer share one width, or their continuations start with the tool's head.
+    The paste is joined behind the heads, as reading takes them off: the failure report says its
+    local rank and its exit code."""
+    physical = _glog_paste(137)
+    wrapped = [head.format(n=n) + line for n, line in enumerate(physical, start=1)]
+    found = parse_chunk(pl.DataFrame({"line": range(1, len(wrapped) + 1), "raw": wrapped}), 2024, None).events
+    failed = found.filter(pl.col("event") == "worker_failed").row(0, named=True)
+    assert (failed["local_rank"], failed["fields"]["exit_code"]) == (6, -6)
+    assert found.filter(pl.col("event") == "closing_signal").height == 6
+
+
+@pytest.mark.parametrize("wrapper", ["", "Dec 06 10:00:00 login01 bash[4242]: "])
+def test_time_stamped_records_of_one_width_are_no_hard_wrapped_paste(wrapper: str) -> None:
+    """Megatron's progress lines are all one width, and what follows each one's logger head reads
+    as no record start: a line the logger stamped at another time is a record of its own, not the
+    continuation of the line above (the sample jobs' progress lines were joined in pairs)."""
+    progress = [f"{wrapper}[default7]:2026-11-03 11:06:{10 + 8 * n},232 - INFO - iteration {10 * n + 10:>8}/   10000 | "
+                f"consumed samples: {5120 * n + 2560:>12} | lm loss: 7.1E+00 | number of nan iterations:   0 |"
+                for n in range(6)]
+    assert len({len(line) for line in progress}) == 1
+    found = parse_chunk(pl.DataFrame({"line": range(1, 7), "raw": progress}), 2026, None).events
+    assert found.filter(pl.col("event") == "progress").height == 6
+
+
 _paste_line = st.sampled_from(["(Actor pid=7) ", "x" * 40, "y " * 20, "[rank0]: ", "Z", "lower text", " "])
 
 

@@ -46,8 +46,8 @@ from logscope.model import FIELD_SCHEMA, SUBJECT_IS_TARGET, Event
 from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
 from logscope.parsers.envelopes import opened
-from logscope.parsers.prefix_stack import PREFIX_STACK
-from logscope.parsers.prefixes import prefix_fields, split_prefix_of_files, timeless, times_of
+from logscope.parsers.prefix_stack import PREFIX_STACK, TIME_TEXT
+from logscope.parsers.prefixes import WRAPPER_SAMPLE, prefix_fields, split_prefix_of_files, timeless, times_of
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, parse_event_time
@@ -432,6 +432,9 @@ def _leading_time(reference_year: int, column: str) -> pl.Expr:
 WRAP_WIDTHS = (60, 400)
 WRAP_MIN_CUT = 4
 WRAPPER_MAX = 48  # the longest wrapper a hard-wrapped paste repeats on its continuations
+# How much a tool's head on each line may vary in width (line numbers of 1 to 3 digits, more than
+# a few escapes in a JSON record): the cut lines' own widths then lie within it of the widest.
+WRAPPER_SPREAD = 8
 # A capital starts a record when a word follows it ("Traceback (", "RuntimeError:", "NCCL WARN"):
 # a bare fragment ("GTERM", the rest of a "SIGTERM" cut at the width) continues the line above.
 _RECORD_START = ascii_classes(
@@ -445,9 +448,18 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     starts no record."""
     if lines.height < 3 or lines.height > WRAP_MAX_LINES:
         return lines
-    width, shows = lines.select(_length().max().alias("width"), _shows_cut().alias("shows")).row(0)
-    if not shows:
-        return lines
+    width, shows, behind = lines.select(_length().max().alias("width"), _shows_cut().alias("shows"),
+                                        _may_show_cut_behind_wrappers().alias("behind")).row(0)
+    # A wrapper a tool put on each physical line is taken off first: joined with it, a record's
+    # halves would keep the continuation's wrapper between them.
+    joined = _joined_behind_wrappers(lines) if behind else None
+    if joined is not None:
+        return joined
+    return _joined_at(lines, width) if shows else lines
+
+
+def _joined_at(lines: pl.DataFrame, width: int) -> pl.DataFrame:
+    """``lines`` with each line cut at ``width`` joined to its continuation (_join_hard_wraps)."""
     cut = _cut_at(width)
     for _ in range(3):  # a record wrapped over up to four lines
         marked = lines.with_columns(cut.alias("_wraps"))
@@ -460,6 +472,48 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
             .alias("raw")
         ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps")
     return lines
+
+
+def _joined_behind_wrappers(lines: pl.DataFrame) -> pl.DataFrame | None:
+    """``lines`` of a paste that a tool wrapped after it was hard-wrapped (each physical line in a
+    head of its own: a line number, a file name, a pod's or a journal's head, an envelope), joined
+    as :func:`_join_hard_wraps` joins them, where the text without those heads shows the cut. The
+    heads are the ones the file's reading takes off anyway (envelopes.opened, and
+    prefixes.split_prefix_of_files' learned heads): a joined line keeps its text without them, the
+    others their own. A head of varying width (numbers of 1 to 3 digits, a JSON record's escapes)
+    hides the cut from the line's own width. None where no head is taken off (the lines' own
+    widths decide); ``lines`` as they are where the text without the heads shows no cut."""
+    # Envelopes and heads are learned from a file's first lines: those say whether there are any.
+    if _unwrapped(lines.head(WRAPPER_SAMPLE)).equals(lines["raw"].head(WRAPPER_SAMPLE), check_names=False):
+        return None
+    text = _unwrapped(lines)
+    if (text == lines["raw"]).all():
+        return None
+    unwrapped = lines.with_columns(text.alias("raw"), text.alias("_unwrapped"), pl.col("raw").alias("_own"))
+    width, shows = unwrapped.select(_length().max().alias("width"), _shows_cut().alias("shows")).row(0)
+    if not shows:
+        return lines  # the lines' own widths say nothing: the stack cannot see past those heads
+    joined = _joined_at(unwrapped, width)
+    return joined.with_columns(
+        pl.when(pl.col("raw") != pl.col("_unwrapped")).then(pl.col("raw")).otherwise(pl.col("_own")).alias("raw")
+    ).drop("_unwrapped", "_own")
+
+
+def _unwrapped(lines: pl.DataFrame) -> pl.Series:
+    """``raw`` of one file's ``lines`` opened (envelopes.opened) and without the heads a tool put
+    on every line (prefixes.split_prefix_of_files)."""
+    inner = split_prefix_of_files(opened(lines.select("raw"), "raw"), "raw")
+    return inner.select(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("body")]).alias("raw")).to_series()
+
+
+def _may_show_cut_behind_wrappers() -> pl.Expr:
+    """Whether lines may show a paste's cut once a head a tool put on each is off (an aggregate, as
+    :func:`_shows_cut`): at least WRAP_MIN_CUT distinct lines within WRAPPER_SPREAD of the widest,
+    which is at most WRAPPER_MAX wider than a paste. Cheap: the few files it lets through are read
+    for their heads (_joined_behind_wrappers)."""
+    width = _length().max()
+    return (width.is_between(WRAP_WIDTHS[0], WRAP_WIDTHS[1] + WRAPPER_MAX).fill_null(False)
+            & (pl.col("raw").filter(_length() >= width - WRAPPER_SPREAD).n_unique() >= WRAP_MIN_CUT))
 
 
 def _length() -> pl.Expr:
@@ -477,16 +531,28 @@ def _continuation() -> pl.Expr:
     indented, tagged or time-stamped a hard-wrapped paste put its wrapper in front of every
     physical line, continuations included (``> `` twice, one time on every line). A wrapper is
     the same when its text is, digits aside. Null on the last line."""
-    following = pl.col("raw").shift(-1)
+    return _continuation_of(pl.col("raw"), pl.col("raw").shift(-1))
+
+
+def _continuation_of(this: pl.Expr, following: pl.Expr) -> pl.Expr:
+    """:func:`_continuation` of lines ``this`` whose next lines are ``following`` (both filtered
+    alike: an aggregate asks it of the few lines of the widest width only, as its ~100 string
+    operations a line made a scan of 200 small jobs 15 times slower)."""
     lead = following.str.extract(PREFIX_STACK, 0).fill_null("")
     # The part of the next line's wrapper that this line starts with too (digits aside): a wrapper
     # may run on into what the prefix stack also peels of the continuation (": 541332)" after "> ").
-    mine, theirs = _digits_masked(pl.col("raw")), _digits_masked(following)
+    mine, theirs = _digits_masked(this), _digits_masked(following)
     common = pl.sum_horizontal(
         [(mine.str.slice(0, k) == theirs.str.slice(0, k)).fill_null(False).cast(pl.UInt32)
          for k in range(1, WRAPPER_MAX + 1)])
     shared = pl.min_horizontal(common, lead.str.len_chars())
-    return following.str.slice(shared)
+    # A next line stamped at another time than this one is a record of its own: a tool stamps the
+    # physical lines of one record at once, a logger each record when it is written (Megatron's
+    # progress lines, all of one width, were joined in pairs as if cut). Its innermost stamp is its
+    # logger's (an outer one may be a wrapper's, the same on every line).
+    stamp = lead.str.extract_all(TIME_TEXT).list.last()
+    own_record = stamp.is_not_null() & ~this.str.contains(stamp.fill_null(""), literal=True).fill_null(False)
+    return following.str.slice(pl.when(own_record).then(0).otherwise(shared))
 
 
 def _digits_masked(text: pl.Expr) -> pl.Expr:
@@ -506,9 +572,12 @@ def _shows_cut() -> pl.Expr:
     the widest line is WRAP_WIDTHS wide, at least WRAP_MIN_CUT distinct lines have that width,
     and at least two of them are cut (:func:`_cut_at`)."""
     width = _length().max()
+    at_width = _length() == width
+    continued = ~_continuation_of(pl.col("raw").filter(at_width), pl.col("raw").shift(-1).filter(at_width)
+                                  ).fill_null("[").str.contains(_RECORD_START)
     return (width.is_between(*WRAP_WIDTHS).fill_null(False)
-            & (pl.col("raw").filter(_length() == width).n_unique() >= WRAP_MIN_CUT)
-            & (_cut_at(width).sum() >= 2))
+            & (pl.col("raw").filter(at_width).n_unique() >= WRAP_MIN_CUT)
+            & (continued.sum() >= 2))
 
 
 def _joined_hard_wraps(files: Sequence[pl.DataFrame], join_wraps: Sequence[bool]) -> list[pl.DataFrame]:
@@ -520,12 +589,36 @@ def _joined_hard_wraps(files: Sequence[pl.DataFrame], join_wraps: Sequence[bool]
              if join and 3 <= lines.height <= WRAP_MAX_LINES]
     if len(maybe) <= 1:
         return [_join_hard_wraps(lines) if n in maybe else lines for n, lines in enumerate(files)]
-    shows = stacked([files[n] for n in maybe], {"_file": positions(len(maybe))}).group_by(
-        "_file", maintain_order=True).agg(_shows_cut()).to_series(1)
+    shows = _may_show_cut_each(stacked([files[n] for n in maybe], {"_file": positions(len(maybe))}), len(maybe))
     for n, cut in zip(maybe, shows, strict=True):
         if cut:
             files[n] = _join_hard_wraps(files[n])
     return files
+
+
+def _may_show_cut_each(lines: pl.DataFrame, count: int) -> list[bool]:
+    """Of each of ``count`` files stacked in ``lines`` (``_file``: its position), whether it shows
+    the cut (:func:`_shows_cut`) or may show it behind wrappers (:func:`_may_show_cut_behind_wrappers`).
+    By windows over the files, not a group_by's aggregate: that one evaluated _continuation's ~100
+    string operations group by group (a scan of small jobs spent most of its time there); here
+    they run once, on the few lines of each file's widest width."""
+    rows = lines.lazy().select(
+        "_file", "raw", _length().alias("_len"), pl.col("raw").shift(-1).over("_file").alias("_next"),
+    ).with_columns(pl.col("_len").max().over("_file").alias("_width"))
+    at_width = (rows.filter(pl.col("_len") == pl.col("_width"))
+                .with_columns((~_continuation_of(pl.col("raw"), pl.col("_next")).fill_null("[")
+                               .str.contains(_RECORD_START)).alias("_continued"))
+                .group_by("_file").agg(pl.col("_width").first(), pl.col("raw").n_unique().alias("_distinct"),
+                                       pl.col("_continued").sum()))
+    near = (rows.filter(pl.col("_len") >= pl.col("_width") - WRAPPER_SPREAD)
+            .group_by("_file").agg(pl.col("raw").n_unique().alias("_near")))
+    shows = (pl.col("_width").is_between(*WRAP_WIDTHS) & (pl.col("_distinct") >= WRAP_MIN_CUT)
+             & (pl.col("_continued") >= 2))
+    behind = (pl.col("_width").is_between(WRAP_WIDTHS[0], WRAP_WIDTHS[1] + WRAPPER_MAX)
+              & (pl.col("_near") >= WRAP_MIN_CUT))
+    found = at_width.join(near, on="_file", how="left").select("_file", (shows | behind).fill_null(False)).collect()
+    said = dict(zip(found["_file"].to_list(), found.to_series(1).to_list(), strict=True))
+    return [bool(said.get(n, False)) for n in range(count)]
 
 
 def _split_carriage_returns(lines: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
