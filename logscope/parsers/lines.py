@@ -448,72 +448,99 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     starts no record."""
     if lines.height < 3 or lines.height > WRAP_MAX_LINES:
         return lines
-    width, shows, behind = lines.select(_length().max().alias("width"), _shows_cut().alias("shows"),
-                                        _may_show_cut_behind_wrappers().alias("behind")).row(0)
-    # A wrapper a tool put on each physical line is taken off first: joined with it, a record's
-    # halves would keep the continuation's wrapper between them.
-    joined = _joined_behind_wrappers(lines) if behind else None
-    if joined is not None:
-        return joined
+    width, shows, behind = _cut_facts(lines.with_columns(pl.lit(0, dtype=pl.UInt32).alias("_file"))).row(0)[1:]
+    wrapped = behind and _wrapped_each([lines])[0]
+    return _joined(lines, width, shows, wrapped)
+
+
+def _joined(lines: pl.DataFrame, width: int, shows: bool, wrapped: bool) -> pl.DataFrame:
+    """``lines`` joined as their facts say (_cut_facts: ``width``, ``shows``; _wrapped_each:
+    ``wrapped``). A wrapper a tool put on each physical line is taken off first: joined with it, a
+    record's halves would keep the continuation's wrapper between them."""
+    if wrapped:
+        return _joined_behind_wrappers(lines)
     return _joined_at(lines, width) if shows else lines
 
 
 def _joined_at(lines: pl.DataFrame, width: int) -> pl.DataFrame:
     """``lines`` with each line cut at ``width`` joined to its continuation (_join_hard_wraps)."""
-    cut = _cut_at(width)
     for _ in range(3):  # a record wrapped over up to four lines
-        marked = lines.with_columns(cut.alias("_wraps"))
+        marked = _with_continuation(lines.lazy().with_columns(pl.col("raw").shift(-1).alias("_next"))).with_columns(
+            ((_length() == width) & _continues()).alias("_wraps")).collect()
         # a continuation that is cut again is joined on the next pass
         marked = marked.with_columns(pl.col("_wraps") & ~pl.col("_wraps").shift(1).fill_null(False))
         if not marked["_wraps"].any():
             break
         lines = marked.with_columns(
-            pl.when(pl.col("_wraps")).then(_stripped() + _continuation()).otherwise(pl.col("raw"))
+            pl.when(pl.col("_wraps")).then(_stripped() + pl.col("_continuation")).otherwise(pl.col("raw"))
             .alias("raw")
-        ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps")
+        ).filter(~(pl.col("_wraps").shift(1).fill_null(False))).drop("_wraps", "_next", "_continuation")
     return lines
 
 
-def _joined_behind_wrappers(lines: pl.DataFrame) -> pl.DataFrame | None:
+def _joined_behind_wrappers(lines: pl.DataFrame) -> pl.DataFrame:
     """``lines`` of a paste that a tool wrapped after it was hard-wrapped (each physical line in a
     head of its own: a line number, a file name, a pod's or a journal's head, an envelope), joined
     as :func:`_join_hard_wraps` joins them, where the text without those heads shows the cut. The
     heads are the ones the file's reading takes off anyway (envelopes.opened, and
     prefixes.split_prefix_of_files' learned heads): a joined line keeps its text without them, the
     others their own. A head of varying width (numbers of 1 to 3 digits, a JSON record's escapes)
-    hides the cut from the line's own width. None where no head is taken off (the lines' own
-    widths decide); ``lines`` as they are where the text without the heads shows no cut."""
-    # Envelopes and heads are learned from a file's first lines: those say whether there are any.
-    if _unwrapped(lines.head(WRAPPER_SAMPLE)).equals(lines["raw"].head(WRAPPER_SAMPLE), check_names=False):
-        return None
+    hides the cut from the line's own width. ``lines`` as they are where the text without the
+    heads shows no cut: their own widths say nothing, as the stack cannot see past those heads."""
     text = _unwrapped(lines)
-    if (text == lines["raw"]).all():
-        return None
     unwrapped = lines.with_columns(text.alias("raw"), text.alias("_unwrapped"), pl.col("raw").alias("_own"))
-    width, shows = unwrapped.select(_length().max().alias("width"), _shows_cut().alias("shows")).row(0)
+    width, shows = _cut_facts(unwrapped.select(pl.lit(0, dtype=pl.UInt32).alias("_file"), "raw")).row(0)[1:3]
     if not shows:
-        return lines  # the lines' own widths say nothing: the stack cannot see past those heads
+        return lines
     joined = _joined_at(unwrapped, width)
     return joined.with_columns(
         pl.when(pl.col("raw") != pl.col("_unwrapped")).then(pl.col("raw")).otherwise(pl.col("_own")).alias("raw")
     ).drop("_unwrapped", "_own")
 
 
-def _unwrapped(lines: pl.DataFrame) -> pl.Series:
-    """``raw`` of one file's ``lines`` opened (envelopes.opened) and without the heads a tool put
-    on every line (prefixes.split_prefix_of_files)."""
-    inner = split_prefix_of_files(opened(lines.select("raw"), "raw"), "raw")
+def _unwrapped(lines: pl.DataFrame, by: str | None = None) -> pl.Series:
+    """``raw`` of one file's ``lines`` (``by``: of each file, the column saying which) opened
+    (envelopes.opened) and without the heads a tool put on every line (prefixes.split_prefix_of_files)."""
+    columns = ["raw", *([by] if by else [])]
+    inner = split_prefix_of_files(opened(lines.select(columns), "raw", by), "raw", by)
     return inner.select(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("body")]).alias("raw")).to_series()
 
 
-def _may_show_cut_behind_wrappers() -> pl.Expr:
-    """Whether lines may show a paste's cut once a head a tool put on each is off (an aggregate, as
-    :func:`_shows_cut`): at least WRAP_MIN_CUT distinct lines within WRAPPER_SPREAD of the widest,
-    which is at most WRAPPER_MAX wider than a paste. Cheap: the few files it lets through are read
-    for their heads (_joined_behind_wrappers)."""
-    width = _length().max()
-    return (width.is_between(WRAP_WIDTHS[0], WRAP_WIDTHS[1] + WRAPPER_MAX).fill_null(False)
-            & (pl.col("raw").filter(_length() >= width - WRAPPER_SPREAD).n_unique() >= WRAP_MIN_CUT))
+def _wrapped_each(files: Sequence[pl.DataFrame]) -> list[bool]:
+    """Whether each of ``files`` has an envelope or a head a tool put on every line, as its reading
+    finds them: from its first WRAPPER_SAMPLE lines (a file's envelope and heads are learned from
+    those), for all the files in one pass."""
+    samples = stacked([lines.select("raw").head(WRAPPER_SAMPLE) for lines in files], {"_file": positions(len(files))})
+    differs = samples.select("_file", (_unwrapped(samples, "_file") != pl.col("raw")).alias("_differs"))
+    found = set(differs.filter("_differs")["_file"].to_list())
+    return [n in found for n in range(len(files))]
+
+
+def _cut_facts(lines: pl.DataFrame) -> pl.DataFrame:
+    """Of each file of ``lines`` (``_file``: which; ``raw``), the widest width (``_width``), whether
+    it shows a paste's cut (``_shows``: the widest is WRAP_WIDTHS wide, at least WRAP_MIN_CUT
+    distinct lines have that width, and at least two of them are cut: continued by a line that
+    starts no record), and whether it may show one behind a head a tool put on each line
+    (``_behind``: at least WRAP_MIN_CUT distinct lines within WRAPPER_SPREAD of a widest at most
+    WRAPPER_MAX wider than a paste; such a file is read for its heads, _joined_behind_wrappers).
+    One row per file that has a line, in no order. By windows over the files, and the continuation
+    of the widest lines alone: a group_by's aggregate evaluated its string operations group by
+    group, and on every line (a scan of small jobs spent most of its time there)."""
+    rows = lines.lazy().select(
+        "_file", "raw", _length().alias("_len"), pl.col("raw").shift(-1).over("_file").alias("_next"),
+    ).with_columns(pl.col("_len").max().over("_file").alias("_width"))
+    widest = (_with_continuation(rows.filter(pl.col("_len") == pl.col("_width")))
+              .group_by("_file").agg(pl.col("_width").first(), pl.col("raw").n_unique().alias("_distinct"),
+                                     _continues().sum().alias("_continued")))
+    near = (rows.filter(pl.col("_len") >= pl.col("_width") - WRAPPER_SPREAD)
+            .group_by("_file").agg(pl.col("raw").n_unique().alias("_near")))
+    return widest.join(near, on="_file", how="left").select(
+        "_file", "_width",
+        (pl.col("_width").is_between(*WRAP_WIDTHS) & (pl.col("_distinct") >= WRAP_MIN_CUT)
+         & (pl.col("_continued") >= 2)).fill_null(False).alias("_shows"),
+        (pl.col("_width").is_between(WRAP_WIDTHS[0], WRAP_WIDTHS[1] + WRAPPER_MAX)
+         & (pl.col("_near") >= WRAP_MIN_CUT)).fill_null(False).alias("_behind"),
+    ).collect()
 
 
 def _length() -> pl.Expr:
@@ -526,99 +553,61 @@ def _stripped() -> pl.Expr:
     return pl.col("raw").str.strip_chars_end(" \t")
 
 
-def _continuation() -> pl.Expr:
-    """The next line, without the wrapper that this line starts with too: a tool that quoted,
+def _with_continuation(lines: pl.LazyFrame) -> pl.LazyFrame:
+    """``lines`` (``raw``, and ``_next``: the next line, null on the last) with ``_continuation``:
+    the next line without the wrapper that this line starts with too. A tool that quoted,
     indented, tagged or time-stamped a hard-wrapped paste put its wrapper in front of every
     physical line, continuations included (``> `` twice, one time on every line). A wrapper is
-    the same when its text is, digits aside. Null on the last line."""
-    return _continuation_of(pl.col("raw"), pl.col("raw").shift(-1))
-
-
-def _continuation_of(this: pl.Expr, following: pl.Expr) -> pl.Expr:
-    """:func:`_continuation` of lines ``this`` whose next lines are ``following`` (both filtered
-    alike: an aggregate asks it of the few lines of the widest width only, as its ~100 string
-    operations a line made a scan of 200 small jobs 15 times slower)."""
-    lead = following.str.extract(PREFIX_STACK, 0).fill_null("")
-    # The part of the next line's wrapper that this line starts with too (digits aside): a wrapper
-    # may run on into what the prefix stack also peels of the continuation (": 541332)" after "> ").
-    mine, theirs = _digits_masked(this), _digits_masked(following)
-    common = pl.sum_horizontal(
-        [(mine.str.slice(0, k) == theirs.str.slice(0, k)).fill_null(False).cast(pl.UInt32)
-         for k in range(1, WRAPPER_MAX + 1)])
-    shared = pl.min_horizontal(common, lead.str.len_chars())
+    the same when its text is, digits aside, and the prefix stack reads it on the next line; it
+    may run on into what the stack also peels of the continuation (": 541332)" after "> ")."""
+    mine, theirs = _digits_masked(pl.col("raw")), _digits_masked(pl.col("_next"))
+    lines = lines.with_columns(pl.col("_next").str.extract(PREFIX_STACK, 0).fill_null("").alias("_lead"),
+                               pl.lit(0, dtype=pl.UInt32).alias("_common"))
+    # The longest common start, up to WRAPPER_MAX, found by halving steps: a start of k characters
+    # shared means every shorter one is (six steps, not a comparison for each k).
+    for step in (32, 16, 8, 4, 2, 1):
+        longer = pl.col("_common") + step
+        same = (longer <= WRAPPER_MAX) & (mine.str.slice(0, longer) == theirs.str.slice(0, longer)).fill_null(False)
+        lines = lines.with_columns(pl.when(same).then(longer).otherwise(pl.col("_common")).alias("_common"))
+    shared = pl.min_horizontal(pl.col("_common"), pl.col("_lead").str.len_chars())
     # A next line stamped at another time than this one is a record of its own: a tool stamps the
     # physical lines of one record at once, a logger each record when it is written (Megatron's
     # progress lines, all of one width, were joined in pairs as if cut). Its innermost stamp is its
     # logger's (an outer one may be a wrapper's, the same on every line).
-    stamp = lead.str.extract_all(TIME_TEXT).list.last()
-    own_record = stamp.is_not_null() & ~this.str.contains(stamp.fill_null(""), literal=True).fill_null(False)
-    return following.str.slice(pl.when(own_record).then(0).otherwise(shared))
+    stamp = pl.col("_lead").str.extract_all(TIME_TEXT).list.last()
+    own_record = stamp.is_not_null() & ~pl.col("raw").str.contains(stamp.fill_null(""), literal=True).fill_null(False)
+    return lines.with_columns(
+        pl.col("_next").str.slice(pl.when(own_record).then(0).otherwise(shared)).alias("_continuation")
+    ).drop("_lead", "_common")
+
+
+def _continues() -> pl.Expr:
+    """Whether a line's ``_continuation`` (see _with_continuation) continues it: it starts no
+    record (the last line, with none, is continued by nothing)."""
+    return ~pl.col("_continuation").fill_null("[").str.contains(_RECORD_START)
 
 
 def _digits_masked(text: pl.Expr) -> pl.Expr:
     return text.str.replace_all(r"[0-9]", "0")
 
 
-def _cut_at(width: int | pl.Expr) -> pl.Expr:
-    """Whether a line is cut by a paste ``width`` wide: its text has that width (a line padded with
-    blanks to the width stops short of it) and the next line (without the wrapper they share)
-    starts no record."""
-    return ((_length() == width)
-            & ~_continuation().fill_null("[").str.contains(_RECORD_START))
-
-
-def _shows_cut() -> pl.Expr:
-    """Whether lines show a paste's cut (an aggregate: of a frame, or of each file in a group):
-    the widest line is WRAP_WIDTHS wide, at least WRAP_MIN_CUT distinct lines have that width,
-    and at least two of them are cut (:func:`_cut_at`)."""
-    width = _length().max()
-    at_width = _length() == width
-    continued = ~_continuation_of(pl.col("raw").filter(at_width), pl.col("raw").shift(-1).filter(at_width)
-                                  ).fill_null("[").str.contains(_RECORD_START)
-    return (width.is_between(*WRAP_WIDTHS).fill_null(False)
-            & (pl.col("raw").filter(at_width).n_unique() >= WRAP_MIN_CUT)
-            & (continued.sum() >= 2))
-
-
 def _joined_hard_wraps(files: Sequence[pl.DataFrame], join_wraps: Sequence[bool]) -> list[pl.DataFrame]:
     """:func:`_join_hard_wraps` of each of ``files`` whose ``join_wraps`` is true; whether a file
-    shows the cut (:func:`_shows_cut`) asked of all of them in one query: most are no paste, and
-    a query a file cost ~0.1-0.2 ms."""
+    shows the cut, or may show it behind wrappers (:func:`_cut_facts`), asked of all of them in
+    one query: most are no paste, and a query a file cost ~0.1-0.2 ms."""
     files = list(files)
     maybe = [n for n, (lines, join) in enumerate(zip(files, join_wraps, strict=True))
              if join and 3 <= lines.height <= WRAP_MAX_LINES]
     if len(maybe) <= 1:
         return [_join_hard_wraps(lines) if n in maybe else lines for n, lines in enumerate(files)]
-    shows = _may_show_cut_each(stacked([files[n] for n in maybe], {"_file": positions(len(maybe))}), len(maybe))
-    for n, cut in zip(maybe, shows, strict=True):
-        if cut:
-            files[n] = _join_hard_wraps(files[n])
+    facts = _cut_facts(stacked([files[n].select("raw") for n in maybe], {"_file": positions(len(maybe))}))
+    of = {int(row[0]): row[1:] for row in facts.filter(pl.col("_shows") | pl.col("_behind")).iter_rows()}
+    behind = [position for position in sorted(of) if of[position][2]]
+    wrapped = dict(zip(behind, _wrapped_each([files[maybe[p]] for p in behind]), strict=True)) if behind else {}
+    for position, (width, shows, _) in of.items():
+        n = maybe[position]
+        files[n] = _joined(files[n], width, shows, wrapped.get(position, False))
     return files
-
-
-def _may_show_cut_each(lines: pl.DataFrame, count: int) -> list[bool]:
-    """Of each of ``count`` files stacked in ``lines`` (``_file``: its position), whether it shows
-    the cut (:func:`_shows_cut`) or may show it behind wrappers (:func:`_may_show_cut_behind_wrappers`).
-    By windows over the files, not a group_by's aggregate: that one evaluated _continuation's ~100
-    string operations group by group (a scan of small jobs spent most of its time there); here
-    they run once, on the few lines of each file's widest width."""
-    rows = lines.lazy().select(
-        "_file", "raw", _length().alias("_len"), pl.col("raw").shift(-1).over("_file").alias("_next"),
-    ).with_columns(pl.col("_len").max().over("_file").alias("_width"))
-    at_width = (rows.filter(pl.col("_len") == pl.col("_width"))
-                .with_columns((~_continuation_of(pl.col("raw"), pl.col("_next")).fill_null("[")
-                               .str.contains(_RECORD_START)).alias("_continued"))
-                .group_by("_file").agg(pl.col("_width").first(), pl.col("raw").n_unique().alias("_distinct"),
-                                       pl.col("_continued").sum()))
-    near = (rows.filter(pl.col("_len") >= pl.col("_width") - WRAPPER_SPREAD)
-            .group_by("_file").agg(pl.col("raw").n_unique().alias("_near")))
-    shows = (pl.col("_width").is_between(*WRAP_WIDTHS) & (pl.col("_distinct") >= WRAP_MIN_CUT)
-             & (pl.col("_continued") >= 2))
-    behind = (pl.col("_width").is_between(WRAP_WIDTHS[0], WRAP_WIDTHS[1] + WRAPPER_MAX)
-              & (pl.col("_near") >= WRAP_MIN_CUT))
-    found = at_width.join(near, on="_file", how="left").select("_file", (shows | behind).fill_null(False)).collect()
-    said = dict(zip(found["_file"].to_list(), found.to_series(1).to_list(), strict=True))
-    return [bool(said.get(n, False)) for n in range(count)]
 
 
 def _split_carriage_returns(lines: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
