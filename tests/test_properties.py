@@ -175,6 +175,7 @@ log_bytes = st.lists(st.tuples(byte_piece, line_ending), max_size=40).map(
 @example(data=b"ValueError: x\n\xef\xbb\xbf", chunk=16)  # ... at the start of a later block
 @example(data=b"ValueError: x\n" + b"\x00" * 20000 + b"ValueError: y", chunk=4096)  # a hole
 @example(data=b"\r\n\r\r\n\n\x1f\t", chunk=16)
+@example(data=b"\n\n\n", chunk=16)  # empty lines only: no width to tell a paste's cut by
 @example(data=b"x^\t ", chunk=16)  # a zlib header: polars' CSV reader took the block for zlib data
 @example(data=b"x^\x96\t", chunk=16)
 @example(data=b"ok\n\x28\xb5\x2f\xfd zstd magic at a block's start", chunk=4)

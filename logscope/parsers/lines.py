@@ -448,7 +448,10 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     starts no record."""
     if lines.height < 3 or lines.height > WRAP_MAX_LINES:
         return lines
-    width, shows, behind = _cut_facts(lines.with_columns(pl.lit(0, dtype=pl.UInt32).alias("_file"))).row(0)[1:]
+    facts = _cut_facts(lines.with_columns(pl.lit(0, dtype=pl.UInt32).alias("_file")))
+    if facts.height == 0:
+        return lines  # no line with a width (every raw null)
+    width, shows, behind = facts.row(0)[1:]
     wrapped = behind and _wrapped_each([lines])[0]
     return _joined(lines, width, shows, wrapped)
 
@@ -489,7 +492,8 @@ def _joined_behind_wrappers(lines: pl.DataFrame) -> pl.DataFrame:
     heads shows no cut: their own widths say nothing, as the stack cannot see past those heads."""
     text = _unwrapped(lines)
     unwrapped = lines.with_columns(text.alias("raw"), text.alias("_unwrapped"), pl.col("raw").alias("_own"))
-    width, shows = _cut_facts(unwrapped.select(pl.lit(0, dtype=pl.UInt32).alias("_file"), "raw")).row(0)[1:3]
+    facts = _cut_facts(unwrapped.select(pl.lit(0, dtype=pl.UInt32).alias("_file"), "raw"))
+    width, shows = facts.row(0)[1:3] if facts.height else (0, False)
     if not shows:
         return lines
     joined = _joined_at(unwrapped, width)
