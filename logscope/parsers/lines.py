@@ -446,14 +446,7 @@ def _join_hard_wraps(lines: pl.DataFrame) -> pl.DataFrame:
     first line's number; the continuation's row goes). A line is cut when its text (trailing blanks
     aside: a padded paste pads every line to the width) has the paste's width and the next line
     starts no record."""
-    if lines.height < 3 or lines.height > WRAP_MAX_LINES:
-        return lines
-    facts = _cut_facts(lines.with_columns(pl.lit(0, dtype=pl.UInt32).alias("_file")))
-    if facts.height == 0:
-        return lines  # no line with a width (every raw null)
-    width, shows, behind = facts.row(0)[1:]
-    wrapped = behind and _wrapped_each([lines])[0]
-    return _joined(lines, width, shows, wrapped)
+    return _joined_hard_wraps([lines], [True])[0]
 
 
 def _joined(lines: pl.DataFrame, width: int, shows: bool, wrapped: bool) -> pl.DataFrame:
@@ -596,14 +589,16 @@ def _digits_masked(text: pl.Expr) -> pl.Expr:
 
 
 def _joined_hard_wraps(files: Sequence[pl.DataFrame], join_wraps: Sequence[bool]) -> list[pl.DataFrame]:
-    """:func:`_join_hard_wraps` of each of ``files`` whose ``join_wraps`` is true; whether a file
-    shows the cut, or may show it behind wrappers (:func:`_cut_facts`), asked of all of them in
-    one query: most are no paste, and a query a file cost ~0.1-0.2 ms."""
+    """Each of ``files`` whose ``join_wraps`` is true with its hard wraps joined (see
+    :func:`_join_hard_wraps`, which asks it of one file); whether a file shows the cut, or may show
+    it behind wrappers (:func:`_cut_facts`), asked of all of them in one query: most are no paste,
+    and a query a file cost ~0.1-0.2 ms."""
     files = list(files)
     maybe = [n for n, (lines, join) in enumerate(zip(files, join_wraps, strict=True))
              if join and 3 <= lines.height <= WRAP_MAX_LINES]
-    if len(maybe) <= 1:
-        return [_join_hard_wraps(lines) if n in maybe else lines for n, lines in enumerate(files)]
+    if not maybe:
+        return files
+    # A file with no line of any width (every raw null) has no row of facts: it is left as it is.
     facts = _cut_facts(stacked([files[n].select("raw") for n in maybe], {"_file": positions(len(maybe))}))
     of = {int(row[0]): row[1:] for row in facts.filter(pl.col("_shows") | pl.col("_behind")).iter_rows()}
     behind = [position for position in sorted(of) if of[position][2]]

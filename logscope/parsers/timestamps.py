@@ -36,8 +36,13 @@ def _assemble(year: pl.Expr, month: pl.Expr, day: pl.Expr, clock: pl.Expr, frac:
         pl.lit(" "),
         clock,
         pl.lit("."),
-        frac.fill_null("0").str.slice(0, 6).str.pad_end(6, "0"),
+        _six_digits(frac),
     )
+
+
+def _six_digits(frac: pl.Expr) -> pl.Expr:
+    """A fraction of a second's digits as microseconds' six (none: zero)."""
+    return frac.fill_null("0").str.slice(0, 6).str.pad_end(6, "0")
 
 
 def leading_time(body: pl.Expr, reference_year: int) -> pl.Expr:
@@ -62,7 +67,7 @@ def leading_time(body: pl.Expr, reference_year: int) -> pl.Expr:
     )
     epoch = body.str.extract_groups(EPOCH_FORM)
     micros = (epoch.struct.field("s").cast(pl.Int64) * 1_000_000
-              + epoch.struct.field("f").fill_null("0").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64))
+              + _six_digits(epoch.struct.field("f")).cast(pl.Int64))
     return pl.coalesce(text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us"),
                        pl.from_epoch(micros, time_unit="us"))
 
