@@ -13,6 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from logscope.ingest import FileRead, Skipped, compiled, discover, read_file, reading
+from logscope.parsers import lines as engine
 
 # For a test's subprocess that measures its own peak memory: ``peak_kib()``, the high-water mark of
 # the process's own pages since it started (/proc's VmHWM), in KiB. Not ``ru_maxrss``: Linux carries a
@@ -41,6 +42,14 @@ def assert_same_reads(expected: Sequence[FileRead | Skipped], got: Sequence[File
         assert (a.source, a.lines_read, a.lines_recognised, a.warnings) == (b.source, b.lines_read, b.lines_recognised,
                                                                              b.warnings)
         assert_frame_equal(a.events, b.events)
+
+
+def without_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No line a loop repeats set aside before parsing (logscope.parsers.repeats), for a test that
+    compares two ways of cutting a file into blocks: repeats are set aside per block, so which of
+    them are parsed depends on the blocks (tests/test_repeats.py holds the verdict and the counts
+    to not depending on them)."""
+    monkeypatch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
 
 
 def read_without_setting_aside(path: Path, monkeypatch: pytest.MonkeyPatch) -> FileRead:

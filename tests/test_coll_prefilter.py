@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from reading_support import assert_same_reads, coll_heavy_log, jobsim, read_without_setting_aside
+from reading_support import assert_same_reads, coll_heavy_log, jobsim, read_without_setting_aside, without_repeats
 
 from logscope.ingest import FileRead, blocks, coll_prefilter, compiled, discover, read_file, reading
 from logscope.ingest.line_frames import lines_frame
@@ -39,6 +39,7 @@ def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRea
     """The file read with the scanner and without it, and how many lines the scanner set aside.
     When a read worker's byte pass takes the file whole, what it kept, parsed here, must read as
     the scanner's read too."""
+    without_repeats(monkeypatch)
     source = discover([path])[0][0]
     aside = 0
     reduce_block = coll_prefilter.reduce_block

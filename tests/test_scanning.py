@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reading_support import assert_same_reads, coll_heavy_log, read_without_setting_aside
+from reading_support import assert_same_reads, coll_heavy_log, read_without_setting_aside, without_repeats
 
 from logscope.ingest import (
     FileRead,
@@ -163,6 +163,7 @@ def test_coll_lines_other_blocks_make_surplus_are_dropped_before_parsing(
     # all scanned, those that are neither among the file's first nor its last lines of the group
     # are dropped (coll_prefilter.drop_surplus_across): the same events, fewer lines parsed. Of
     # lines with NCCL's time, those the untimed lines around take their times from stay.
+    without_repeats(monkeypatch)
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 1024 * 1024)
     monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 512 * 1024)
     path = coll_log_in_blocks(tmp_path / "coll-gpu0.out", stamped=stamped)

@@ -838,9 +838,184 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
     return PyLong_FromLong(found);
 }
 
+/* ---- wordings: what a restart loop repeats (logscope/parsers/repeats.py) ----
+ *
+ * wordings(text) -> (hashes, flags)
+ *     For each line of ``text`` (split at '\n'; the last line, with or without one, counts: a text
+ *     of n newlines has n + 1 lines), one native uint64 in ``hashes``: a hash of the line with what
+ *     changes between the attempts of a loop masked, as repeats.VARYING's replace_all("${1}#")
+ *     masks it (the same alternatives, tried in the same order at each place, leftmost first), so
+ *     that two lines hash alike when, and only when (up to a hash collision), their masked texts
+ *     are equal. And one byte in ``flags``: 1 when the line goes on the one before it
+ *     (repeats.CONTINUATION), 2 when it holds a time of day anywhere (repeats.TIME_OF_DAY).
+ *     tests/test_repeats.py holds the two ways to the same partition of lines and the same flags.
+ */
+static inline int is_word(unsigned char c) { return is_digit((char)c) || (classes[c] & LETTER) || c == '_'; }
+static inline int is_hex(unsigned char c) { return (classes[c] & HEX) != 0; }
+static inline int is_space(unsigned char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* The end of a time of day "\d\d?:\d\d:\d\d(?:[.,]\d+)?" starting at p, or 0. */
+static Py_ssize_t time_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
+    if (p >= n || !is_digit(s[p]))
+        return 0;
+    Py_ssize_t q = p + 1;
+    if (q < n && is_digit(s[q]) && q + 1 < n && s[q + 1] == ':')
+        q++;  /* two digits for the hour, when a ':' follows them (the regex backtracks otherwise) */
+    if (q + 6 > n || s[q] != ':' || !is_digit(s[q + 1]) || !is_digit(s[q + 2]) || s[q + 3] != ':'
+        || !is_digit(s[q + 4]) || !is_digit(s[q + 5]))
+        return 0;
+    q += 6;
+    if (q + 1 < n && (s[q] == '.' || s[q] == ',') && is_digit(s[q + 1])) {
+        q += 2;
+        while (q < n && is_digit(s[q]))
+            q++;
+    }
+    return q;
+}
+
+/* The end of "(?:\b|[T_])<time>" at p (the [T_] consumed), or 0. */
+static Py_ssize_t stamp_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
+    Py_ssize_t end;
+    if ((p == 0 || !is_word(s[p - 1])) && (end = time_at(s, p, n)))
+        return end;
+    if (s[p] == 'T' || s[p] == '_')
+        return time_at(s, p + 1, n);
+    return 0;
+}
+
+static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * 0x100000001b3ull; }
+
+/* Whether a time of day starts anywhere in the line: each ':' can be the one after the hour, its
+ * hour one or two digits before it, a 'T' or '_' maybe before those. */
+static int holds_time(const unsigned char *s, Py_ssize_t n) {
+    for (const unsigned char *c = memchr(s, ':', (size_t)n); c != NULL;
+         c = memchr(c + 1, ':', (size_t)(s + n - c - 1))) {
+        Py_ssize_t colon = c - s;
+        for (Py_ssize_t p = colon - 3; p < colon; p++)
+            if (p >= 0 && stamp_at(s, p, n))
+                return 1;
+        if (c + 1 >= s + n)
+            break;
+    }
+    return 0;
+}
+
+static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, unsigned char *flag) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    unsigned char f = 0;
+    /* repeats.CONTINUATION: the leading non-space run is empty or ends in ':' or ']', and after it
+     * an optional space, then two spaces or a tab. */
+    Py_ssize_t w = 0;
+    while (w < n && !is_space(s[w]))
+        w++;
+    if (w == 0 || s[w - 1] == ':' || s[w - 1] == ']') {
+        const unsigned char *q = s + w, *end = s + n;
+        /* two spaces or a tab at q, or a space and then two spaces or a tab */
+        if ((end - q >= 2 && q[0] == ' ' && q[1] == ' ') || (end - q >= 1 && q[0] == '\t')
+            || (end - q >= 2 && q[0] == ' ' && q[1] == '\t'))
+            f |= 1;
+    }
+    if (holds_time(s, n))
+        f |= 2;
+    Py_ssize_t p = 0;
+    while (p < n) {
+        unsigned char c = s[p];
+        if (!is_digit((char)c) && c != 'T' && c != '_') {
+            h = mix(h, c);
+            p++;
+            continue;
+        }
+        Py_ssize_t end = stamp_at(s, p, n);  /* a time of day */
+        if (!end && c != 'T' && c != '_') {
+            int boundary = p == 0 || !is_word(s[p - 1]);
+            Py_ssize_t run = p;
+            while (run < n && is_digit((char)s[run]))
+                run++;
+            if (boundary && run - p >= 10) {  /* epoch seconds */
+                end = run;
+                if (end + 1 < n && s[end] == '.' && is_digit((char)s[end + 1])) {
+                    end += 2;
+                    while (end < n && is_digit((char)s[end]))
+                        end++;
+                }
+            } else if (run + 1 < n && s[run] == '.' && is_digit((char)s[run + 1])) {  /* a decimal: kept */
+                Py_ssize_t q = run + 2;
+                while (q < n && is_digit((char)s[q]))
+                    q++;
+                for (; p < q; p++)
+                    h = mix(h, s[p]);
+                h = mix(h, '#');
+                continue;
+            } else if (boundary && c == '0' && p + 2 < n && s[p + 1] == 'x' && is_hex(s[p + 2])) {  /* hex */
+                end = p + 2;
+                while (end < n && is_hex(s[end]))
+                    end++;
+            } else if (boundary && run - p >= 4 && (run == n || !is_word(s[run]))) {  /* a long number */
+                end = run;
+            } else {
+                /* Nothing starts at p, nor anywhere else in its run of digits: none of them has a
+                 * word boundary before it, and a decimal from any of them ends where this one's would. */
+                for (; p < run; p++)
+                    h = mix(h, s[p]);
+                continue;
+            }
+        }
+        if (end) {
+            h = mix(h, '#');
+            p = end;
+        } else {
+            h = mix(h, c);
+            p++;
+        }
+    }
+    *hash = h;
+    *flag = f;
+}
+
+static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer text;
+    if (!PyArg_ParseTuple(args, "y*", &text))
+        return NULL;
+    const unsigned char *s = text.buf;
+    Py_ssize_t n = text.len, lines = 1;
+    for (const unsigned char *q = s; (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
+        lines++;
+    PyObject *hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
+    PyObject *flags = hashes ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
+    if (!hashes || !flags) {
+        Py_XDECREF(hashes);
+        PyBuffer_Release(&text);
+        return NULL;
+    }
+    uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);
+    unsigned char *f = (unsigned char *)PyBytes_AS_STRING(flags);
+    Py_BEGIN_ALLOW_THREADS;
+    Py_ssize_t start = 0, line = 0;
+    while (line < lines) {
+        const unsigned char *nl = memchr(s + start, '\n', (size_t)(n - start));
+        Py_ssize_t end = nl ? nl - s : n;
+        uint64_t value;
+        wording_of(s + start, end - start, &value, &f[line]);
+        memcpy(&h[line], &value, sizeof value);
+        line++;
+        start = end + 1;
+    }
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&text);
+    PyObject *result = PyTuple_Pack(2, hashes, flags);
+    Py_DECREF(hashes);
+    Py_DECREF(flags);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"drop_across", drop_across, METH_VARARGS, "A file's reduced blocks without the kept lines other blocks make "
                                                "surplus: [(kept, dropped), ...]."},
+    {"wordings", wordings, METH_VARARGS, "Per line, the hash of its text with what a restart loop changes masked, "
+                                         "and its flags (1: goes on the line before, 2: holds a time): "
+                                         "(hashes, flags)."},
     {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2), 0x1f (4) and ESC (8) the block holds."},
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
     {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, "

@@ -21,6 +21,7 @@ from itertools import accumulate, pairwise
 
 import polars as pl
 
+from logscope.ingest import compiled
 from logscope.ingest.blocks import (
     CHUNK_BYTES,
     MAX_LINE_BYTES,
@@ -45,7 +46,7 @@ from logscope.ingest.matching import (
     cut_for_matching_each,
 )
 from logscope.ingest.scanning import ScannedFile, reference_year
-from logscope.ingest.thinning import KIND_KEEP, thin, thin_each, thin_within_processes
+from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin, thin_each, thin_within_processes
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import (
@@ -474,7 +475,9 @@ class _Batch:
                                  coll_keep=(COLL_HEAD, COLL_TAIL) if big else None,
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
                                  set_aside_before=framed.set_aside,
-                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None)
+                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None,
+                                 repeat_keep=(LOOP_KEEP, LOOP_KEEP) if big else None,
+                                 wordings=compiled.scanner.wordings if compiled.COMPILED else None)
         self._enqueue(reading, bounded_pieces(prepared), framed.size)
         return prepared.last_time
 

@@ -43,6 +43,10 @@ KIND_KEEP = 16384
 # all where its lines tell its processes' ranks or hosts apart; more than PROCESS_KEEP processes of
 # one host whose lines name no rank count as one rank's.
 PROCESS_KEEP = 16
+# Before parsing, a big chunk's lines that a restart loop repeats (logscope.parsers.repeats): the
+# first and last LOOP_KEEP of each wording stay, as PROCESS_KEEP keeps the first and last halves of
+# the processes of a rank that said a line.
+LOOP_KEEP = PROCESS_KEEP // 2
 # Numbers (decimal, hex) in a line's text: what changes from one attempt of a loop to the next.
 _WORDING = r"0x[0-9a-fA-F]+|[0-9]+"
 

@@ -50,6 +50,7 @@ from logscope.parsers.prefix_stack import PREFIX_STACK, TIME_TEXT
 from logscope.parsers.prefixes import WRAPPER_SAMPLE, prefix_fields, split_prefix_of_files, timeless, times_of
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
+from logscope.parsers.repeats import Wordings, repeat_surplus
 from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, parse_event_time
 from logscope.stacking import positions, stacked, unstacked
 
@@ -105,6 +106,9 @@ class PreparedChunk:
     # COLL lines dropped before the chunk was framed (logscope.ingest.coll_prefilter): recognised.
     set_aside_before: int = 0
     first_time: datetime | None = None  # the first timestamp of its lines (see ChunkResult)
+    # Lines a restart loop repeats, set aside before anything else (logscope.parsers.repeats): for
+    # each wording, the line number of its first line (kept) and how many were (``line``, ``count``).
+    repeated: pl.DataFrame | None = None
 
 
 def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
@@ -121,7 +125,8 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
 def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
                   coll_keep: tuple[int, int] | None = None, *, carriage_returns: bool = True,
                   join_wraps: bool = True, set_aside_before: int = 0,
-                  progress_keep: tuple[int, int] | None = None) -> PreparedChunk:
+                  progress_keep: tuple[int, int] | None = None,
+                  repeat_keep: tuple[int, int] | None = None, wordings: Wordings | None = None) -> PreparedChunk:
     """Steps 1-5 of the module's recipe for one chunk: what :func:`parse_chunk` does before it
     classifies. Every per-line step of a chunk is here; what is left costs a fixed ~10 ms a call,
     whatever the number of lines, and is paid once for many chunks by :func:`finish_chunks`.
@@ -131,7 +136,11 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     ``lines`` are what is left of a block of more than WRAP_MAX_LINES lines once
     ``set_aside_before`` COLL lines were dropped (:mod:`logscope.ingest.coll_prefilter`); such a
     block is no paste, so its lines are not joined, whatever is left. ``progress_keep=(head, tail)``:
-    as ``coll_keep``, for training-progress lines per process (:mod:`logscope.parsers.progress_aside`)."""
+    as ``coll_keep``, for training-progress lines per process (:mod:`logscope.parsers.progress_aside`).
+    ``repeat_keep=(head, tail)``: the lines a restart loop repeats are set aside but the first
+    ``head`` and last ``tail`` of each wording (:mod:`logscope.parsers.repeats`), in a chunk whose
+    lines are one row each, their wordings read by ``wordings`` when given (the compiled
+    scanner's), else by polars."""
     if join_wraps:
         lines = _join_hard_wraps(lines)
     segments = _split_carriage_returns(lines) if carriage_returns else lines
@@ -142,12 +151,17 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
         segments = _without_rows(segments, surplus)
     else:
         set_aside = segments["line"].clear()
+    repeats = (repeat_surplus(segments, *repeat_keep, wordings=wordings) if repeat_keep is not None and not was_split
+               else None)
+    if repeats is not None:
+        segments = _without_rows(segments, repeats.surplus)
     candidates, last_time, first_time = _candidates(segments, reference_year, carry_time)
     progress = progress_surplus(candidates, *progress_keep) if progress_keep is not None else None
     if progress is not None:
         set_aside = pl.concat([set_aside, candidates["line"].gather(progress)])
         candidates = _without_rows(candidates, progress)
-    return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before, first_time)
+    return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before, first_time,
+                         repeats.counted if repeats is not None else None)
 
 
 def _without_rows(frame: pl.DataFrame, positions: pl.Series) -> pl.DataFrame:
@@ -268,6 +282,8 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
         else:
             recognised = pl.concat([found["line"], chunk.set_aside]).n_unique()
         recognised += chunk.set_aside_before  # lines of their own: none holds \r (see coll_prefilter)
+        if chunk.repeated is not None:  # as the first line of their wording is (see parsers.repeats)
+            recognised += int(chunk.repeated.filter(pl.col("line").is_in(found["line"].implode()))["count"].sum())
         results.append(ChunkResult(found, recognised, chunk.last_time, chunk.first_time))  # EVENT_COLUMNS
     return results
 

@@ -1,0 +1,219 @@
+"""Lines a restart loop repeats, set aside before they are parsed: each attempt's words once.
+
+A job that restarts in a loop (torchrun's ``--max_restarts``, a retry loop in the batch script,
+requeues writing to one file) prints the same start-up, the same failure and the same teardown in
+every attempt, with other pids, thread ids, addresses, ports and times. After parsing, the
+thinning keeps the first and last few processes of each rank that said a line in the same words
+(:data:`logscope.ingest.thinning.PROCESS_KEEP`); parsing the attempts in between, only for the
+thinning to drop them, was most of what such a log cost (a 105 MB loop of 93 attempts: ~1 s to
+split its prefixes and times, ~1.5 s to classify, most of the detectors' time on the rows left).
+
+Here a big chunk's lines are compared before anything else is done to them. A line's *wording* is
+its text with what changes from one attempt to the next masked (:data:`VARYING`):
+
+* a time of day (``14:02:13``, ``14:02:13.934000``, ISO's ``T14:02:13``, torchrun's
+  ``_14:02:13``) and epoch seconds (ten digits or more, with a fraction or not);
+* a hex number (``0x7f..``: addresses, communicators);
+* a whole number of four digits or more standing alone (pids, thread ids, ports, sizes);
+
+and what stays is what tells one rank's line from another's and one failure from another: host
+names (``node01``: the digits are part of a word), ranks, local ranks and devices (up to three
+digits standing alone, or inside a word such as ``rank1023``), exit codes, signals, decimals
+(``2.345678``: a loss, kept whole). A rank of four digits standing alone (``rank 1023``) reads as
+a pid: such lines of big jobs are told apart by their launcher label or the line above them.
+
+Lines are compared in *groups*: a line and the lines that go on it (:data:`CONTINUATION`: indented
+after their launcher labels, as a record's ``  exitcode  : 1 (pid: N)`` rows under torchrun's
+``[1]:``, a traceback's ``  File ...`` lines). A group is set aside or kept whole, so that no record
+loses the rows that say whose it is; its key is the wordings of all its lines. A group is set aside
+when at least ``head`` groups of its key came before it in the chunk and at least ``tail`` come
+after it: the first and last attempts of a loop stay whole, the ones between go. Kept all the same:
+
+* in each run of groups set aside back to back, the first and the last that hold a time of day, so
+  that an untimed line kept after the run takes its time from its own attempt, not from one hours
+  before (the lines around take their times from their timed neighbours, lines.py);
+* groups with a line another rule keeps the ends of: progress lines (their numbers are what
+  changes; progress_aside and the thinning keep each process's) and NCCL COLL lines (coll_aside);
+* every line of a chunk whose lines were split at carriage returns (a line is then several rows,
+  and counting is by line): nothing is set aside there.
+
+A line set aside is counted as recognised when the line at its place in the first group of its key
+is (the same words, other numbers: it would have been classified alike), so every line is counted
+as before. Only a chunk whose first :data:`SAMPLE_LINES` lines would have at least
+:data:`SAMPLE_SHARE` of them set aside is compared whole: a log without a loop pays the sample only
+(~25 ms a chunk).
+
+The rule acts per chunk (a block of the file, or blocks the byte pass left few lines of), not per
+file: a file is not read twice to count its wordings first. So which repeats of a line are parsed
+depends on where the blocks were cut (their size, whether the compiled scanner read them); what the
+job is said to be and every line's count do not (tests/test_repeats.py). The wordings are read by
+the compiled scanner (``_collscan.wordings``, ~3 ns a byte) where it was built, else by polars
+(:func:`line_facts`: ~1 us a line), the reference both are held to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import polars as pl
+
+from logscope.knowledge import RECOGNISERS
+from logscope.model import Event
+from logscope.parsers.regex_ascii import ascii_classes
+
+# What changes from one attempt of a loop to the next (see the module docstring). The decimal
+# alternative is group 1 and is put back whole (replaced by itself and '#'): a loss or a learning
+# rate tells lines apart, and without it its digits after the point (four or more) would be masked.
+_TIME_OF_DAY = r"(?:(?-u:\b)|[T_])\d\d?:\d\d:\d\d(?:[.,]\d+)?"
+VARYING = ascii_classes(
+    _TIME_OF_DAY
+    + r"|(?-u:\b)\d{10,}(?:\.\d+)?"  # epoch seconds
+    + r"|(\d+\.\d+)"  # a decimal: kept
+    + r"|(?-u:\b)0x[0-9a-fA-F]+"
+    + r"|(?-u:\b)\d{4,}(?-u:\b)"
+)
+TIME_OF_DAY = ascii_classes(_TIME_OF_DAY)
+# A line that goes on the one before it: after its launcher labels, if any, ending in ':' or ']'
+# (``3:``, ``[default3]:[rank11]:``), it is indented by two spaces or a tab (a record's
+# ``  exitcode  : 1``, a traceback's ``  File ...``; a label's own space is one). Its wording in
+# context is its own and the line's before it.
+CONTINUATION = r"^(?:[^\t\n\x0B\f\r ]*[:\]])? ?(?:  |\t)"  # ASCII spaces, as the byte pass reads them
+# The gate: the first SAMPLE_LINES lines of a chunk, of which at least SAMPLE_SHARE would be set
+# aside were they the whole chunk.
+SAMPLE_LINES = 16384
+SAMPLE_SHARE = 0.25
+
+
+@dataclass
+class Repeats:
+    """What :func:`repeat_surplus` found in a chunk."""
+
+    surplus: pl.Series  # row positions of the lines set aside
+    # For each line kept that lines set aside are counted against (the line at their place in the
+    # first group of their key): its line number and how many (``line``, ``count``).
+    counted: pl.DataFrame
+
+
+# The compiled scanner's reading of lines (logscope.ingest._collscan.wordings): for the text of
+# lines joined by newlines, a native uint64 hash of each line's wording and a byte of flags (1: it
+# goes on the line before, 2: it holds a time of day).
+Wordings = Callable[[bytes], tuple[bytes, bytes]]
+
+
+def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
+    """The lines (``line``, ``raw``, in file order, one row a line) a restart loop repeats (see the
+    module docstring), or None when none is set aside. ``wordings``: the compiled scanner's way to
+    the lines' wordings and flags, ~5 times faster than polars' (which is the fallback, and the
+    reference: tests/test_repeats.py holds the two to the same)."""
+    if lines.height <= head + tail:
+        return None
+    sample = lines.head(SAMPLE_LINES)
+    if _surplus(sample, head, tail, wordings).height < SAMPLE_SHARE * sample.height:
+        return None
+    found = (_surplus(lines, head, tail, wordings) if lines.height > sample.height
+             else _surplus(sample, head, tail, wordings))
+    if found.height == 0:
+        return None
+    counted = found.group_by("_first_row").len("count")
+    counted = pl.DataFrame({"line": lines["line"].gather(counted["_first_row"]).cast(pl.Int64),
+                            "count": counted["count"].cast(pl.Int64)})
+    return Repeats(found["_row"], counted)
+
+
+def _surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None) -> pl.DataFrame:
+    """The rows set aside (``_row``: their positions, ``_first_row``: the position of the line at
+    the same place in the first group of their key), in order."""
+    row = pl.int_range(pl.len(), dtype=pl.UInt32)
+    progress = row.is_in(_own_rule_rows(lines).implode())
+    rows = (pl.concat([lines.select("line"), line_facts(lines, wordings)], how="horizontal").lazy()
+            .select("line", row.alias("_row"), "_wording", (~pl.col("_continues")).cum_sum().alias("_group"),
+                    "_timed", progress.alias("_progress"))
+            .collect())
+    # A line and the lines that go on it are one group, set aside or kept whole: its key is the
+    # wording of all its lines, in order (null for a group with a line of another rule: never set
+    # aside).
+    groups = (rows.lazy().group_by("_group", maintain_order=True)
+              .agg(pl.col("_wording"), pl.col("_progress").any(), pl.col("_timed").any(),
+                   pl.col("_row").first().alias("_start"))
+              .select("_group", "_timed", "_start",
+                      pl.when(~pl.col("_progress")).then(pl.col("_wording").hash()).alias("_key"))
+              .with_columns(_aside(head, tail), pl.col("_start").first().over("_key").alias("_first_start"))
+              # the groups of one run set aside back to back share a number
+              .with_columns((~pl.col("_aside")).cum_sum().alias("_run"),
+                            pl.int_range(pl.len(), dtype=pl.UInt32).alias("_nth"))
+              # of which the first and the last with a time of day stay
+              .with_columns(_ends_of_runs().alias("_end"))
+              .filter(pl.col("_aside") & ~pl.col("_end"))
+              .select("_group", "_start", "_first_start"))
+    # A line's own kind is that of the line at its place in the first group of its key.
+    return (rows.lazy().join(groups, on="_group", how="inner", maintain_order="left")
+            .select("_row", (pl.col("_first_start") + pl.col("_row") - pl.col("_start")).alias("_first_row"))
+            .collect())
+
+
+def _ends_of_runs() -> pl.Expr:
+    """Whether a group is the first or the last with a time of day in its run of groups set aside."""
+    timed = pl.when(pl.col("_aside") & pl.col("_timed")).then(pl.col("_nth"))
+    first, last = timed.min().over("_run"), timed.max().over("_run")
+    return ((pl.col("_nth") == first) | (pl.col("_nth") == last)).fill_null(False)
+
+
+def _aside(head: int, tail: int) -> pl.Expr:
+    """Whether a group (one row each, in order, ``_key``) is set aside: at least ``head`` groups of
+    its key before it and ``tail`` after it."""
+    position = pl.int_range(pl.len()).over("_key")
+    count = pl.len().over("_key").cast(pl.Int64)
+    return ((position >= head) & (position < count - tail) & pl.col("_key").is_not_null()).alias("_aside")
+
+
+def line_facts(lines: pl.DataFrame, wordings: Wordings | None = None) -> pl.DataFrame:
+    """For each line (``raw``): a hash of its wording (``_wording``, equal for equal wordings),
+    whether it goes on the line before (``_continues``) and whether it holds a time of day
+    (``_timed``); by the compiled scanner's ``wordings`` when given and the lines hold no newline,
+    else by polars."""
+    if wordings is not None and lines.height:
+        # numpy only here: the read of a big chunk pays its import (~0.1 s), not every command.
+        import numpy as np
+
+        hashes, flags = wordings(lines["raw"].str.join("\n").cast(pl.Binary).item())
+        if len(flags) == lines.height:  # else a line held a newline (or was null): polars reads them
+            flag = pl.Series(np.frombuffer(flags, dtype=np.uint8))
+            return pl.DataFrame({"_wording": pl.Series(np.frombuffer(hashes, dtype=np.uint64)),
+                                 "_continues": (flag & 1) > 0, "_timed": (flag & 2) > 0})
+    return lines.select(pl.col("raw").str.replace_all(VARYING, "${1}#").hash().alias("_wording"),
+                        pl.col("raw").str.contains(CONTINUATION).alias("_continues"),
+                        pl.col("raw").str.contains(TIME_OF_DAY).alias("_timed"))
+
+
+def _own_rule_rows(lines: pl.DataFrame) -> pl.Series:
+    """The positions of the lines another rule keeps the ends of, never set aside here: progress
+    lines (a progress pattern's regex matches them, tried on the lines holding one of its triggers
+    only: a trigger such as "tep" is in "slurmstepd") and lines with the shape of an NCCL COLL line
+    (coll_aside: per process and communicator)."""
+    triggers, regexes = _progress_patterns()
+    holds = pl.col("raw").str.contains_any(triggers)
+    coll = (pl.col("raw").str.contains(": opCount ", literal=True)
+            & pl.col("raw").str.contains(" NCCL INFO ", literal=True))
+    return (lines.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "raw")
+            .filter(holds | coll)
+            .filter(coll | pl.col("raw").str.contains(regexes))
+            .collect()["_at"])
+
+
+@cache
+def _progress_patterns() -> tuple[list[str], str]:
+    """The triggers of the progress patterns, and one regex that matches where any of theirs does
+    (their groups unnamed: one pass over a line, not one a pattern)."""
+    patterns = [p for p in RECOGNISERS if p.event == Event.PROGRESS]
+    either = "|".join(f"(?:{_NAMED_GROUP.sub('(', ascii_classes(str(p.match)))})" for p in patterns)
+    return sorted({t for p in patterns for t in p.triggers}), either
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+__all__ = ["CONTINUATION", "SAMPLE_LINES", "SAMPLE_SHARE", "TIME_OF_DAY", "VARYING", "Repeats", "Wordings",
+           "line_facts", "repeat_surplus"]

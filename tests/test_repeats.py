@@ -1,0 +1,271 @@
+"""The lines a restart loop repeats, set aside before parsing (logscope.parsers.repeats).
+
+Positive: a loop's middle attempts go, its first and last stay, every line is still counted and
+the verdict is the one reading every line gives. Negative: what tells ranks, hosts, steps and
+records apart is never merged, progress lines are never set aside, and a log without a loop is not
+compared at all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reading_support import jobsim
+
+from logscope.analysis import analyze
+from logscope.ingest import blocks, compiled, discover, read_file
+from logscope.ingest.reading import FileRead
+from logscope.parsers import lines as engine
+from logscope.parsers.repeats import (
+    CONTINUATION,
+    SAMPLE_LINES,
+    VARYING,
+    Repeats,
+    Wordings,
+    line_facts,
+    repeat_surplus,
+)
+
+
+def _wording(text: str) -> str:
+    """A line's wording, as polars masks it (Python's ``re`` reads the same regex alike)."""
+    return pl.Series([text]).str.replace_all(VARYING, "${1}#")[0]
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("I1103 14:00:06.332000 37738 torch/run.py:793] x", "I1103 19:10:06.445000 80628 torch/run.py:793] x"),
+    ("[default3]:gpu-node01:37793:37994 [3] NCCL INFO comm 0x55d0c3a0 rank 3",
+     "[default3]:gpu-node01:81002:81230 [3] NCCL INFO comm 0x7f00aa10 rank 3"),
+    ("  time      : 2026-11-03_14:02:13", "  time      : 2026-11-03_19:12:16"),
+    ("slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2026-11-03T14:02:13 ***",
+     "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2026-11-03T19:02:14 ***"),
+    ("ts=1730642406.332 msg=bye", "ts=1730649999.5 msg=bye"),
+])
+def test_what_changes_from_one_attempt_to_the_next_is_masked(one: str, other: str) -> None:
+    assert _wording(one) == _wording(other)
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("[default3]:[rank11]: ValueError: bad", "[default3]:[rank12]: ValueError: bad"),  # ranks
+    ("gpu-node01:37738:37900 [3] NCCL INFO Init COMPLETE", "gpu-node02:37738:37900 [3] NCCL INFO Init COMPLETE"),
+    ("gpu-node01:37738:37900 [3] NCCL INFO Init COMPLETE", "gpu-node01:37738:37900 [4] NCCL INFO Init COMPLETE"),
+    ("srun: error: n1: task 3: Exited with exit code 1", "srun: error: n1: task 3: Exited with exit code 2"),
+    ("lm loss: 2.345678E+00", "lm loss: 2.345679E+00"),  # decimals
+    ("rank1023: x", "rank1022: x"),  # a number inside a word
+], ids=["ranks", "hosts", "devices", "exit codes", "decimals", "in a word"])
+def test_what_tells_lines_apart_is_kept(one: str, other: str) -> None:
+    assert _wording(one) != _wording(other)
+
+
+def test_four_digits_standing_alone_are_taken_for_a_pid() -> None:
+    # The mask's limit: "rank 1023" and "rank 1022" read alike, so such lines of big jobs are told
+    # apart only by their launcher label or the line before them (and set aside only past the
+    # first and last 8 of them in a chunk).
+    assert _wording("rank 1023 failed") == _wording("rank 1022 failed")
+
+
+@pytest.mark.parametrize(("line", "continues"), [
+    ("  exitcode  : 1 (pid: 5)", True), ("3:   exitcode  : 1 (pid: 5)", True),
+    ('[default3]:[rank11]:   File "train.py", line 3, in <module>', True), ("\tat x", True),
+    ("srun: error: n1: task 3: Exited", False), ("3: Exited", False), ("[1]:", False),
+    ("I1103 14:00:06.332000 1 torch/run.py:1]   log_dir : /tmp/x", False),
+])
+def test_a_line_that_goes_on_the_one_before_is_told_by_its_indent(line: str, continues: bool) -> None:
+    assert bool(re.search(CONTINUATION, line)) is continues
+
+
+def _loop(tmp_path: Path, attempts: int, nodes: int = 2) -> Path:
+    """A crash-restart loop: jobsim's crash cascade ``attempts`` times, each with its own pids and
+    10 minutes after the one before, appended to the same per-node files (as bench.py builds it)."""
+    sim = jobsim()
+    base = sim.JobSpec(scenario="crash-cascade", nodes=nodes, coll=False)
+    folder = tmp_path / "loop"
+    folder.mkdir()
+    one = tmp_path / "one"
+    for attempt in range(attempts):
+        sim.write_job(replace(base, seed=attempt, start=base.start + timedelta(minutes=10 * attempt)), one)
+        for path in sorted(one.iterdir()):
+            with (folder / path.name).open("ab") as out:
+                out.write(path.read_bytes())
+        for path in one.iterdir():
+            path.unlink()
+    return folder
+
+
+def _frame(path: Path) -> pl.DataFrame:
+    raw = path.read_text().split("\n")
+    return pl.DataFrame({"line": pl.int_range(1, len(raw) + 1, eager=True), "raw": raw})
+
+
+def test_a_loops_middle_attempts_are_set_aside_in_whole_groups(tmp_path: Path) -> None:
+    folder = _loop(tmp_path, attempts=40)
+    lines = _frame(sorted(folder.glob("*node01*"))[0])
+    found = repeat_surplus(lines, 8, 8)
+    assert found is not None
+    assert found.surplus.len() > lines.height // 2  # most of the loop
+    aside = pl.Series(pl.repeat(False, lines.height, eager=True)).scatter(found.surplus, True)
+    # The first attempt and the last are whole (the first and last 8 of every wording stay).
+    starts = lines.with_row_index("at").filter(pl.col("raw").str.contains("Starting elastic_operator"))["at"]
+    assert starts.len() == 40
+    assert not aside[: starts[1]].any()
+    assert not aside[starts[-1]:].any()
+    # A record (a line and the indented lines under it) is set aside whole or kept whole.
+    group = (~lines["raw"].str.contains(CONTINUATION)).cum_sum()
+    mixed = pl.DataFrame({"group": group, "aside": aside}).group_by("group").agg(pl.col("aside").n_unique())
+    assert mixed["aside"].max() == 1
+    # Every line set aside is counted once, against a line that stays.
+    assert found.counted["count"].sum() == found.surplus.len()
+    counted_at = lines.with_row_index("at").filter(pl.col("line").is_in(found.counted["line"].implode()))["at"]
+    assert not aside.gather(counted_at).any()
+
+
+def test_an_untimed_line_kept_in_a_run_set_aside_keeps_its_own_attempts_time(tmp_path: Path) -> None:
+    # In each run of groups set aside, the first and the last with a time of day stay: a line kept
+    # between two runs (one whose words change in every attempt: a temporary directory) has a timed
+    # line of its own attempt before it.
+    folder = _loop(tmp_path, attempts=40)
+    lines = _frame(sorted(folder.glob("*node01*"))[0])
+    found = repeat_surplus(lines, 8, 8)
+    assert found is not None
+    kept = lines.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(found.surplus.implode()))
+    log_dirs = kept.with_row_index("at").filter(pl.col("raw").str.contains("log_dir"))
+    assert log_dirs.height == 40  # the temporary directory differs in every attempt
+    for at, raw in log_dirs.select("at", "raw").rows():
+        before = kept["raw"][at - 1]
+        assert raw[:15] == before[:15]  # the line before it kept is of its own minute
+
+
+def test_lines_that_tell_ranks_apart_are_never_set_aside(tmp_path: Path) -> None:
+    # One file holding 512 ranks' start-up once (#SBATCH --output names one file): same words,
+    # other ranks.
+    raw = [f"gpu-node{r // 8:02d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO comm 0x{r:x}55d0 rank {r} nranks 512"
+           for r in range(512)]
+    raw += [f"[rank{r}]: ValueError: sample {r} is bad" for r in range(512)]
+    lines = pl.DataFrame({"line": pl.int_range(1, len(raw) + 1, eager=True), "raw": raw})
+    assert repeat_surplus(lines, 8, 8) is None
+
+
+def test_progress_lines_are_never_set_aside() -> None:
+    # Megatron's progress line, its numbers past what the mask keeps apart: the same wording again
+    # and again. The progress rule keeps their ends (progress_aside); here none goes.
+    raw = [f"[default0]: iteration {1000 + n:8d}/ 500000 | consumed samples: {64 * n:10d} | lm loss: 2.500000E+00 |"
+           for n in range(SAMPLE_LINES)]
+    lines = pl.DataFrame({"line": pl.int_range(1, len(raw) + 1, eager=True), "raw": raw})
+    assert repeat_surplus(lines, 8, 8) is None
+
+
+def test_a_log_without_a_loop_is_not_compared_whole() -> None:
+    # A warning said again and again in a log otherwise all its own: under the share of the sample
+    # that makes a loop, nothing is set aside (and the chunk is not masked whole).
+    def name(n: int) -> str:
+        return "".join(chr(97 + n // 26 ** k % 26) for k in range(4))
+
+    raw = [f"loaded shard {name(n)}.bin" if n % 50 else f"W1103 14:{n // 60 % 60:02d}:{n % 60:02d}.000 1 x.py:2] slow"
+           for n in range(SAMPLE_LINES * 2)]
+    lines = pl.DataFrame({"line": pl.int_range(1, len(raw) + 1, eager=True), "raw": raw})
+    assert repeat_surplus(lines, 8, 8) is None
+
+
+def test_a_loop_read_with_repeats_set_aside_counts_every_line_and_keeps_its_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _loop(tmp_path, attempts=40)
+    set_aside = 0
+    surplus = engine.repeat_surplus
+
+    def counted(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
+        nonlocal set_aside
+        found = surplus(lines, head, tail, wordings)
+        set_aside += 0 if found is None else found.surplus.len()
+        return found
+
+    monkeypatch.setattr(engine, "repeat_surplus", counted)
+    sources = [source for source in discover([folder])[0]]
+    fast = [read_file(source) for source in sources]
+    fast_analysis = analyze([folder])
+    assert set_aside > 10_000
+    monkeypatch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
+    plain = [read_file(source) for source in sources]
+    plain_analysis = analyze([folder])
+    for a, b in zip(plain, fast, strict=True):
+        assert isinstance(a, FileRead) and isinstance(b, FileRead)
+        assert (a.lines_read, a.lines_recognised, a.warnings) == (b.lines_read, b.lines_recognised, b.warnings)
+        assert b.events.height < a.events.height
+    assert fast_analysis.verdict == plain_analysis.verdict
+    assert [f.code for f in fast_analysis.findings] == [f.code for f in plain_analysis.findings]
+    assert fast_analysis.verdict.root_cause is not None
+
+
+@pytest.mark.parametrize("chunk", [256 * 1024, 1024 * 1024])
+def test_which_repeats_are_parsed_depends_on_the_blocks_the_verdict_and_counts_do_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # Repeats are set aside per block (a file is not read twice to count its wordings first): a
+    # file cut into other blocks, or read without the compiled scanner, parses other repeats of
+    # the same lines. What the job is said to be, and every line's count, stay.
+    folder = _loop(tmp_path, attempts=40)
+    set_aside = 0
+    surplus = engine.repeat_surplus
+
+    def counted(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
+        nonlocal set_aside
+        found = surplus(lines, head, tail, wordings)
+        set_aside += 0 if found is None else found.surplus.len()
+        return found
+
+    monkeypatch.setattr(engine, "repeat_surplus", counted)
+    whole = analyze([folder])
+    assert set_aside > 0
+    before = set_aside
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", chunk)
+    cut = analyze([folder])
+    # Blocks of 1 MiB (~14,000 lines) have repeats set aside too, others than the whole file's;
+    # blocks of 256 KiB are under the size whose lines are compared at all.
+    assert (set_aside > before) is (chunk > 256 * 1024)
+    monkeypatch.setattr(compiled, "COMPILED", False)
+    plain = analyze([folder])
+    for other in (cut, plain):
+        assert other.verdict == whole.verdict
+        assert [f.code for f in other.findings] == [f.code for f in whole.findings]
+        assert (other.job.lines_read, other.job.lines_recognised) == (whole.job.lines_read, whole.job.lines_recognised)
+
+
+_PIECES = ["14:00:06", "4:00:06.332", "T14:02:13", "_14:02:13", "1730642406", "1730642406.5", "2.3456", "0x7f3a",
+           "0xZZ", "37738", "123", "12345x", "node01", "rank1023", " ", "  ", "\t", ":", "]", "[", ".", ",", "x", "_",
+           "T", "0", "9", "é", "\u00a0", "a1", "1:2:3", "12:34:56,789", "99.", ".5", "0x", "00:00:00"]
+
+
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=9).map("".join), min_size=1, max_size=300))
+def test_the_scanner_reads_wordings_as_polars_does(texts: list[str]) -> None:
+    lines = pl.DataFrame({"raw": texts})
+    fast = line_facts(lines, compiled.scanner.wordings)
+    plain = line_facts(lines)
+    assert fast["_continues"].to_list() == plain["_continues"].to_list()
+    assert fast["_timed"].to_list() == plain["_timed"].to_list()
+    # The same partition of the lines: equal wordings hash alike in each, whatever the hash.
+    pairs = set(zip(fast["_wording"].to_list(), plain["_wording"].to_list(), strict=True))
+    assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
+
+
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
+@pytest.mark.parametrize("text", [b"", b"\n", b"a\n", b"\n\n", b"12:34:5", b"12:34:56.", b"T12:34", b"0x", b"1.", b"9",
+                                  b"1:", b":", b"\xff\xfe12:34:56 \xc3", b"[x]:", b"[x]: ", b"3:  ", b"\t",
+                                  b"x" * 100_000 + b" 12:00:00", b"1" * 100_000])
+def test_the_scanner_reads_any_bytes_to_their_end(text: bytes) -> None:
+    # Patterns cut off by the end of a line or of the text, bytes that are not UTF-8: every line
+    # gets a hash and a flag, nothing is read past the text (.ci/run runs this under ASan and UBSan).
+    hashes, flags = compiled.scanner.wordings(text)
+    assert len(flags) == text.count(b"\n") + 1 and len(hashes) == 8 * len(flags)
+    decoded = text.decode("utf-8", "strict") if text.isascii() else None
+    if decoded is not None:
+        lines = pl.DataFrame({"raw": decoded.split("\n")})
+        plain = line_facts(lines)
+        assert [bool(f & 1) for f in flags] == plain["_continues"].to_list()
+        assert [bool(f & 2) for f in flags] == plain["_timed"].to_list()
