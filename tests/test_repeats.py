@@ -25,6 +25,7 @@ from logscope.ingest.reading import FileRead
 from logscope.parsers import lines as engine
 from logscope.parsers.repeats import (
     CONTINUATION,
+    MASKED,
     SAMPLE_LINES,
     VARYING,
     Repeats,
@@ -36,14 +37,15 @@ from logscope.parsers.repeats import (
 
 def _wording(text: str) -> str:
     """A line's wording, as polars masks it (Python's ``re`` reads the same regex alike)."""
-    return pl.Series([text]).str.replace_all(VARYING, "${1}#")[0]
+    return pl.Series([text]).str.replace_all(VARYING, MASKED)[0]
 
 
 @pytest.mark.parametrize(("one", "other"), [
     ("I1103 14:00:06.332000 37738 torch/run.py:793] x", "I1103 19:10:06.445000 80628 torch/run.py:793] x"),
     ("[default3]:gpu-node01:37793:37994 [3] NCCL INFO comm 0x55d0c3a0 rank 3",
      "[default3]:gpu-node01:81002:81230 [3] NCCL INFO comm 0x7f00aa10 rank 3"),
-    ("  time      : 2026-11-03_14:02:13", "  time      : 2026-11-03_19:12:16"),
+    ("  time      : 2026-11-03_14:02:13", "  time      : 2026-11-05_19:12:16"),  # days apart
+    ("I1103 23:59:59.1 7001 x.py:3] a", "I1105 00:00:01.9 8002 x.py:3] a"),
     ("slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2026-11-03T14:02:13 ***",
      "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2026-11-03T19:02:14 ***"),
     ("ts=1730642406.332 msg=bye", "ts=1730649999.5 msg=bye"),
@@ -59,7 +61,8 @@ def test_what_changes_from_one_attempt_to_the_next_is_masked(one: str, other: st
     ("srun: error: n1: task 3: Exited with exit code 1", "srun: error: n1: task 3: Exited with exit code 2"),
     ("lm loss: 2.345678E+00", "lm loss: 2.345679E+00"),  # decimals
     ("rank1023: x", "rank1022: x"),  # a number inside a word
-], ids=["ranks", "hosts", "devices", "exit codes", "decimals", "in a word"])
+    ("I1103 14:00:06.1 7 x.py:3] a", "W1103 14:00:06.1 7 x.py:3] a"),  # glog's levels
+], ids=["ranks", "hosts", "devices", "exit codes", "decimals", "in a word", "levels"])
 def test_what_tells_lines_apart_is_kept(one: str, other: str) -> None:
     assert _wording(one) != _wording(other)
 
@@ -235,9 +238,10 @@ def test_which_repeats_are_parsed_depends_on_the_blocks_the_verdict_and_counts_d
         assert (other.job.lines_read, other.job.lines_recognised) == (whole.job.lines_read, whole.job.lines_recognised)
 
 
-_PIECES = ["14:00:06", "4:00:06.332", "T14:02:13", "_14:02:13", "1730642406", "1730642406.5", "2.3456", "0x7f3a",
-           "0xZZ", "37738", "123", "12345x", "node01", "rank1023", " ", "  ", "\t", ":", "]", "[", ".", ",", "x", "_",
-           "T", "0", "9", "é", "\u00a0", "a1", "1:2:3", "12:34:56,789", "99.", ".5", "0x", "00:00:00"]
+_PIECES = ["I1105 14:02:13.5", "E1103", "W1234  12:34:56", "2026-11-05", "1105", "-", "14:00:06", "4:00:06.332",
+           "T14:02:13", "_14:02:13", "1730642406", "1730642406.5", "2.3456", "0x7f3a", "0xZZ", "37738", "123",
+           "12345x", "node01", "rank1023", " ", "  ", "\t", ":", "]", "[", ".", ",", "x", "_", "T", "0", "9", "é",
+           "\u00a0", "a1", "1:2:3", "12:34:56,789", "99.", ".5", "0x", "00:00:00"]
 
 
 @pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")

@@ -843,7 +843,7 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
  * wordings(text) -> (hashes, flags)
  *     For each line of ``text`` (split at '\n'; the last line, with or without one, counts: a text
  *     of n newlines has n + 1 lines), one native uint64 in ``hashes``: a hash of the line with what
- *     changes between the attempts of a loop masked, as repeats.VARYING's replace_all("${1}#")
+ *     changes between the attempts of a loop masked, as repeats.VARYING's replace_all(MASKED)
  *     masks it (the same alternatives, tried in the same order at each place, leftmost first), so
  *     that two lines hash alike when, and only when (up to a hash collision), their masked texts
  *     are equal. And one byte in ``flags``: 1 when the line goes on the one before it
@@ -885,6 +885,33 @@ static Py_ssize_t stamp_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
     return 0;
 }
 
+/* Whether the k bytes at s are all digits. */
+static int digits(const unsigned char *s, Py_ssize_t k) {
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (!is_digit((char)s[i]))
+            return 0;
+    return 1;
+}
+
+/* The end of a glog head's date and time "\b[IWEF]\d{4} +\d\d:\d\d:\d\d(?:\.\d+)?" at p, or 0. */
+static Py_ssize_t glog_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
+    if ((p > 0 && is_word(s[p - 1])) || p + 6 > n || !digits(s + p + 1, 4) || s[p + 5] != ' ')
+        return 0;
+    Py_ssize_t q = p + 5;
+    while (q < n && s[q] == ' ')
+        q++;
+    if (q + 8 > n || !digits(s + q, 2) || s[q + 2] != ':' || !digits(s + q + 3, 2) || s[q + 5] != ':'
+        || !digits(s + q + 6, 2))
+        return 0;
+    q += 8;
+    if (q + 1 < n && s[q] == '.' && is_digit((char)s[q + 1])) {
+        q += 2;
+        while (q < n && is_digit((char)s[q]))
+            q++;
+    }
+    return q;
+}
+
 static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * 0x100000001b3ull; }
 
 /* Whether a time of day starts anywhere in the line: each ':' can be the one after the hour, its
@@ -922,12 +949,21 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
     Py_ssize_t p = 0;
     while (p < n) {
         unsigned char c = s[p];
+        Py_ssize_t end;
+        if ((c == 'I' || c == 'W' || c == 'E' || c == 'F') && (end = glog_at(s, p, n))) {
+            h = mix(mix(h, c), '#');  /* the level letter stays */
+            p = end;
+            continue;
+        }
         if (!is_digit((char)c) && c != 'T' && c != '_') {
             h = mix(h, c);
             p++;
             continue;
         }
-        Py_ssize_t end = stamp_at(s, p, n);  /* a time of day */
+        end = stamp_at(s, p, n);  /* a time of day */
+        if (!end && is_digit((char)c) && (p == 0 || !is_word(s[p - 1])) && p + 10 <= n && digits(s + p, 4)
+            && s[p + 4] == '-' && digits(s + p + 5, 2) && s[p + 7] == '-' && digits(s + p + 8, 2))
+            end = p + 10;  /* a date */
         if (!end && c != 'T' && c != '_') {
             int boundary = p == 0 || !is_word(s[p - 1]);
             Py_ssize_t run = p;

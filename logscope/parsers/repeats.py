@@ -12,7 +12,8 @@ Here a big chunk's lines are compared before anything else is done to them. A li
 its text with what changes from one attempt to the next masked (:data:`VARYING`):
 
 * a time of day (``14:02:13``, ``14:02:13.934000``, ISO's ``T14:02:13``, torchrun's
-  ``_14:02:13``) and epoch seconds (ten digits or more, with a fraction or not);
+  ``_14:02:13``), a date (``2026-11-05``; a glog head's ``I1105`` with its time) and epoch seconds
+  (ten digits or more, with a fraction or not): a loop that runs for days says each line in each;
 * a hex number (``0x7f..``: addresses, communicators);
 * a whole number of four digits or more standing alone (pids, thread ids, ports, sizes);
 
@@ -64,17 +65,22 @@ from logscope.knowledge import RECOGNISERS
 from logscope.model import Event
 from logscope.parsers.regex_ascii import ascii_classes
 
-# What changes from one attempt of a loop to the next (see the module docstring). The decimal
-# alternative is group 1 and is put back whole (replaced by itself and '#'): a loss or a learning
-# rate tells lines apart, and without it its digits after the point (four or more) would be masked.
+# What changes from one attempt of a loop to the next (see the module docstring), tried in this
+# order at each place. Two alternatives put something back (the replacement is "${1}${2}#"): a
+# glog head's level letter (group 1: ``I1105 14:02:13.934000`` reads "I#", its month and day
+# with its time), and a decimal (group 2: a loss or a learning rate tells lines apart; without it
+# its digits after the point, four or more, would be masked).
 _TIME_OF_DAY = r"(?:(?-u:\b)|[T_])\d\d?:\d\d:\d\d(?:[.,]\d+)?"
 VARYING = ascii_classes(
-    _TIME_OF_DAY
+    r"(?-u:\b)([IWEF])\d{4} +\d\d:\d\d:\d\d(?:\.\d+)?"  # a glog head's date and time
+    + "|" + _TIME_OF_DAY
+    + r"|(?-u:\b)\d{4}-\d\d-\d\d"  # a date
     + r"|(?-u:\b)\d{10,}(?:\.\d+)?"  # epoch seconds
     + r"|(\d+\.\d+)"  # a decimal: kept
     + r"|(?-u:\b)0x[0-9a-fA-F]+"
     + r"|(?-u:\b)\d{4,}(?-u:\b)"
 )
+MASKED = "${1}${2}#"  # what VARYING's matches are replaced by
 TIME_OF_DAY = ascii_classes(_TIME_OF_DAY)
 # A line that goes on the one before it: after its launcher labels, if any, ending in ':' or ']'
 # (``3:``, ``[default3]:[rank11]:``), it is indented by two spaces or a tab (a record's
@@ -183,7 +189,7 @@ def line_facts(lines: pl.DataFrame, wordings: Wordings | None = None) -> pl.Data
             flag = pl.Series(np.frombuffer(flags, dtype=np.uint8))
             return pl.DataFrame({"_wording": pl.Series(np.frombuffer(hashes, dtype=np.uint64)),
                                  "_continues": (flag & 1) > 0, "_timed": (flag & 2) > 0})
-    return lines.select(pl.col("raw").str.replace_all(VARYING, "${1}#").hash().alias("_wording"),
+    return lines.select(pl.col("raw").str.replace_all(VARYING, MASKED).hash().alias("_wording"),
                         pl.col("raw").str.contains(CONTINUATION).alias("_continues"),
                         pl.col("raw").str.contains(TIME_OF_DAY).alias("_timed"))
 
@@ -215,5 +221,15 @@ def _progress_patterns() -> tuple[list[str], str]:
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
-__all__ = ["CONTINUATION", "SAMPLE_LINES", "SAMPLE_SHARE", "TIME_OF_DAY", "VARYING", "Repeats", "Wordings",
-           "line_facts", "repeat_surplus"]
+__all__ = [
+    "CONTINUATION",
+    "MASKED",
+    "SAMPLE_LINES",
+    "SAMPLE_SHARE",
+    "TIME_OF_DAY",
+    "VARYING",
+    "Repeats",
+    "Wordings",
+    "line_facts",
+    "repeat_surplus",
+]
