@@ -117,7 +117,11 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     if lines.height <= head + tail:
         return None
     sample = lines.head(SAMPLE_LINES)
-    if _surplus(sample, head, tail, wordings).height < SAMPLE_SHARE * sample.height:
+    own = _own_rule_rows(sample)
+    # A chunk of progress (or COLL) lines is not compared: too few of its lines could go.
+    if sample.height - own.len() < SAMPLE_SHARE * sample.height:
+        return None
+    if _surplus(sample, head, tail, wordings, own).height < SAMPLE_SHARE * sample.height:
         return None
     found = (_surplus(lines, head, tail, wordings) if lines.height > sample.height
              else _surplus(sample, head, tail, wordings))
@@ -129,11 +133,13 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     return Repeats(found["_row"], counted)
 
 
-def _surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None) -> pl.DataFrame:
+def _surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None,
+             own: pl.Series | None = None) -> pl.DataFrame:
     """The rows set aside (``_row``: their positions, ``_first_row``: the position of the line at
-    the same place in the first group of their key), in order."""
+    the same place in the first group of their key), in order. ``own``: the lines' own-rule rows
+    (:func:`_own_rule_rows`), when known."""
     row = pl.int_range(pl.len(), dtype=pl.UInt32)
-    progress = row.is_in(_own_rule_rows(lines).implode())
+    progress = row.is_in((_own_rule_rows(lines) if own is None else own).implode())
     rows = (pl.concat([lines.select("line"), line_facts(lines, wordings)], how="horizontal").lazy()
             .select("line", row.alias("_row"), "_wording", (~pl.col("_continues")).cum_sum().alias("_group"),
                     "_timed", progress.alias("_progress"))
