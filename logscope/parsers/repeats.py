@@ -55,6 +55,7 @@ the compiled scanner (``_collscan.wordings``, ~3 ns a byte) where it was built, 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -121,10 +122,16 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     # A chunk of progress (or COLL) lines is not compared: too few of its lines could go.
     if sample.height - own.len() < SAMPLE_SHARE * sample.height:
         return None
-    if _surplus(sample, head, tail, wordings, own).height < SAMPLE_SHARE * sample.height:
+    facts = line_facts(sample, wordings)
+    # At most count - head - tail lines of a wording can go (a group that goes has head + tail
+    # of its key kept, each with that wording): a log without a loop stops here, unsorted.
+    bound = (facts["_wording"].value_counts()["count"].cast(pl.Int64) - (head + tail)).clip(lower_bound=0).sum()
+    if bound < SAMPLE_SHARE * sample.height:
         return None
-    found = (_surplus(lines, head, tail, wordings) if lines.height > sample.height
-             else _surplus(sample, head, tail, wordings))
+    if _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height:
+        return None
+    found = (_surplus(lines, head, tail, line_facts(lines, wordings)) if lines.height > sample.height
+             else _surplus(sample, head, tail, facts, own))
     if found.height == 0:
         return None
     counted = found.group_by("_first_row").len("count")
@@ -133,14 +140,14 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     return Repeats(found["_row"], counted)
 
 
-def _surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None,
+def _surplus(lines: pl.DataFrame, head: int, tail: int, facts: pl.DataFrame,
              own: pl.Series | None = None) -> pl.DataFrame:
     """The rows set aside (``_row``: their positions, ``_first_row``: the position of the line at
-    the same place in the first group of their key), in order. ``own``: the lines' own-rule rows
-    (:func:`_own_rule_rows`), when known."""
+    the same place in the first group of their key), in order. ``facts``: the lines' facts
+    (:func:`line_facts`); ``own``: their own-rule rows (:func:`_own_rule_rows`), when known."""
     row = pl.int_range(pl.len(), dtype=pl.UInt32)
     progress = row.is_in((_own_rule_rows(lines) if own is None else own).implode())
-    rows = (pl.concat([lines.select("line"), line_facts(lines, wordings)], how="horizontal").lazy()
+    rows = (pl.concat([lines.select("line"), facts], how="horizontal").lazy()
             .select("line", row.alias("_row"), "_wording", (~pl.col("_continues")).cum_sum().alias("_group"),
                     "_timed", progress.alias("_progress"))
             .collect())
@@ -187,17 +194,25 @@ def line_facts(lines: pl.DataFrame, wordings: Wordings | None = None) -> pl.Data
     (``_timed``); by the compiled scanner's ``wordings`` when given and the lines hold no newline,
     else by polars."""
     if wordings is not None and lines.height:
-        # numpy only here: the read of a big chunk pays its import (~0.1 s), not every command.
-        import numpy as np
-
         hashes, flags = wordings(lines["raw"].str.join("\n").cast(pl.Binary).item())
         if len(flags) == lines.height:  # else a line held a newline (or was null): polars reads them
-            flag = pl.Series(np.frombuffer(flags, dtype=np.uint8))
-            return pl.DataFrame({"_wording": pl.Series(np.frombuffer(hashes, dtype=np.uint64)),
+            flag = _column(flags, "B", pl.UInt8)
+            return pl.DataFrame({"_wording": _column(hashes, "Q", pl.UInt64),
                                  "_continues": (flag & 1) > 0, "_timed": (flag & 2) > 0})
     return lines.select(pl.col("raw").str.replace_all(VARYING, MASKED).hash().alias("_wording"),
                         pl.col("raw").str.contains(CONTINUATION).alias("_continues"),
                         pl.col("raw").str.contains(TIME_OF_DAY).alias("_timed"))
+
+
+def _column(native: bytes, code: str, dtype: type[pl.DataType]) -> pl.Series:
+    """A buffer of native numbers as a polars column: by numpy, without a copy, for a chunk's lines
+    (a loop's), item by item for fewer (a sample's: 16,384 take ~1 ms, and a log without a loop does
+    not pay numpy's import, ~0.1 s a process)."""
+    if len(native) // array(code).itemsize <= SAMPLE_LINES:
+        return pl.Series(array(code, native), dtype=dtype)
+    import numpy as np
+
+    return pl.Series(np.frombuffer(native, dtype=np.dtype(code)))
 
 
 def _own_rule_rows(lines: pl.DataFrame) -> pl.Series:
