@@ -130,8 +130,11 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
         return None
     if _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height:
         return None
-    found = (_surplus(lines, head, tail, line_facts(lines, wordings)) if lines.height > sample.height
-             else _surplus(sample, head, tail, facts, own))
+    if lines.height > sample.height:  # the sample's facts are the first of the chunk's
+        rest = line_facts(lines.slice(sample.height), wordings)
+        found = _surplus(lines, head, tail, pl.concat([facts, rest], how="vertical_relaxed"))
+    else:
+        found = _surplus(sample, head, tail, facts, own)
     if found.height == 0:
         return None
     counted = found.group_by("_first_row").len("count")
