@@ -85,8 +85,8 @@ MASKED = "${1}${2}#"  # what VARYING's matches are replaced by
 TIME_OF_DAY = ascii_classes(_TIME_OF_DAY)
 # A line that goes on the one before it: after its launcher labels, if any, ending in ':' or ']'
 # (``3:``, ``[default3]:[rank11]:``), it is indented by two spaces or a tab (a record's
-# ``  exitcode  : 1``, a traceback's ``  File ...``; a label's own space is one). Its wording in
-# context is its own and the line's before it.
+# ``  exitcode  : 1``, a traceback's ``  File ...``; a label's own space is one). It is of the
+# group of the line above it.
 CONTINUATION = r"^(?:[^\t\n\x0B\f\r ]*[:\]])? ?(?:  |\t)"  # ASCII spaces, as the byte pass reads them
 # The gate: the first SAMPLE_LINES lines of a chunk, of which at least SAMPLE_SHARE would be set
 # aside were they the whole chunk.
@@ -149,19 +149,19 @@ def _surplus(lines: pl.DataFrame, head: int, tail: int, facts: pl.DataFrame,
     the same place in the first group of their key), in order. ``facts``: the lines' facts
     (:func:`line_facts`); ``own``: their own-rule rows (:func:`_own_rule_rows`), when known."""
     row = pl.int_range(pl.len(), dtype=pl.UInt32)
-    progress = row.is_in((_own_rule_rows(lines) if own is None else own).implode())
+    own_rule = row.is_in((_own_rule_rows(lines) if own is None else own).implode())
     rows = (pl.concat([lines.select("line"), facts], how="horizontal").lazy()
             .select("line", row.alias("_row"), "_wording", (~pl.col("_continues")).cum_sum().alias("_group"),
-                    "_timed", progress.alias("_progress"))
+                    "_timed", own_rule.alias("_own_rule"))
             .collect())
     # A line and the lines that go on it are one group, set aside or kept whole: its key is the
     # wording of all its lines, in order (null for a group with a line of another rule: never set
     # aside).
     groups = (rows.lazy().group_by("_group", maintain_order=True)
-              .agg(pl.col("_wording"), pl.col("_progress").any(), pl.col("_timed").any(),
+              .agg(pl.col("_wording"), pl.col("_own_rule").any(), pl.col("_timed").any(),
                    pl.col("_row").first().alias("_start"))
               .select("_group", "_timed", "_start",
-                      pl.when(~pl.col("_progress")).then(pl.col("_wording").hash()).alias("_key"))
+                      pl.when(~pl.col("_own_rule")).then(pl.col("_wording").hash()).alias("_key"))
               .with_columns(_aside(head, tail), pl.col("_start").first().over("_key").alias("_first_start"))
               # the groups of one run set aside back to back share a number
               .with_columns((~pl.col("_aside")).cum_sum().alias("_run"),
