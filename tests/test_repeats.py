@@ -176,23 +176,29 @@ def test_a_log_without_a_loop_is_not_compared_whole() -> None:
     assert repeat_surplus(lines, 8, 8) is None
 
 
+class _SetAside:
+    """repeat_surplus, counting the lines it set aside (``lines``) as the reading calls it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.lines = 0
+        surplus = engine.repeat_surplus
+
+        def counted(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
+            found = surplus(lines, head, tail, wordings)
+            self.lines += 0 if found is None else found.surplus.len()
+            return found
+
+        monkeypatch.setattr(engine, "repeat_surplus", counted)
+
+
 def test_a_loop_read_with_repeats_set_aside_counts_every_line_and_keeps_its_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _loop(tmp_path, attempts=40)
-    set_aside = 0
-    surplus = engine.repeat_surplus
-
-    def counted(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
-        nonlocal set_aside
-        found = surplus(lines, head, tail, wordings)
-        set_aside += 0 if found is None else found.surplus.len()
-        return found
-
-    monkeypatch.setattr(engine, "repeat_surplus", counted)
+    aside = _SetAside(monkeypatch)
     sources = [source for source in discover([folder])[0]]
     fast = [read_file(source) for source in sources]
     fast_analysis = analyze([folder])
-    assert set_aside > 10_000
+    assert aside.lines > 10_000
     monkeypatch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
     plain = [read_file(source) for source in sources]
     plain_analysis = analyze([folder])
@@ -212,24 +218,15 @@ def test_which_repeats_are_parsed_depends_on_the_blocks_the_verdict_and_counts_d
     # file cut into other blocks, or read without the compiled scanner, parses other repeats of
     # the same lines. What the job is said to be, and every line's count, stay.
     folder = _loop(tmp_path, attempts=40)
-    set_aside = 0
-    surplus = engine.repeat_surplus
-
-    def counted(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
-        nonlocal set_aside
-        found = surplus(lines, head, tail, wordings)
-        set_aside += 0 if found is None else found.surplus.len()
-        return found
-
-    monkeypatch.setattr(engine, "repeat_surplus", counted)
+    aside = _SetAside(monkeypatch)
     whole = analyze([folder])
-    assert set_aside > 0
-    before = set_aside
+    assert aside.lines > 0
+    before = aside.lines
     monkeypatch.setattr(blocks, "CHUNK_BYTES", chunk)
     cut = analyze([folder])
     # Blocks of 1 MiB (~14,000 lines) have repeats set aside too, others than the whole file's;
     # blocks of 256 KiB are under the size whose lines are compared at all.
-    assert (set_aside > before) is (chunk > 256 * 1024)
+    assert (aside.lines > before) is (chunk > 256 * 1024)
     monkeypatch.setattr(compiled, "COMPILED", False)
     plain = analyze([folder])
     for other in (cut, plain):
