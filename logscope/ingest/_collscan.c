@@ -964,6 +964,13 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
         if (!end && is_digit((char)c) && (p == 0 || !is_word(s[p - 1])) && p + 10 <= n && digits(s + p, 4)
             && s[p + 4] == '-' && digits(s + p + 5, 2) && s[p + 7] == '-' && digits(s + p + 8, 2))
             end = p + 10;  /* a date */
+        if (!end && c == '_') {  /* a long number after an underscore, up to one after it or a word's end */
+            Py_ssize_t run = p + 1;
+            while (run < n && is_digit((char)s[run]))
+                run++;
+            if (run - p - 1 >= 4 && (run == n || s[run] == '_' || !is_word(s[run])))
+                end = run < n && s[run] == '_' ? run + 1 : run;
+        }
         if (!end && c != 'T' && c != '_') {
             int boundary = p == 0 || !is_word(s[p - 1]);
             Py_ssize_t run = p;

@@ -15,7 +15,8 @@ its text with what changes from one attempt to the next masked (:data:`VARYING`)
   ``_14:02:13``), a date (``2026-11-05``; a glog head's ``I1105`` with its time) and epoch seconds
   (ten digits or more, with a fraction or not): a loop that runs for days says each line in each;
 * a hex number (``0x7f..``: addresses, communicators);
-* a whole number of four digits or more standing alone (pids, thread ids, ports, sizes);
+* a whole number of four digits or more standing alone (pids, thread ids, ports, sizes), or after an
+  underscore in a name (c10d's rendezvous names a node ``gpu-node01_81002_0``: host, pid, local id);
 
 and what stays is what tells one rank's line from another's and one failure from another: host
 names (``node01``: the digits are part of a word), ranks, local ranks and devices (up to three
@@ -80,6 +81,7 @@ VARYING = ascii_classes(
     + r"|(\d+\.\d+)"  # a decimal: kept
     + r"|(?-u:\b)0x[0-9a-fA-F]+"
     + r"|(?-u:\b)\d{4,}(?-u:\b)"
+    + r"|_\d{4,}(?:_|(?-u:\b))"  # one inside a name, between underscores: c10d's node 'host_pid_n'
 )
 MASKED = "${1}${2}#"  # what VARYING's matches are replaced by
 TIME_OF_DAY = ascii_classes(_TIME_OF_DAY)
