@@ -106,8 +106,8 @@ class PreparedChunk:
     # COLL lines dropped before the chunk was framed (logscope.ingest.coll_prefilter): recognised.
     set_aside_before: int = 0
     first_time: datetime | None = None  # the first timestamp of its lines (see ChunkResult)
-    # Lines a restart loop repeats, set aside before anything else (logscope.parsers.repeats): for
-    # each wording, the line number of its first line (kept) and how many were (``line``, ``count``).
+    # Lines a restart loop repeats, set aside before anything else (logscope.parsers.repeats.Repeats
+    # .counted): for each line kept that some are counted against, its number and how many.
     repeated: pl.DataFrame | None = None
 
 
@@ -282,7 +282,7 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
         else:
             recognised = pl.concat([found["line"], chunk.set_aside]).n_unique()
         recognised += chunk.set_aside_before  # lines of their own: none holds \r (see coll_prefilter)
-        if chunk.repeated is not None:  # as the first line of their wording is (see parsers.repeats)
+        if chunk.repeated is not None:  # as the line kept at their place in their key's first group is
             recognised += int(chunk.repeated.filter(pl.col("line").is_in(found["line"].implode()))["count"].sum())
         results.append(ChunkResult(found, recognised, chunk.last_time, chunk.first_time))  # EVENT_COLUMNS
     return results

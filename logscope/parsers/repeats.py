@@ -65,6 +65,7 @@ import polars as pl
 
 from logscope.knowledge import RECOGNISERS
 from logscope.model import Event
+from logscope.parsers.coll_groups import COLL_INFO, COLL_TRIGGER
 from logscope.parsers.regex_ascii import ascii_classes
 
 # What changes from one attempt of a loop to the next (see the module docstring), tried in this
@@ -132,9 +133,10 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
         return None
     if _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height:
         return None
-    if lines.height > sample.height:  # the sample's facts are the first of the chunk's
-        rest = line_facts(lines.slice(sample.height), wordings)
-        found = _surplus(lines, head, tail, pl.concat([facts, rest], how="vertical_relaxed"))
+    if lines.height > sample.height:  # the sample's facts and own-rule rows are the first of the chunk's
+        rest = lines.slice(sample.height)
+        found = _surplus(lines, head, tail, pl.concat([facts, line_facts(rest, wordings)], how="vertical_relaxed"),
+                         pl.concat([own, _own_rule_rows(rest) + sample.height]))
     else:
         found = _surplus(sample, head, tail, facts, own)
     if found.height == 0:
@@ -227,8 +229,8 @@ def _own_rule_rows(lines: pl.DataFrame) -> pl.Series:
     (coll_aside: per process and communicator)."""
     triggers, regexes = _progress_patterns()
     holds = pl.col("raw").str.contains_any(triggers)
-    coll = (pl.col("raw").str.contains(": opCount ", literal=True)
-            & pl.col("raw").str.contains(" NCCL INFO ", literal=True))
+    coll = (pl.col("raw").str.contains(COLL_TRIGGER, literal=True)
+            & pl.col("raw").str.contains(COLL_INFO, literal=True))
     return (lines.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "raw")
             .filter(holds | coll)
             .filter(coll | pl.col("raw").str.contains(regexes))
