@@ -856,6 +856,20 @@ static inline int is_space(unsigned char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
+/* The end of the run of digits from p (p itself where none is). */
+static Py_ssize_t digits_end(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
+    while (p < n && is_digit((char)s[p]))
+        p++;
+    return p;
+}
+
+/* The end of a fraction "(?:\.\d+)?" (or "(?:[.,]\d+)?" with ``comma``) at q: q itself where none is. */
+static Py_ssize_t fraction_end(const unsigned char *s, Py_ssize_t q, Py_ssize_t n, int comma) {
+    if (q + 1 < n && (s[q] == '.' || (comma && s[q] == ',')) && is_digit((char)s[q + 1]))
+        return digits_end(s, q + 2, n);
+    return q;
+}
+
 /* The end of a time of day "\d\d?:\d\d:\d\d(?:[.,]\d+)?" starting at p, or 0. */
 static Py_ssize_t time_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
     if (p >= n || !is_digit(s[p]))
@@ -866,13 +880,7 @@ static Py_ssize_t time_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
     if (q + 6 > n || s[q] != ':' || !is_digit(s[q + 1]) || !is_digit(s[q + 2]) || s[q + 3] != ':'
         || !is_digit(s[q + 4]) || !is_digit(s[q + 5]))
         return 0;
-    q += 6;
-    if (q + 1 < n && (s[q] == '.' || s[q] == ',') && is_digit(s[q + 1])) {
-        q += 2;
-        while (q < n && is_digit(s[q]))
-            q++;
-    }
-    return q;
+    return fraction_end(s, q + 6, n, 1);
 }
 
 /* The end of "(?:\b|[T_])<time>" at p (the [T_] consumed), or 0. */
@@ -903,13 +911,7 @@ static Py_ssize_t glog_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
     if (q + 8 > n || !digits(s + q, 2) || s[q + 2] != ':' || !digits(s + q + 3, 2) || s[q + 5] != ':'
         || !digits(s + q + 6, 2))
         return 0;
-    q += 8;
-    if (q + 1 < n && s[q] == '.' && is_digit((char)s[q + 1])) {
-        q += 2;
-        while (q < n && is_digit((char)s[q]))
-            q++;
-    }
-    return q;
+    return fraction_end(s, q + 8, n, 0);
 }
 
 static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * 0x100000001b3ull; }
@@ -965,29 +967,17 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             && s[p + 4] == '-' && digits(s + p + 5, 2) && s[p + 7] == '-' && digits(s + p + 8, 2))
             end = p + 10;  /* a date */
         if (!end && c == '_') {  /* a long number after an underscore, up to one after it or a word's end */
-            Py_ssize_t run = p + 1;
-            while (run < n && is_digit((char)s[run]))
-                run++;
+            Py_ssize_t run = digits_end(s, p + 1, n);
             if (run - p - 1 >= 4 && (run == n || s[run] == '_' || !is_word(s[run])))
                 end = run < n && s[run] == '_' ? run + 1 : run;
         }
         if (!end && c != 'T' && c != '_') {
             int boundary = p == 0 || !is_word(s[p - 1]);
-            Py_ssize_t run = p;
-            while (run < n && is_digit((char)s[run]))
-                run++;
+            Py_ssize_t run = digits_end(s, p, n), fraction = fraction_end(s, run, n, 0);
             if (boundary && run - p >= 10) {  /* epoch seconds */
-                end = run;
-                if (end + 1 < n && s[end] == '.' && is_digit((char)s[end + 1])) {
-                    end += 2;
-                    while (end < n && is_digit((char)s[end]))
-                        end++;
-                }
-            } else if (run + 1 < n && s[run] == '.' && is_digit((char)s[run + 1])) {  /* a decimal: kept */
-                Py_ssize_t q = run + 2;
-                while (q < n && is_digit((char)s[q]))
-                    q++;
-                for (; p < q; p++)
+                end = fraction;
+            } else if (fraction > run) {  /* a decimal: kept */
+                for (; p < fraction; p++)
                     h = mix(h, s[p]);
                 h = mix(h, '#');
                 continue;
