@@ -12,16 +12,18 @@ import re
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reading_support import jobsim
+from reading_support import jobsim, without_repeats
 
 from logscope.analysis import analyze
-from logscope.ingest import blocks, compiled, discover, read_file
+from logscope.ingest import blocks, compiled, discover, read_file, reading
 from logscope.ingest.reading import FileRead
+from logscope.ingest.repeat_prefilter import RepeatsFound
 from logscope.parsers import lines as engine
 from logscope.parsers.repeats import (
     CONTINUATION,
@@ -178,18 +180,25 @@ def test_a_log_without_a_loop_is_not_compared_whole() -> None:
 
 
 class _SetAside:
-    """repeat_surplus, counting the lines it set aside (``lines``) as the reading calls it."""
+    """The rule on a block's bytes (repeat_prefilter.reduce_repeats) and in its frame
+    (repeat_surplus), counting the lines they set aside (``lines``) as the reading calls them."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.lines = 0
-        surplus = engine.repeat_surplus
+        surplus, on_bytes = engine.repeat_surplus, reading.reduce_repeats
 
         def counted(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
             found = surplus(lines, head, tail, wordings)
             self.lines += 0 if found is None else found.surplus.len()
             return found
 
+        def counted_on_bytes(*args: Any) -> RepeatsFound | None:
+            found = on_bytes(*args)
+            self.lines += 0 if found is None or found.kept is None else found.lines_read - found.kept_count
+            return found
+
         monkeypatch.setattr(engine, "repeat_surplus", counted)
+        monkeypatch.setattr(reading, "reduce_repeats", counted_on_bytes)
 
 
 def test_a_loop_read_with_repeats_set_aside_counts_every_line_and_keeps_its_verdict(
@@ -200,7 +209,7 @@ def test_a_loop_read_with_repeats_set_aside_counts_every_line_and_keeps_its_verd
     fast = [read_file(source) for source in sources]
     fast_analysis = analyze([folder])
     assert aside.lines > 10_000
-    monkeypatch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
+    without_repeats(monkeypatch)
     plain = [read_file(source) for source in sources]
     plain_analysis = analyze([folder])
     for a, b in zip(plain, fast, strict=True):
@@ -263,8 +272,12 @@ def test_the_scanner_reads_wordings_as_polars_does(texts: list[str]) -> None:
 def test_the_scanner_reads_any_bytes_to_their_end(text: bytes) -> None:
     # Patterns cut off by the end of a line or of the text, bytes that are not UTF-8: every line
     # gets a hash and a flag, nothing is read past the text (.ci/run runs this under ASan and UBSan).
-    hashes, flags = compiled.scanner.wordings(text)
-    assert len(flags) == text.count(b"\n") + 1 and len(hashes) == 8 * len(flags)
+    hashes, flags, held, end = compiled.scanner.wordings(text, [b"12", b"x\n", b"\xc3\xa9", b"\t\t"], 3)
+    assert len(flags) == len(held) == text.count(b"\n") + 1 and len(hashes) == 8 * len(flags) and end == len(text)
+    pieces = text.split(b"\n")
+    assert [bool(f & 4) for f in flags] == [len(piece) > 3 for piece in pieces]
+    # Each needle found within a line only (b"x\n" never is), by its bit.
+    assert list(held) == [(b"12" in p) | (b"\xc3\xa9" in p) << 2 | (b"\t\t" in p) << 3 for p in pieces]
     decoded = text.decode("utf-8", "strict") if text.isascii() else None
     if decoded is not None:
         lines = pl.DataFrame({"raw": decoded.split("\n")})

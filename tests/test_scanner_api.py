@@ -36,6 +36,22 @@ FORGED = {
     "a merged id past the groups": "c.reduce(text, lines, pairs, ints([2**31 - 1]), timed, 1, 1, 0)",
     "a merged id below -1": "c.reduce(text, lines, pairs, ints([-7]), timed, 1, 1, 0)",
     "a negative max_line": "c.scan(text, False, -1)",
+    # wordings(text[, needles, max_line, max_lines]), aside(hashes, flags, own, head, tail),
+    # lines_of(block, rows, keep, first_line)
+    "nine needles": "c.wordings(text, [b'ab'] * 9)",
+    "an empty needle": "c.wordings(text, [b''])",
+    "a needle of one byte": "c.wordings(text, [b'a'])",
+    "a negative max_lines": "c.wordings(text, (), 0, -1)",
+    "a wordings max_line below zero": "c.wordings(text, (), -1)",
+    "fewer hashes than flags": "c.aside(hashes[:-8], flags, b'', 1, 1)",
+    "own rows past the lines": "c.aside(hashes, flags, uints([6]), 1, 1)",
+    "own rows not ascending": "c.aside(hashes, flags, uints([2, 1]), 1, 1)",
+    "own rows cut short": "c.aside(hashes, flags, b'\\0\\0', 1, 1)",
+    "a negative aside head": "c.aside(hashes, flags, b'', -1, 1)",
+    "rows past the block": "c.lines_of(text, uints([6]), True, 0)",
+    "rows not ascending": "c.lines_of(text, uints([3, 3]), False, 0)",
+    "a lines_of first line below zero": "c.lines_of(text, b'', True, -1)",
+    "a lines_of first line whose numbers overflow": "c.lines_of(text, uints([0]), True, MAX)",
 }
 
 DRIVER = textwrap.dedent("""
@@ -48,6 +64,9 @@ DRIVER = textwrap.dedent("""
     text = b"\\n".join([coll] * 6)
     lines, pairs, _ = c.scan(text, False, 4096)
     merged, timed = ints([0]), b"\\0"
+    def uints(values):
+        return array.array("I", values).tobytes()
+    hashes, flags, _, _ = c.wordings(text)
     for name, call in CALLS.items():
         try:
             eval(call)
@@ -80,3 +99,11 @@ def test_arguments_that_fit_are_still_taken() -> None:
     assert kept.startswith(f"{2**40 + 1}\x1f".encode()) and kept.count(b"\n") == 1
     assert c.reduce(text, lines, pairs, merged, timed, 0, 0, 0, True)[1:3] == (0, 6)
     assert c.scan(text, False, 0)[1] == b""  # no line is that short: none is a COLL line
+    hashes, flags, held, end = c.wordings(text, [b"NCCL", b"opCount"], 10, 4)
+    assert (len(flags), set(held), set(flags), end) == (4, {3}, {4}, 4 * (len(coll) + 1))
+    hashes, flags, _, _ = c.wordings(text)
+    assert c.aside(hashes, flags, b"", 1, 2**63 - 1) == (b"", b"", b"")  # no group has that many after it
+    rows, counted, counts = c.aside(hashes, flags, b"", 1, 1)  # the 4 between the first and the last
+    assert (len(rows), counted, counts) == (16, (0).to_bytes(4, sys.byteorder), (4).to_bytes(4, sys.byteorder))
+    assert c.lines_of(text, rows, False, 0) == (b"\n".join([coll] * 4), 4)
+    assert c.lines_of(text, rows, True, 9) == (b"10\x1f" + coll + b"\n15\x1f" + coll + b"\n", 2)

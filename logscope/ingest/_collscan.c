@@ -840,14 +840,18 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
 
 /* ---- wordings: what a restart loop repeats (logscope/parsers/repeats.py) ----
  *
- * wordings(text) -> (hashes, flags)
+ * wordings(text[, needles, max_line, max_lines]) -> (hashes, flags, held, end)
  *     For each line of ``text`` (split at '\n'; the last line, with or without one, counts: a text
- *     of n newlines has n + 1 lines), one native uint64 in ``hashes``: a hash of the line with what
+ *     of n newlines has n + 1 lines; only the first ``max_lines`` when it is not 0, and ``end``
+ *     is where the next would start, len(text) when none is left), one native uint64 in ``hashes``: a hash of the line with what
  *     changes between the attempts of a loop masked, as repeats.VARYING's replace_all(MASKED)
  *     masks it (the same alternatives, tried in the same order at each place, leftmost first), so
  *     that two lines hash alike when, and only when (up to a hash collision), their masked texts
  *     are equal. And one byte in ``flags``: 1 when the line goes on the one before it
- *     (repeats.CONTINUATION), 2 when it holds a time of day anywhere (repeats.TIME_OF_DAY).
+ *     (repeats.CONTINUATION), 2 when it holds a time of day anywhere (repeats.TIME_OF_DAY), 4
+ *     (LONG_LINE) when it is longer than ``max_line`` bytes (when that is not 0). And one byte in
+ *     ``held``: bit i set when the line holds ``needles[i]`` (at most MAX_NEEDLES byte strings of
+ *     two bytes or more).
  *     tests/test_repeats.py holds the two ways to the same partition of lines and the same flags.
  */
 static inline int is_word(unsigned char c) { return is_digit((char)c) || (classes[c] & LETTER) || c == '_'; }
@@ -913,6 +917,9 @@ static Py_ssize_t glog_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
         return 0;
     return fraction_end(s, q + 8, n, 0);
 }
+
+#define LONG_LINE 4
+#define MAX_NEEDLES 8
 
 static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * 0x100000001b3ull; }
 
@@ -1007,39 +1014,350 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
     *flag = f;
 }
 
+/* The needles a line holds, as a bitmask (needle i: bit i), each found anywhere in it. ``pair``:
+ * for each two bytes (the first in the low byte), the needles that start with them: a needle's
+ * first byte alone is often a space. */
+static unsigned char held_by(const unsigned char *s, Py_ssize_t n, const Py_buffer *needle, int count,
+                             const unsigned char *pair) {
+    unsigned char held = 0, all = (unsigned char)((1u << count) - 1);
+    for (Py_ssize_t p = 0; p + 1 < n && held != all; p++) {
+        unsigned char may = pair[s[p] | (unsigned)s[p + 1] << 8] & (unsigned char)~held;
+        for (int i = 0; may; i++, may >>= 1)
+            if ((may & 1) && needle[i].len <= n - p && memcmp(s + p, needle[i].buf, (size_t)needle[i].len) == 0)
+                held |= (unsigned char)(1u << i);
+    }
+    return held;
+}
+
 static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer text;
-    if (!PyArg_ParseTuple(args, "y*", &text))
+    PyObject *needles = NULL;
+    Py_ssize_t max_line = 0, max_lines = 0;
+    if (!PyArg_ParseTuple(args, "y*|Onn", &text, &needles, &max_line, &max_lines))
         return NULL;
+    Py_buffer needle[MAX_NEEDLES];
+    int count = 0;
+    PyObject *result = NULL, *hashes = NULL, *flags = NULL, *held = NULL;
+    unsigned char *pair = NULL;  /* see held_by */
+    if (needles != NULL) {
+        pair = PyMem_Calloc(65536, 1);
+        if (pair == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        PyObject *seq = PySequence_Fast(needles, "needles must be a sequence of bytes");
+        if (seq == NULL)
+            goto done;
+        Py_ssize_t given = PySequence_Fast_GET_SIZE(seq);
+        if (given > MAX_NEEDLES) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "at most 8 needles");
+            goto done;
+        }
+        for (; count < given; count++) {
+            if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, count), &needle[count], PyBUF_SIMPLE) < 0)
+                break;
+            if (needle[count].len < 2) {
+                PyBuffer_Release(&needle[count]);
+                PyErr_SetString(PyExc_ValueError, "a needle of fewer than two bytes");
+                break;
+            }
+            const unsigned char *b = needle[count].buf;
+            pair[b[0] | (unsigned)b[1] << 8] |= (unsigned char)(1u << count);
+        }
+        Py_DECREF(seq);
+        if (count < given)
+            goto done;
+    }
+    if (max_line < 0 || max_lines < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_line and max_lines must not be negative");
+        goto done;
+    }
     const unsigned char *s = text.buf;
     Py_ssize_t n = text.len, lines = 1;
-    for (const unsigned char *q = s; (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
+    for (const unsigned char *q = s; (max_lines == 0 || lines < max_lines)
+                                     && (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
         lines++;
-    PyObject *hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
-    PyObject *flags = hashes ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
-    if (!hashes || !flags) {
-        Py_XDECREF(hashes);
-        PyBuffer_Release(&text);
-        return NULL;
-    }
+    hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
+    flags = hashes ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
+    held = flags ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
+    if (!held)
+        goto done;
     uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);
-    unsigned char *f = (unsigned char *)PyBytes_AS_STRING(flags);
-    Py_BEGIN_ALLOW_THREADS;
+    unsigned char *f = (unsigned char *)PyBytes_AS_STRING(flags), *k = (unsigned char *)PyBytes_AS_STRING(held);
     Py_ssize_t start = 0, line = 0;
+    Py_BEGIN_ALLOW_THREADS;
     while (line < lines) {
         const unsigned char *nl = memchr(s + start, '\n', (size_t)(n - start));
         Py_ssize_t end = nl ? nl - s : n;
         uint64_t value;
         wording_of(s + start, end - start, &value, &f[line]);
+        if (max_line && end - start > max_line)
+            f[line] |= LONG_LINE;
+        k[line] = count ? held_by(s + start, end - start, needle, count, pair) : 0;
         memcpy(&h[line], &value, sizeof value);
         line++;
-        start = end + 1;
+        start = end < n ? end + 1 : n;
     }
     Py_END_ALLOW_THREADS;
+    result = Py_BuildValue("(OOOn)", hashes, flags, held, start);
+done:
+    Py_XDECREF(hashes);
+    Py_XDECREF(flags);
+    Py_XDECREF(held);
+    for (int i = 0; i < count; i++)
+        PyBuffer_Release(&needle[i]);
+    PyMem_Free(pair);
     PyBuffer_Release(&text);
-    PyObject *result = PyTuple_Pack(2, hashes, flags);
-    Py_DECREF(hashes);
-    Py_DECREF(flags);
+    return result;
+}
+
+/* ---- aside: which groups of lines a restart loop repeats (repeats._surplus's rule) ----
+ *
+ * aside(hashes, flags, own, head, tail) -> (rows, counted_rows, counts)
+ *     ``hashes`` and ``flags`` as wordings gives them (one per line), ``own``: native uint32 line
+ *     indices, ascending, of lines another rule keeps the ends of. Lines are grouped: a line and
+ *     the lines after it that go on it (flag 1). A group's key is the sequence of its lines'
+ *     hashes; a group with an own line, or a LONG_LINE, has none and is never set aside. A group
+ *     is set aside when at least ``head`` groups of its key come before it and ``tail`` after it,
+ *     but in each run of groups set aside back to back the first and the last that hold a time
+ *     (flag 2) stay. ``rows``: native uint32, the lines set aside, ascending. Each is counted
+ *     against the line at its place in the first group of its key: ``counted_rows`` (ascending)
+ *     and ``counts``, native uint32 each, those lines and how many are counted against each.
+ */
+typedef struct {
+    uint64_t key;
+    uint32_t count, seen, first_start, used;
+} KeyEntry;
+
+static uint64_t finish_mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer hashes, flags, own;
+    Py_ssize_t head, tail;
+    if (!PyArg_ParseTuple(args, "y*y*y*nn", &hashes, &flags, &own, &head, &tail))
+        return NULL;
+    PyObject *result = NULL, *rows = NULL, *counted = NULL, *counts = NULL;
+    uint32_t *start = NULL, *entry_of = NULL, *tally = NULL;
+    unsigned char *state = NULL;
+    KeyEntry *table = NULL;
+    Py_ssize_t lines = flags.len, n_own = own.len / 4;
+    if (hashes.len != lines * 8 || own.len % 4 || head < 0 || tail < 0 || lines >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "hashes, flags and own do not fit one another");
+        goto done;
+    }
+    const unsigned char *f = flags.buf;
+    const uint32_t *own_rows = own.buf;
+    for (Py_ssize_t i = 0; i < n_own; i++)
+        if (own_rows[i] >= (uint64_t)lines || (i && own_rows[i] <= own_rows[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "own rows out of range or not ascending");
+            goto done;
+        }
+    Py_ssize_t size = 16;
+    while (size < 2 * lines)
+        size *= 2;
+    start = PyMem_Malloc(((size_t)lines + 1) * sizeof(uint32_t));
+    entry_of = PyMem_Malloc(((size_t)lines + 1) * sizeof(uint32_t));
+    state = PyMem_Calloc((size_t)lines + 1, 1);
+    tally = PyMem_Calloc((size_t)lines + 1, sizeof(uint32_t));
+    table = PyMem_Calloc((size_t)size, sizeof(KeyEntry));
+    if (!start || !entry_of || !state || !tally || !table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t groups = 0, n_aside = 0, n_counted = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    /* The groups, their keys (NO_KEY: none) and the entries of their keys. */
+    const uint32_t NO_KEY = UINT32_MAX;
+    Py_ssize_t next_own = 0;
+    for (Py_ssize_t i = 0; i < lines;) {
+        Py_ssize_t j = i + 1;
+        while (j < lines && (f[j] & 1))
+            j++;
+        uint64_t key = 0x9e3779b97f4a7c15ull;
+        int keyless = 0;
+        for (Py_ssize_t r = i; r < j; r++) {
+            uint64_t value;
+            memcpy(&value, (const char *)hashes.buf + 8 * r, 8);
+            key = finish_mix(key ^ value) + (uint64_t)(r - i);
+            if (f[r] & LONG_LINE)
+                keyless = 1;
+        }
+        while (next_own < n_own && own_rows[next_own] < (uint64_t)i)
+            next_own++;
+        if (next_own < n_own && own_rows[next_own] < (uint64_t)j)
+            keyless = 1;
+        start[groups] = (uint32_t)i;
+        if (keyless) {
+            entry_of[groups] = NO_KEY;
+        } else {
+            key = finish_mix(key ^ (uint64_t)(j - i));
+            Py_ssize_t at = (Py_ssize_t)(key & (uint64_t)(size - 1));
+            while (table[at].used && table[at].key != key)
+                at = (at + 1) & (size - 1);
+            if (!table[at].used) {
+                table[at].used = 1;
+                table[at].key = key;
+                table[at].first_start = (uint32_t)i;
+            }
+            table[at].count++;
+            entry_of[groups] = (uint32_t)at;
+        }
+        groups++;
+        i = j;
+    }
+    start[groups] = (uint32_t)lines;
+    /* Which groups go (state 1), and whether they hold a time (state 2). */
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        if (entry_of[g] == NO_KEY)
+            continue;
+        KeyEntry *e = &table[entry_of[g]];
+        uint32_t place = e->seen++;
+        if ((Py_ssize_t)place >= head && (Py_ssize_t)e->count - (Py_ssize_t)place > tail) {
+            state[g] = 1;
+            for (uint32_t r = start[g]; r < start[g + 1]; r++)
+                if (f[r] & 2)
+                    state[g] |= 2;
+        }
+    }
+    /* In each run of groups set aside back to back, the first and the last with a time stay. */
+    for (Py_ssize_t g = 0; g < groups;) {
+        if (!(state[g] & 1)) {
+            g++;
+            continue;
+        }
+        Py_ssize_t end = g;
+        while (end < groups && (state[end] & 1))
+            end++;
+        Py_ssize_t first = -1, last = -1;
+        for (Py_ssize_t x = g; x < end; x++)
+            if (state[x] & 2) {
+                if (first < 0)
+                    first = x;
+                last = x;
+            }
+        if (first >= 0)
+            state[first] = state[last] = 0;
+        g = end;
+    }
+    for (Py_ssize_t g = 0; g < groups; g++)
+        if (state[g] & 1) {
+            uint32_t first_start = table[entry_of[g]].first_start;
+            for (uint32_t r = start[g]; r < start[g + 1]; r++) {
+                uint32_t counterpart = first_start + (r - start[g]);
+                n_aside++;
+                if (counterpart < (uint32_t)lines && tally[counterpart]++ == 0)
+                    n_counted++;
+            }
+        }
+    Py_END_ALLOW_THREADS;
+    rows = PyBytes_FromStringAndSize(NULL, n_aside * 4);
+    counted = rows ? PyBytes_FromStringAndSize(NULL, n_counted * 4) : NULL;
+    counts = counted ? PyBytes_FromStringAndSize(NULL, n_counted * 4) : NULL;
+    if (!counts)
+        goto done;
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(rows), *at_row = (uint32_t *)PyBytes_AS_STRING(counted),
+             *at_count = (uint32_t *)PyBytes_AS_STRING(counts);
+    for (Py_ssize_t g = 0; g < groups; g++)
+        if (state[g] & 1)
+            for (uint32_t r = start[g]; r < start[g + 1]; r++)
+                *out++ = r;
+    for (Py_ssize_t r = 0; r < lines; r++)
+        if (tally[r]) {
+            *at_row++ = (uint32_t)r;
+            *at_count++ = tally[r];
+        }
+    result = PyTuple_Pack(3, rows, counted, counts);
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(counted);
+    Py_XDECREF(counts);
+    PyMem_Free(start);
+    PyMem_Free(entry_of);
+    PyMem_Free(state);
+    PyMem_Free(tally);
+    PyMem_Free(table);
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&flags);
+    PyBuffer_Release(&own);
+    return result;
+}
+
+/* ---- lines_of: some lines of a block, numbered or joined ----
+ *
+ * lines_of(block, rows, keep, first_line) -> (text, count)
+ *     ``rows``: native uint32 line indices of ``block`` (split at '\n', as wordings splits it),
+ *     ascending. With ``keep`` false, the lines at ``rows``, joined by '\n'; with it true, every
+ *     other line, each as "<number>\x1f<line>\n" (its number ``first_line`` + 1 + its index, as
+ *     reduce writes kept lines). ``count``: the lines written.
+ */
+static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer block, rows;
+    int keep;
+    Py_ssize_t first_line;
+    if (!PyArg_ParseTuple(args, "y*y*pn", &block, &rows, &keep, &first_line))
+        return NULL;
+    PyObject *result = NULL, *text = NULL;
+    const char *s = block.buf;
+    Py_ssize_t n = block.len, n_rows = rows.len / 4, lines = 1;
+    const uint32_t *row = rows.buf;
+    for (const char *q = s; (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
+        lines++;
+    int fits = rows.len % 4 == 0 && first_line >= 0 && first_line < PY_SSIZE_T_MAX - lines;
+    for (Py_ssize_t i = 0; fits && i < n_rows; i++)
+        fits = row[i] < (uint64_t)lines && (i == 0 || row[i] > row[i - 1]);
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "rows out of range or not ascending");
+        goto done;
+    }
+    Py_ssize_t count = keep ? lines - n_rows : n_rows;
+    text = PyBytes_FromStringAndSize(NULL, n + (keep ? count * 22 : 0) + 1);
+    if (text == NULL)
+        goto done;
+    char *to = PyBytes_AS_STRING(text);
+    Py_ssize_t written = 0, next = 0, begin = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t line = 0; line < lines; line++) {
+        const char *nl = memchr(s + begin, '\n', (size_t)(n - begin));
+        Py_ssize_t end = nl ? nl - s : n;
+        int listed = next < n_rows && row[next] == (uint32_t)line;
+        next += listed;
+        if (listed != keep) {
+            if (keep) {
+                char digits[24];
+                int k = 0;
+                unsigned long long number = (unsigned long long)first_line + 1 + (unsigned long long)line;
+                do {
+                    digits[k++] = (char)('0' + number % 10);
+                    number /= 10;
+                } while (number);
+                while (k)
+                    to[written++] = digits[--k];
+                to[written++] = '\x1f';
+            } else if (next > 1) {  /* between two lines joined */
+                to[written++] = '\n';
+            }
+            memcpy(to + written, s + begin, (size_t)(end - begin));
+            written += end - begin;
+            if (keep)
+                to[written++] = '\n';
+        }
+        begin = end < n ? end + 1 : n;
+    }
+    Py_END_ALLOW_THREADS;
+    if (_PyBytes_Resize(&text, written) < 0)
+        goto done;
+    result = Py_BuildValue("(On)", text, count);
+done:
+    Py_XDECREF(text);
+    PyBuffer_Release(&block);
+    PyBuffer_Release(&rows);
     return result;
 }
 
@@ -1047,8 +1365,12 @@ static PyMethodDef methods[] = {
     {"drop_across", drop_across, METH_VARARGS, "A file's reduced blocks without the kept lines other blocks make "
                                                "surplus: [(kept, dropped), ...]."},
     {"wordings", wordings, METH_VARARGS, "Per line, the hash of its text with what a restart loop changes masked, "
-                                         "and its flags (1: goes on the line before, 2: holds a time): "
-                                         "(hashes, flags)."},
+                                         "its flags (1: goes on the line before, 2: holds a time, 4: longer than "
+                                         "max_line) and the needles it holds: (hashes, flags, held, end)."},
+    {"aside", aside, METH_VARARGS, "The lines a restart loop repeats, and what they are counted against: "
+                                   "(rows, counted_rows, counts)."},
+    {"lines_of", lines_of, METH_VARARGS, "A block's lines at rows joined, or its other lines numbered: "
+                                         "(text, count)."},
     {"controls", controls, METH_VARARGS, "Which of NUL (1), CR (2), 0x1f (4) and ESC (8) the block holds."},
     {"scan", scan, METH_VARARGS, "The COLL lines of a block and their groups: (lines, pairs, groups)."},
     {"reduce", reduce, METH_VARARGS, "The block's numbered lines but the COLL lines set aside: (kept, kept_count, "

@@ -45,6 +45,7 @@ from logscope.ingest.matching import (
     cut_for_matching,
     cut_for_matching_each,
 )
+from logscope.ingest.repeat_prefilter import looks_for_repeats, reduce_repeats
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin, thin_each, thin_within_processes
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
@@ -280,11 +281,17 @@ class _Framed:
     prefiltered: bool  # COLL lines were dropped (logscope.ingest.coll_prefilter): no paste to unwrap
     set_aside: int  # the COLL lines dropped
     size: int  # bytes held until classified
+    # The byte pass looked for a restart loop's repeats (logscope.ingest.repeat_prefilter): the polars
+    # rule does not look again. ``repeated``: the lines kept that those it set aside are counted against.
+    repeats_looked: bool = False
+    repeated: pl.DataFrame | None = None
 
     def joined(self, later: _Framed) -> _Framed:
+        repeated = [r for r in (self.repeated, later.repeated) if r is not None]
         return _Framed(pl.concat([self.lines, later.lines]), self.carriage_returns or later.carriage_returns,
                        self.prefiltered and later.prefiltered, self.set_aside + later.set_aside,
-                       self.size + later.size)
+                       self.size + later.size, self.repeats_looked or later.repeats_looked,
+                       pl.concat(repeated) if repeated else None)
 
 
 @dataclass
@@ -315,13 +322,25 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole:
         if count <= COLL_ASIDE_MIN_LINES:
             reading.result.lines_read = count
             return _Whole(bytes(block), count, controls.carriage_return, len(block))
-    reduced = reduce_block(block, reading.result.lines_read, controls)
-    kept = None if reduced is None else _kept_lines(reduced, reading.result.lines_read)
-    if reduced is None or kept is None:
-        lines = lines_frame(block, reading.result.lines_read, unit_separator=controls.unit_separator)
-        return _framed(reading, lines, lines.height, 0, len(block), len(block), controls.carriage_return, False)
-    return _framed(reading, kept, reduced.lines_read, reduced.set_aside, len(reduced.kept), len(block),
-                   controls.carriage_return, True)
+    first_line = reading.result.lines_read
+    reduced = reduce_block(block, first_line, controls)
+    kept = None if reduced is None else _kept_lines(reduced, first_line)
+    if reduced is not None and kept is not None:
+        return _framed(reading, kept, reduced.lines_read, reduced.set_aside, len(reduced.kept), len(block),
+                       controls.carriage_return, True)
+    # Not COLL-heavy: a restart loop's repeats, set aside on the block's bytes when it is one.
+    found = reduce_repeats(block, first_line, controls, LOOP_KEEP, LOOP_KEEP) if looks_for_repeats(controls) else None
+    if found is not None and found.kept is not None:
+        kept = lines_frame(found.kept, first_line, numbered=True)
+        if kept.height == found.kept_count:
+            framed = _framed(reading, kept, found.lines_read, 0, len(found.kept), len(block),
+                             controls.carriage_return, True)
+            framed.repeats_looked, framed.repeated = True, found.counted
+            return framed
+    lines = lines_frame(block, first_line, unit_separator=controls.unit_separator)
+    framed = _framed(reading, lines, lines.height, 0, len(block), len(block), controls.carriage_return, False)
+    framed.repeats_looked = found is not None
+    return framed
 
 
 def _kept_lines(reduced: Reduced, first_line: int) -> pl.DataFrame | None:
@@ -476,8 +495,9 @@ class _Batch:
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
                                  set_aside_before=framed.set_aside,
                                  progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None,
-                                 repeat_keep=(LOOP_KEEP, LOOP_KEEP) if big else None,
-                                 wordings=compiled.scanner.wordings if compiled.COMPILED else None)
+                                 repeat_keep=(LOOP_KEEP, LOOP_KEEP) if big and not framed.repeats_looked else None,
+                                 wordings=compiled.scanner.wordings if compiled.COMPILED else None,
+                                 repeated=framed.repeated)
         self._enqueue(reading, bounded_pieces(prepared), framed.size)
         return prepared.last_time
 
@@ -501,7 +521,9 @@ class _Batch:
         prepared = prepare_files([framed.lines for _, framed in pooled], [framed.set_aside for _, framed in pooled],
                                  pooled[0][0].year,
                                  carriage_returns=any(framed.carriage_returns for _, framed in pooled),
-                                 join_wraps=[not framed.prefiltered for _, framed in pooled])
+                                 join_wraps=[not framed.prefiltered for _, framed in pooled],
+                                 repeated=[framed.repeated if isinstance(framed, _Framed) else None
+                                           for _, framed in pooled])
         for (reading, framed), pieces in zip(pooled, bounded_pieces_each(prepared), strict=True):
             reading.waiting -= 1
             self._enqueue(reading, pieces, framed.size)

@@ -126,7 +126,8 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
                   coll_keep: tuple[int, int] | None = None, *, carriage_returns: bool = True,
                   join_wraps: bool = True, set_aside_before: int = 0,
                   progress_keep: tuple[int, int] | None = None,
-                  repeat_keep: tuple[int, int] | None = None, wordings: Wordings | None = None) -> PreparedChunk:
+                  repeat_keep: tuple[int, int] | None = None, wordings: Wordings | None = None,
+                  repeated: pl.DataFrame | None = None) -> PreparedChunk:
     """Steps 1-5 of the module's recipe for one chunk: what :func:`parse_chunk` does before it
     classifies. Every per-line step of a chunk is here; what is left costs a fixed ~10 ms a call,
     whatever the number of lines, and is paid once for many chunks by :func:`finish_chunks`.
@@ -140,7 +141,9 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     ``repeat_keep=(head, tail)``: the lines a restart loop repeats are set aside but the first
     ``head`` and last ``tail`` of each wording (:mod:`logscope.parsers.repeats`), in a chunk whose
     lines are one row each, their wordings read by ``wordings`` when given (the compiled
-    scanner's), else by polars."""
+    scanner's), else by polars. ``repeated``: lines a restart loop repeats were set aside before
+    the chunk was framed (:mod:`logscope.ingest.repeat_prefilter`): the lines kept they are counted
+    against, and how many (as ``Repeats.counted``)."""
     if join_wraps:
         lines = _join_hard_wraps(lines)
     segments = _split_carriage_returns(lines) if carriage_returns else lines
@@ -160,8 +163,9 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     if progress is not None:
         set_aside = pl.concat([set_aside, candidates["line"].gather(progress)])
         candidates = _without_rows(candidates, progress)
+    counted = [c for c in (repeated, repeats.counted if repeats is not None else None) if c is not None]
     return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before, first_time,
-                         repeats.counted if repeats is not None else None)
+                         pl.concat(counted) if len(counted) > 1 else counted[0] if counted else None)
 
 
 def _without_rows(frame: pl.DataFrame, positions: pl.Series) -> pl.DataFrame:
@@ -170,14 +174,16 @@ def _without_rows(frame: pl.DataFrame, positions: pl.Series) -> pl.DataFrame:
 
 
 def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int], reference_year: int, *,
-                  carriage_returns: bool = True, join_wraps: Sequence[bool] | None = None) -> list[PreparedChunk]:
+                  carriage_returns: bool = True, join_wraps: Sequence[bool] | None = None,
+                  repeated: Sequence[pl.DataFrame | None] | None = None) -> list[PreparedChunk]:
     """:func:`prepare_chunk` for several whole files at once, one PreparedChunk per file: a call's
     fixed cost paid once for many files. Each of ``files`` is every line a file has left once
     ``set_aside_before`` of its COLL lines were dropped (:mod:`logscope.ingest.coll_prefilter`, its
     blocks of more than WRAP_MAX_LINES lines: no paste to unwrap), or a small file whole (its
     ``join_wraps`` true: its hard-wrapped lines are joined, as prepare_chunk joins them), all in one
     ``reference_year``; each starts with no time carried, none has lines set aside (COLL or
-    progress: prepare_chunk sets them aside in big chunks only). Times are taken within a file only."""
+    progress: prepare_chunk sets them aside in big chunks only; ``repeated``: per file, as
+    prepare_chunk's). Times are taken within a file only."""
     if join_wraps is not None:
         files = _joined_hard_wraps(files, join_wraps)
     frame = stacked(files, {"_file": positions(len(files))})
@@ -187,8 +193,8 @@ def prepare_files(files: Sequence[pl.DataFrame], set_aside_before: Sequence[int]
     candidates, _, _ = _candidates(segments, reference_year, None, by="_file")
     parts = unstacked(candidates, "_file", len(files))
     return [PreparedChunk(part if part.height else _empty_candidates(), pl.Series("line", [], dtype=pl.Int64),
-                          segments is not frame, None, aside)
-            for part, aside in zip(parts, set_aside_before, strict=True)]
+                          segments is not frame, None, aside, repeated=counted)
+            for part, aside, counted in zip(parts, set_aside_before, repeated or [None] * len(files), strict=True)]
 
 
 def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetime | None,

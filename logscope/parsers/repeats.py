@@ -109,8 +109,9 @@ class Repeats:
 
 # The compiled scanner's reading of lines (logscope.ingest._collscan.wordings): for the text of
 # lines joined by newlines, a native uint64 hash of each line's wording and a byte of flags (1: it
-# goes on the line before, 2: it holds a time of day).
-Wordings = Callable[[bytes], tuple[bytes, bytes]]
+# goes on the line before, 2: it holds a time of day); and two things asked only by the byte pass
+# (logscope.ingest.repeat_prefilter): which needles each line holds, and where it stopped.
+Wordings = Callable[[bytes], tuple[bytes, bytes, bytes, int]]
 
 
 def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings | None = None) -> Repeats | None:
@@ -201,7 +202,7 @@ def line_facts(lines: pl.DataFrame, wordings: Wordings | None = None) -> pl.Data
     (``_timed``); by the compiled scanner's ``wordings`` when given and the lines hold no newline,
     else by polars."""
     if wordings is not None and lines.height:
-        hashes, flags = wordings(lines["raw"].str.join("\n").cast(pl.Binary).item())
+        hashes, flags, _, _ = wordings(lines["raw"].str.join("\n").cast(pl.Binary).item())
         if len(flags) == lines.height:  # else a line held a newline (or was null): polars reads them
             flag = _column(flags, "B", pl.UInt8)
             return pl.DataFrame({"_wording": _column(hashes, "Q", pl.UInt64),
@@ -227,7 +228,7 @@ def _own_rule_rows(lines: pl.DataFrame) -> pl.Series:
     lines (a progress pattern's regex matches them, tried on the lines holding one of its triggers
     only: a trigger such as "tep" is in "slurmstepd") and lines with the shape of an NCCL COLL line
     (coll_aside: per process and communicator)."""
-    triggers, regexes = _progress_patterns()
+    triggers, regexes = progress_patterns()
     holds = pl.col("raw").str.contains_any(triggers)
     coll = (pl.col("raw").str.contains(COLL_TRIGGER, literal=True)
             & pl.col("raw").str.contains(COLL_INFO, literal=True))
@@ -238,7 +239,7 @@ def _own_rule_rows(lines: pl.DataFrame) -> pl.Series:
 
 
 @cache
-def _progress_patterns() -> tuple[list[str], str]:
+def progress_patterns() -> tuple[list[str], str]:
     """The triggers of the progress patterns, and one regex that matches where any of theirs does
     (their groups unnamed: one pass over a line, not one a pattern)."""
     patterns = [p for p in RECOGNISERS if p.event == Event.PROGRESS]
@@ -259,5 +260,6 @@ __all__ = [
     "Repeats",
     "Wordings",
     "line_facts",
+    "progress_patterns",
     "repeat_surplus",
 ]

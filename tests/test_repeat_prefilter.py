@@ -1,0 +1,127 @@
+"""A restart loop's repeats set aside on a block's bytes (logscope.ingest.repeat_prefilter).
+
+The rule is the polars rule's (logscope.parsers.repeats, the reference): the same lines kept, the
+same lines counted against, on a real-shaped loop and on generated ones with progress lines, NCCL
+COLL lines, records and tracebacks in them. Negative: a block without a loop, a small block and a
+block with carriage returns are left as they are; a line too long to be matched whole is never
+set aside.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_repeats import _loop
+
+from logscope.ingest import compiled
+from logscope.ingest.blocks import control_bytes
+from logscope.ingest.line_frames import lines_frame
+from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, reduce_repeats
+from logscope.limits import MATCH_CHARS
+from logscope.parsers.repeats import repeat_surplus
+
+pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner was not built here")
+
+
+def _both(block: bytes, first_line: int = 0) -> tuple[RepeatsFound | None, list[int], pl.DataFrame | None]:
+    """The byte rule's result, and the polars rule's on the same lines: the lines it keeps and what
+    it counts against them (None: nothing set aside)."""
+    found = reduce_repeats(block, first_line, control_bytes(block), 8, 8)
+    lines = lines_frame(block, first_line)
+    reference = repeat_surplus(lines, 8, 8)
+    if reference is None:
+        return found, lines["line"].to_list(), None
+    kept = lines.filter(~pl.int_range(pl.len()).is_in(reference.surplus.implode()))["line"].to_list()
+    return found, kept, reference.counted
+
+
+def _assert_same(block: bytes, first_line: int = 0) -> RepeatsFound | None:
+    found, kept, counted = _both(block, first_line)
+    if counted is None:
+        assert found is None or found.kept is None
+        return found
+    assert found is not None and found.kept is not None and found.counted is not None
+    got = lines_frame(found.kept, first_line, numbered=True)
+    assert got.height == found.kept_count and found.lines_read == lines_frame(block, first_line).height
+    assert got["line"].to_list() == kept
+    assert found.counted.sort("line").to_dicts() == counted.sort("line").to_dicts()
+    return found
+
+
+def test_a_loops_repeats_are_those_the_polars_rule_sets_aside(tmp_path: Path) -> None:
+    folder = _loop(tmp_path, attempts=40)
+    block = sorted(folder.glob("*node01*"))[0].read_bytes()
+    found = _assert_same(block)
+    assert found is not None and found.kept is not None
+    assert found.kept_count < found.lines_read // 2  # 16 attempts of 40 stay, and the ends of runs
+    assert _assert_same(block, first_line=123_456) is not None  # a later block's lines: numbered in the file
+
+
+# One attempt of a generated loop: (line, how often it is left out of an attempt). Lines with what
+# changes from one attempt to the next (pids, times, addresses), progress lines (their own rule:
+# never set aside), NCCL COLL lines (likewise), a torchrun record and a traceback (lines that go on
+# the one before), lines that are the same in every attempt but for the rank they name.
+_ATTEMPT = [
+    ("I1103 {hh}:{mm}:06.332000 {pid} torch/distributed/run.py:793] Starting elastic_operator", 0.0),
+    ("[default{r}]:gpu-node01:{pid}:{tid} [{r}] NCCL INFO Init COMPLETE rank {r}", 0.1),
+    ("[default{r}]:gpu-node01:{pid}:{tid} [{r}] NCCL INFO AllReduce: opCount {op:x} sendbuff 0x7f{tid} "
+     "count 1 datatype 7 op 0 root 0 comm 0x55d0 [nranks=16] stream 0x1", 0.0),
+    ("[default0]: iteration {op:8d}/ 500000 | consumed samples: {tid:10d} | lm loss: 2.5{r}0000E+00 |", 0.2),
+    ("[default{r}]:Traceback (most recent call last):", 0.0),
+    ('[default{r}]:  File "/opt/train.py", line {r}{r}, in <module>', 0.0),
+    ("[default{r}]:ValueError: sample {tid} is bad", 0.0),
+    ("Failures:", 0.3),
+    ("[{r}]:", 0.0),
+    ("  time      : 2026-11-03_{hh}:{mm}:13", 0.0),
+    ("  host      : gpu-node01", 0.0),
+    ("  rank      : {r} (local_rank: {r})", 0.0),
+    ("  exitcode  : 1 (pid: {pid})", 0.0),
+    ("srun: error: gpu-node01: task {r}: Exited with exit code 1", 0.5),
+    ("untimed teardown of worker {r}", 0.4),
+]
+
+
+def _generated(seed: int, attempts: int, ranks: int) -> bytes:
+    rng = random.Random(seed)
+    out: list[str] = []
+    for attempt in range(attempts):
+        values = {"pid": 10_000 + rng.randrange(80_000), "tid": 10_000 + rng.randrange(80_000),
+                  "hh": f"{attempt // 60 % 24:02d}", "mm": f"{attempt % 60:02d}", "op": attempt}
+        for line, skipped in _ATTEMPT:
+            for r in range(ranks if "{r}" in line else 1):
+                if rng.random() >= skipped:
+                    out.append(line.format(r=r, **values))
+        if rng.random() < 0.2:
+            out.append(f"a line said once: {rng.random()}")
+    return ("\n".join(out) + "\n").encode()
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32), attempts=st.integers(450, 1200), ranks=st.integers(1, 4))
+def test_generated_loops_keep_what_the_polars_rule_keeps(seed: int, attempts: int, ranks: int) -> None:
+    found = _assert_same(_generated(seed, attempts, ranks))
+    assert found is not None and found.kept is not None  # a loop: some were set aside
+
+
+def test_a_block_without_a_loop_is_left_whole_and_a_small_one_unread() -> None:
+    own = "\n".join(f"loaded shard {n:x}-{n * 7 % 13}.bin in {n % 97} s" for n in range(20_000)).encode()
+    found = reduce_repeats(own, 0, control_bytes(own), 8, 8)
+    assert found is not None and found.kept is None  # looked at: the polars rule does not look again
+    small = _generated(1, 20, 1)
+    assert lines_frame(small, 0).height <= MIN_LINES
+    assert reduce_repeats(small, 0, control_bytes(small), 8, 8) is None  # left to the polars rule
+
+
+def test_a_line_too_long_to_match_whole_is_never_set_aside() -> None:
+    # The caller counts the lines it cuts for matching among those it frames: one set aside here
+    # would not be counted.
+    long = "x" * (MATCH_CHARS + 1)
+    block = _generated(3, 1000, 2).replace(b"Failures:", f"Failures: {long}".encode())
+    found = reduce_repeats(block, 0, control_bytes(block), 8, 8)
+    assert found is not None and found.kept is not None
+    assert found.kept.count(long.encode()) == block.count(long.encode()) > 16
