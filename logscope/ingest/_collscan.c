@@ -149,13 +149,16 @@ static const char *find(const char *hay, Py_ssize_t len, const char *needle, Py_
 /* Character classes by table: LETTER for [A-Za-z], HEX for [0-9a-fA-F]. */
 #define LETTER 1
 #define HEX 2
+#define MARK 4 /* where wording_of's masks can start, and '#': see wording_of */
 static unsigned char classes[256];
 
 static void fill_classes(void) {
     for (int c = 0; c < 256; c++)
         classes[c] = (unsigned char)((((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) ? LETTER : 0)
                                      | (((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) ? HEX
-                                                                                                                    : 0));
+                                                                                                                    : 0)
+                                     | ((c >= '0' && c <= '9') || c == 'T' || c == '_' || c == 'I' || c == 'W'
+                                                || c == 'E' || c == 'F' || c == '#' ? MARK : 0));
 }
 
 static uint64_t hash_bytes(uint64_t h, const char *p, Py_ssize_t n) {
@@ -923,6 +926,21 @@ static Py_ssize_t glog_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
 
 static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * 0x100000001b3ull; }
 
+/* A run of bytes none of which is MARK, hashed as one: 8 bytes at a time, then its length. */
+static uint64_t mix_run(uint64_t h, const unsigned char *p, Py_ssize_t n) {
+    const unsigned char *end = p + n;
+    for (; end - p >= 8; p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 31;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)(end - p));
+    h = (h ^ w ^ ((uint64_t)n << 56)) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
 /* Whether a time of day starts anywhere in the line: each ':' can be the one after the hour, its
  * hour one or two digits before it, a 'T' or '_' maybe before those. */
 static int holds_time(const unsigned char *s, Py_ssize_t n) {
@@ -964,7 +982,20 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             p = end;
             continue;
         }
-        if (!is_digit((char)c) && c != 'T' && c != '_') {
+        if (!(classes[c] & MARK)) {
+            /* A run of bytes where no mask can start. The hash is one of the masked text's
+             * pieces: each MARK byte or '#' alone, each run of other bytes whole (a run is cut
+             * here only where the masked text has a MARK byte or '#': what a mask writes starts
+             * and ends with one, but a decimal's point, written as a run of its own), so that
+             * equal masked texts hash alike. */
+            Py_ssize_t q = p + 1;
+            while (q < n && !(classes[s[q]] & MARK))
+                q++;
+            h = mix_run(h, s + p, q - p);
+            p = q;
+            continue;
+        }
+        if (!is_digit((char)c) && c != 'T' && c != '_') {  /* a glog letter that heads none, or '#' */
             h = mix(h, c);
             p++;
             continue;
@@ -984,7 +1015,10 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             if (boundary && run - p >= 10) {  /* epoch seconds */
                 end = fraction;
             } else if (fraction > run) {  /* a decimal: kept */
-                for (; p < fraction; p++)
+                for (; p < run; p++)
+                    h = mix(h, s[p]);
+                h = mix_run(h, s + run, 1);  /* its point: a run of the masked text alone */
+                for (p = run + 1; p < fraction; p++)
                     h = mix(h, s[p]);
                 h = mix(h, '#');
                 continue;
@@ -1014,16 +1048,18 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
     *flag = f;
 }
 
-/* The needles a line holds, as a bitmask (needle i: bit i), each found anywhere in it. ``pair``:
- * for each two bytes (the first in the low byte), the needles that start with them: a needle's
- * first byte alone is often a space. */
+/* The needles a line holds, as a bitmask (needle i: bit i), each found anywhere in it. ``pairs``:
+ * a bit for each two bytes (the first in the low byte) a needle starts with (a needle's first byte
+ * alone is often a space); ``starts``: each needle's first two bytes. */
 static unsigned char held_by(const unsigned char *s, Py_ssize_t n, const Py_buffer *needle, int count,
-                             const unsigned char *pair) {
-    unsigned char held = 0, all = (unsigned char)((1u << count) - 1);
-    for (Py_ssize_t p = 0; p + 1 < n && held != all; p++) {
-        unsigned char may = pair[s[p] | (unsigned)s[p + 1] << 8] & (unsigned char)~held;
-        for (int i = 0; may; i++, may >>= 1)
-            if ((may & 1) && needle[i].len <= n - p && memcmp(s + p, needle[i].buf, (size_t)needle[i].len) == 0)
+                             const uint64_t *pairs, const uint16_t *starts) {
+    unsigned char held = 0;
+    for (Py_ssize_t p = 0; p + 1 < n; p++) {
+        unsigned pair = s[p] | (unsigned)s[p + 1] << 8;
+        if (!(pairs[pair >> 6] >> (pair & 63) & 1))
+            continue;
+        for (int i = 0; i < count; i++)
+            if (starts[i] == pair && needle[i].len <= n - p && memcmp(s + p, needle[i].buf, (size_t)needle[i].len) == 0)
                 held |= (unsigned char)(1u << i);
     }
     return held;
@@ -1038,13 +1074,9 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer needle[MAX_NEEDLES];
     int count = 0;
     PyObject *result = NULL, *hashes = NULL, *flags = NULL, *held = NULL;
-    unsigned char *pair = NULL;  /* see held_by */
+    uint64_t pairs[1024] = {0};  /* see held_by */
+    uint16_t starts[MAX_NEEDLES];
     if (needles != NULL) {
-        pair = PyMem_Calloc(65536, 1);
-        if (pair == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
         PyObject *seq = PySequence_Fast(needles, "needles must be a sequence of bytes");
         if (seq == NULL)
             goto done;
@@ -1063,7 +1095,8 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
                 break;
             }
             const unsigned char *b = needle[count].buf;
-            pair[b[0] | (unsigned)b[1] << 8] |= (unsigned char)(1u << count);
+            starts[count] = (uint16_t)(b[0] | (unsigned)b[1] << 8);
+            pairs[starts[count] >> 6] |= 1ull << (starts[count] & 63);
         }
         Py_DECREF(seq);
         if (count < given)
@@ -1094,7 +1127,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         wording_of(s + start, end - start, &value, &f[line]);
         if (max_line && end - start > max_line)
             f[line] |= LONG_LINE;
-        k[line] = count ? held_by(s + start, end - start, needle, count, pair) : 0;
+        k[line] = count ? held_by(s + start, end - start, needle, count, pairs, starts) : 0;
         memcpy(&h[line], &value, sizeof value);
         line++;
         start = end < n ? end + 1 : n;
@@ -1107,7 +1140,6 @@ done:
     Py_XDECREF(held);
     for (int i = 0; i < count; i++)
         PyBuffer_Release(&needle[i]);
-    PyMem_Free(pair);
     PyBuffer_Release(&text);
     return result;
 }
