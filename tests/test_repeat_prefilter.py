@@ -9,21 +9,27 @@ set aside.
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import random
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reading_support import without_repeats
 from test_repeats import _loop
 
-from logscope.ingest import compiled
+from logscope.ingest import blocks as blocks_module
+from logscope.ingest import compiled, discover, read_file
 from logscope.ingest.blocks import control_bytes
 from logscope.ingest.line_frames import lines_frame
-from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, reduce_repeats
+from logscope.ingest.reading import FileRead
+from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, drop_across, reduce_repeats
 from logscope.limits import MATCH_CHARS
-from logscope.parsers.repeats import repeat_surplus
+from logscope.parsers.repeats import CONTINUATION, repeat_surplus
 
 pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner was not built here")
 
@@ -125,3 +131,78 @@ def test_a_line_too_long_to_match_whole_is_never_set_aside() -> None:
     found = reduce_repeats(block, 0, control_bytes(block), 8, 8)
     assert found is not None and found.kept is not None
     assert found.kept.count(long.encode()) == block.count(long.encode()) > 16
+
+
+def _cut(block: bytes, parts: int) -> list[tuple[bytes, int]]:
+    """``block`` cut into ``parts`` blocks at lines that start a group (none goes on the line
+    before it), each with the number of lines before it."""
+    lines = block.split(b"\n")[:-1]
+    cuts = [0]
+    for n in range(1, parts):
+        at = len(lines) * n // parts
+        while re.match(CONTINUATION.encode(), lines[at]):
+            at += 1
+        cuts.append(at)
+    cuts.append(len(lines))
+    return [(b"".join(line + b"\n" for line in lines[a:b]), a) for a, b in itertools.pairwise(cuts)]
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32), attempts=st.integers(2000, 3000), ranks=st.integers(1, 3),
+       parts=st.integers(2, 4))
+def test_blocks_of_a_file_keep_together_what_the_file_keeps_whole(seed: int, attempts: int, ranks: int,
+                                                                  parts: int) -> None:
+    # Each block keeps the first and last 8 groups of a key in the block; across the blocks, only
+    # the first and last 8 of them all stay, as the polars rule on the whole file keeps them, and
+    # every line set aside is counted against the same line.
+    block = _generated(seed, attempts, ranks)
+    blocks = [reduce_repeats(part, first, control_bytes(part), 8, 8) for part, first in _cut(block, parts)]
+    assert all(found is not None and found.kept is not None for found in blocks)  # each a loop
+    across = drop_across([found for found in blocks if found is not None], 8, 8)
+    _, kept, counted = _both(block)
+    assert counted is not None
+    got = [lines_frame(found.kept, found.first_line, numbered=True) for found in across if found.kept is not None]
+    assert sum(frame.height for frame in got) == sum(found.kept_count for found in across)
+    assert pl.concat(got)["line"].to_list() == kept
+    together = pl.concat([found.counted for found in across if found.counted is not None])
+    assert together.sort("line").to_dicts() == counted.sort("line").to_dicts()
+    # Each block is counted against lines of its own.
+    for found in across:
+        if found.counted is not None:
+            assert found.counted["line"].is_between(found.first_line + 1, found.first_line + found.lines_read).all()
+
+
+def test_a_file_read_in_blocks_counts_every_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader holds a file's blocks with repeats set aside and frames them together: lines
+    # read and recognised are those of the file read in one block, and of the file read without
+    # the rule.
+    path = tmp_path / "loop.out"
+    path.write_bytes(_generated(7, 3000, 2))
+    whole = read_file(discover([path])[0][0])
+    monkeypatch.setattr(blocks_module, "CHUNK_BYTES", 1024 * 1024)
+    cut = read_file(discover([path])[0][0])
+    without_repeats(monkeypatch)
+    plain = read_file(discover([path])[0][0])
+    for other in (cut, plain):
+        assert isinstance(other, FileRead) and isinstance(whole, FileRead)
+        assert (other.lines_read, other.lines_recognised) == (whole.lines_read, whole.lines_recognised)
+    assert isinstance(plain, FileRead) and isinstance(cut, FileRead)
+    assert cut.events.height < plain.events.height
+
+
+def test_blocks_held_when_the_file_breaks_off_are_read_before_it_is_said(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A compressed loop cut short: the blocks read before the error, held for their repeats, are
+    # framed and counted, and the error is said after them, as without the rule.
+    packed = gzip.compress(_generated(11, 3000, 2))
+    path = tmp_path / "loop.out.gz"
+    path.write_bytes(packed[: len(packed) * 3 // 4])
+    monkeypatch.setattr(blocks_module, "CHUNK_BYTES", 1024 * 1024)
+    held = read_file(discover([path])[0][0])
+    without_repeats(monkeypatch)
+    plain = read_file(discover([path])[0][0])
+    assert isinstance(held, FileRead) and isinstance(plain, FileRead)
+    assert (held.lines_read, held.lines_recognised, held.warnings) == (plain.lines_read, plain.lines_recognised,
+                                                                        plain.warnings)
+    assert any("stopped reading after line" in warning for warning in held.warnings)
+    assert held.lines_read > 20_000 and held.events.height < plain.events.height

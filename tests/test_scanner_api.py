@@ -50,7 +50,7 @@ FORGED = {
     "a negative aside head": "c.aside(hashes, flags, b'', -1, 1)",
     "rows past the block": "c.lines_of(text, uints([6]), True, 0)",
     "rows not ascending": "c.lines_of(text, uints([3, 3]), False, 0)",
-    "a lines_of first line below zero": "c.lines_of(text, b'', True, -1)",
+    "a lines_of first line below zero": "c.lines_of(text, b'', True, -2)",
     "a lines_of first line whose numbers overflow": "c.lines_of(text, uints([0]), True, MAX)",
 }
 
@@ -107,3 +107,8 @@ def test_arguments_that_fit_are_still_taken() -> None:
     assert (len(rows), counted, counts) == (16, (0).to_bytes(4, sys.byteorder), (4).to_bytes(4, sys.byteorder))
     assert c.lines_of(text, rows, False, 0) == (b"\n".join([coll] * 4), 4)
     assert c.lines_of(text, rows, True, 9) == (b"10\x1f" + coll + b"\n15\x1f" + coll + b"\n", 2)
+    assert c.lines_of(text, rows, True, -1) == (coll + b"\n" + coll + b"\n", 2)  # a text numbered already
+    rows, counted, counts, groups = c.aside(hashes, flags, b"", 1, 1, True)
+    # the groups kept: the first (its first line 0, 1 line, first kept, place 0 of 6) and the last
+    records = [list(memoryview(groups).cast("I")[n:n + 6]) for n in range(0, len(groups) // 4, 8)]
+    assert records == [[0, 1, 0, 0, 6, 0], [5, 1, 1, 5, 6, 0]]

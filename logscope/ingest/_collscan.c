@@ -1156,11 +1156,19 @@ done:
  *     (flag 2) stay. ``rows``: native uint32, the lines set aside, ascending. Each is counted
  *     against the line at its place in the first group of its key: ``counted_rows`` (ascending)
  *     and ``counts``, native uint32 each, those lines and how many are counted against each.
+ *     With ``with_groups`` true, a fourth: for each group kept, in order, GROUP_RECORD native
+ *     uint32: its first line, its lines, its first line's place among the lines kept, its place
+ *     among the groups of its key, how many groups its key has, its flags (1: a line of it holds
+ *     a time, 2: it has no key), and its key (a native uint64 in the last two), so that the
+ *     caller can set aside what other blocks of the file make repeats too (repeat_prefilter).
  */
 typedef struct {
     uint64_t key;
     uint32_t count, seen, first_start, used;
 } KeyEntry;
+
+#define GROUP_RECORD 8 /* uint32s a kept group's record takes: see aside */
+#define NO_KEY UINT32_MAX /* a group's entry when it has no key */
 
 static uint64_t finish_mix(uint64_t h) {
     h ^= h >> 33;
@@ -1173,10 +1181,11 @@ static uint64_t finish_mix(uint64_t h) {
 static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer hashes, flags, own;
     Py_ssize_t head, tail;
-    if (!PyArg_ParseTuple(args, "y*y*y*nn", &hashes, &flags, &own, &head, &tail))
+    int with_groups = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*nn|p", &hashes, &flags, &own, &head, &tail, &with_groups))
         return NULL;
-    PyObject *result = NULL, *rows = NULL, *counted = NULL, *counts = NULL;
-    uint32_t *start = NULL, *entry_of = NULL, *tally = NULL;
+    PyObject *result = NULL, *rows = NULL, *counted = NULL, *counts = NULL, *kept_groups = NULL;
+    uint32_t *start = NULL, *entry_of = NULL, *tally = NULL, *place_of = NULL;
     unsigned char *state = NULL;
     KeyEntry *table = NULL;
     Py_ssize_t lines = flags.len, n_own = own.len / 4;
@@ -1198,15 +1207,15 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
     entry_of = PyMem_Malloc(((size_t)lines + 1) * sizeof(uint32_t));
     state = PyMem_Calloc((size_t)lines + 1, 1);
     tally = PyMem_Calloc((size_t)lines + 1, sizeof(uint32_t));
+    place_of = PyMem_Calloc((size_t)lines + 1, sizeof(uint32_t));
     table = PyMem_Calloc((size_t)size, sizeof(KeyEntry));
-    if (!start || !entry_of || !state || !tally || !table) {
+    if (!start || !entry_of || !state || !tally || !place_of || !table) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t groups = 0, n_aside = 0, n_counted = 0;
+    Py_ssize_t groups = 0, n_aside = 0, n_counted = 0, n_aside_groups = 0;
     Py_BEGIN_ALLOW_THREADS;
     /* The groups, their keys (NO_KEY: none) and the entries of their keys. */
-    const uint32_t NO_KEY = UINT32_MAX;
     Py_ssize_t next_own = 0;
     for (Py_ssize_t i = 0; i < lines;) {
         Py_ssize_t j = i + 1;
@@ -1250,7 +1259,7 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
         if (entry_of[g] == NO_KEY)
             continue;
         KeyEntry *e = &table[entry_of[g]];
-        uint32_t place = e->seen++;
+        uint32_t place = place_of[g] = e->seen++;
         if ((Py_ssize_t)place >= head && (Py_ssize_t)e->count - (Py_ssize_t)place > tail) {
             state[g] = 1;
             for (uint32_t r = start[g]; r < start[g + 1]; r++)
@@ -1280,6 +1289,7 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     for (Py_ssize_t g = 0; g < groups; g++)
         if (state[g] & 1) {
+            n_aside_groups++;
             uint32_t first_start = table[entry_of[g]].first_start;
             for (uint32_t r = start[g]; r < start[g + 1]; r++) {
                 uint32_t counterpart = first_start + (r - start[g]);
@@ -1305,15 +1315,43 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
             *at_row++ = (uint32_t)r;
             *at_count++ = tally[r];
         }
-    result = PyTuple_Pack(3, rows, counted, counts);
+    if (!with_groups) {
+        result = PyTuple_Pack(3, rows, counted, counts);
+        goto done;
+    }
+    kept_groups = PyBytes_FromStringAndSize(NULL, (groups - n_aside_groups) * GROUP_RECORD * 4);
+    if (!kept_groups)
+        goto done;
+    uint32_t *record = (uint32_t *)PyBytes_AS_STRING(kept_groups), kept_lines = 0;
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        if (state[g] & 1)
+            continue;
+        int keyless = entry_of[g] == NO_KEY;
+        uint64_t key = keyless ? 0 : table[entry_of[g]].key;
+        int timed = 0;
+        for (uint32_t r = start[g]; r < start[g + 1]; r++)
+            timed |= (f[r] & 2) != 0;
+        record[0] = start[g];
+        record[1] = start[g + 1] - start[g];
+        record[2] = kept_lines;
+        record[3] = keyless ? 0 : place_of[g];
+        record[4] = keyless ? 0 : table[entry_of[g]].count;
+        record[5] = (uint32_t)(timed | keyless << 1);
+        memcpy(record + 6, &key, 8);
+        kept_lines += record[1];
+        record += GROUP_RECORD;
+    }
+    result = PyTuple_Pack(4, rows, counted, counts, kept_groups);
 done:
     Py_XDECREF(rows);
     Py_XDECREF(counted);
     Py_XDECREF(counts);
+    Py_XDECREF(kept_groups);
     PyMem_Free(start);
     PyMem_Free(entry_of);
     PyMem_Free(state);
     PyMem_Free(tally);
+    PyMem_Free(place_of);
     PyMem_Free(table);
     PyBuffer_Release(&hashes);
     PyBuffer_Release(&flags);
@@ -1327,7 +1365,8 @@ done:
  *     ``rows``: native uint32 line indices of ``block`` (split at '\n', as wordings splits it),
  *     ascending. With ``keep`` false, the lines at ``rows``, joined by '\n'; with it true, every
  *     other line, each as "<number>\x1f<line>\n" (its number ``first_line`` + 1 + its index, as
- *     reduce writes kept lines). ``count``: the lines written.
+ *     reduce writes kept lines; with ``first_line`` -1, each as "<line>\n": the lines of a text so
+ *     numbered already). ``count``: the lines written.
  */
 static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer block, rows;
@@ -1341,7 +1380,7 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
     const uint32_t *row = rows.buf;
     for (const char *q = s; (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
         lines++;
-    int fits = rows.len % 4 == 0 && first_line >= 0 && first_line < PY_SSIZE_T_MAX - lines;
+    int fits = rows.len % 4 == 0 && first_line >= -1 && first_line < PY_SSIZE_T_MAX - lines;
     for (Py_ssize_t i = 0; fits && i < n_rows; i++)
         fits = row[i] < (uint64_t)lines && (i == 0 || row[i] > row[i - 1]);
     if (!fits) {
@@ -1361,7 +1400,7 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
         int listed = next < n_rows && row[next] == (uint32_t)line;
         next += listed;
         if (listed != keep) {
-            if (keep) {
+            if (keep && first_line >= 0) {
                 char digits[24];
                 int k = 0;
                 unsigned long long number = (unsigned long long)first_line + 1 + (unsigned long long)line;
@@ -1372,7 +1411,7 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
                 while (k)
                     to[written++] = digits[--k];
                 to[written++] = '\x1f';
-            } else if (next > 1) {  /* between two lines joined */
+            } else if (!keep && next > 1) {  /* between two lines joined */
                 to[written++] = '\n';
             }
             memcpy(to + written, s + begin, (size_t)(end - begin));

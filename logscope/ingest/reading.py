@@ -45,7 +45,7 @@ from logscope.ingest.matching import (
     cut_for_matching,
     cut_for_matching_each,
 )
-from logscope.ingest.repeat_prefilter import looks_for_repeats, reduce_repeats
+from logscope.ingest.repeat_prefilter import RepeatsFound, drop_across, looks_for_repeats, reduce_repeats
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin, thin_each, thin_within_processes
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
@@ -305,13 +305,14 @@ class _Whole:
     size: int  # bytes held until classified
 
 
-def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole:
+def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole | _Repeated:
     """A block's lines, numbered in its file, cut for matching; without the COLL lines the
     thinning would drop when the compiled scanner could drop them from the block's bytes. The
     ``last`` block of a file that is its first too (the file whole), of at most
     COLL_ASIDE_MIN_LINES lines, is left to be split with the pool's (:class:`_Whole`): such a
     block is pooled, and the byte pass never drops lines from it (it keeps blocks of at most
-    WRAP_MAX_LINES lines whole)."""
+    WRAP_MAX_LINES lines whole). A block with a restart loop's repeats set aside on its bytes is
+    left to be framed with the file's next such blocks (:class:`_HeldRepeats`)."""
     controls = control_bytes(block)
     if controls.nul:
         block = without_nul(block)
@@ -331,16 +332,72 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole:
     # Not COLL-heavy: a restart loop's repeats, set aside on the block's bytes when it is one.
     found = reduce_repeats(block, first_line, controls, LOOP_KEEP, LOOP_KEEP) if looks_for_repeats(controls) else None
     if found is not None and found.kept is not None:
-        kept = lines_frame(found.kept, first_line, numbered=True)
-        if kept.height == found.kept_count:
-            framed = _framed(reading, kept, found.lines_read, 0, len(found.kept), len(block),
-                             controls.carriage_return, True)
-            framed.repeats_looked, framed.repeated = True, found.counted
-            return framed
+        reading.result.lines_read += found.lines_read  # the next block's lines are numbered after them
+        return _Repeated(found, controls.carriage_return, len(block))
     lines = lines_frame(block, first_line, unit_separator=controls.unit_separator)
     framed = _framed(reading, lines, lines.height, 0, len(block), len(block), controls.carriage_return, False)
     framed.repeats_looked = found is not None
     return framed
+
+
+@dataclass
+class _Repeated:
+    """A block with a restart loop's repeats set aside on its bytes (repeat_prefilter), not framed
+    yet: the file's next such blocks may make more of its lines repeats (:class:`_HeldRepeats`)."""
+
+    found: RepeatsFound
+    carriage_return: bool
+    size: int  # the block's bytes
+
+
+# The blocks with a loop's repeats set aside are held until they keep this many bytes (a few per
+# cent of what they read), or a block without comes, or the file ends.
+REPEATS_HELD_BYTES = 32 * 1024 * 1024
+
+
+class _HeldRepeats:
+    """A file's consecutive blocks with a loop's repeats set aside, held until they are framed
+    together: the groups each kept of a key that comes on in the others are repeats too
+    (repeat_prefilter.drop_across), as one block of them all would set them aside."""
+
+    def __init__(self, reading: _Reading) -> None:
+        self._reading = reading
+        self._held: list[_Repeated] = []
+        self._bytes = 0
+
+    def take(self, item: _Framed | _Whole | _Repeated) -> Iterator[_Framed | _Whole]:
+        """``item`` held, or framed after those held (which are framed first)."""
+        if not isinstance(item, _Repeated):
+            yield from self.release()
+            yield item
+            return
+        self._held.append(item)
+        self._bytes += len(item.found.kept or b"")
+        if self._bytes >= REPEATS_HELD_BYTES:
+            yield from self.release()
+
+    def release(self) -> Iterator[_Framed]:
+        """The blocks held, framed, in order."""
+        held, self._held, self._bytes = self._held, [], 0
+        for block, found in zip(held, drop_across([block.found for block in held], LOOP_KEEP, LOOP_KEEP),
+                                strict=True):
+            assert found.kept is not None
+            lines = lines_frame(found.kept, found.first_line, numbered=True)
+            if lines.height != found.kept_count:  # never seen: the lines split in Python
+                lines = _numbered_lines(found.kept)
+            framed = _framed(self._reading, lines, 0, 0, len(found.kept), block.size, block.carriage_return, True)
+            framed.repeats_looked, framed.repeated = True, found.counted
+            yield framed
+
+
+def _numbered_lines(kept: bytes) -> pl.DataFrame:
+    """Lines written as ``<number>\\x1f<line>\\n`` (repeat_prefilter's), split at '\\n' only."""
+    numbers, texts = [], []
+    for line in kept.split(b"\n")[:-1]:
+        number, _, text = line.partition(b"\x1f")
+        numbers.append(int(number))
+        texts.append(text.decode("utf-8", "replace"))
+    return pl.DataFrame({"line": numbers, "raw": texts}, schema={"line": pl.Int64, "raw": pl.String})
 
 
 def _kept_lines(reduced: Reduced, first_line: int) -> pl.DataFrame | None:
@@ -387,21 +444,27 @@ class _Batch:
             def framed_blocks() -> Iterator[_Framed | _Whole]:
                 assert reading.stream is not None
                 source_blocks = blocks(reading.stream, result.source.path, result.warnings)
-                block = next(source_blocks, None)
-                while block is not None:
-                    if on_bytes is not None:
-                        on_bytes(result.source, len(block))
-                    if result.lines_read or len(block) > WHOLE_MAX_BYTES:  # not a small file whole
-                        yield _frame(reading, block, last=False)
-                        block = next(source_blocks, None)
-                        continue
-                    try:  # the next block is read first: is this small one the whole file?
-                        following = next(source_blocks, None)
-                    except READ_ERRORS:  # this one is the last read: taken, then the error said
-                        yield _frame(reading, block, last=True)
-                        raise
-                    yield _frame(reading, block, last=following is None)
-                    block = following
+                held = _HeldRepeats(reading)  # consecutive blocks with a loop's repeats set aside
+                try:
+                    block = next(source_blocks, None)
+                    while block is not None:
+                        if on_bytes is not None:
+                            on_bytes(result.source, len(block))
+                        if result.lines_read or len(block) > WHOLE_MAX_BYTES:  # not a small file whole
+                            yield from held.take(_frame(reading, block, last=False))
+                            block = next(source_blocks, None)
+                            continue
+                        try:  # the next block is read first: is this small one the whole file?
+                            following = next(source_blocks, None)
+                        except READ_ERRORS:  # this one is the last read: taken, then the error said
+                            yield from held.take(_frame(reading, block, last=True))
+                            raise
+                        yield from held.take(_frame(reading, block, last=following is None))
+                        block = following
+                except READ_ERRORS:  # what was held before it is taken first
+                    yield from held.release()
+                    raise
+                yield from held.release()
 
             self._take(reading, framed_blocks())
         self._end(reading, reading.stream.notes if isinstance(reading.stream, InflateStream) else [])

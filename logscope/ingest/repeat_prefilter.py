@@ -17,8 +17,13 @@ line. The gate is the polars rule's (:data:`~logscope.parsers.repeats.SAMPLE_LIN
 :data:`~logscope.parsers.repeats.SAMPLE_SHARE`), on the block's first lines, read alone first: a
 block without a loop pays ~15 ms.
 
-A block this module looked at is not looked at again by the polars rule (whatever it found): the
-lines it kept include each run's timed ends, which a second pass would count as repeats. One rule
+Each block keeps the first and last groups of each key *in the block*; a file's consecutive blocks
+with repeats set aside are then held together (a few per cent of their bytes) and
+:func:`drop_across` sets aside what the others make repeats too, so that a file of many blocks
+keeps what one block of them all would keep, not that much per block (a 64 MB file of a loop kept
+twice as many lines as a 32 MB one). A block this module looked at is not looked at again by the
+polars rule (whatever it found): the lines it kept include each run's timed ends, which a second
+pass would count as repeats. One rule
 applies per block, as before; a line longer than :data:`~logscope.limits.MATCH_CHARS` bytes is
 never set aside here (the caller counts the lines it cuts for matching among those it frames).
 ``tests/test_repeat_prefilter.py`` holds this to the polars rule.
@@ -55,6 +60,9 @@ class RepeatsFound:
     # For each kept line some lines set aside are counted against (the line at their place in the
     # first group of their key): its number in the file and how many (``line``, ``count``).
     counted: pl.DataFrame | None = None
+    first_line: int = 0  # the block's lines are numbered from first_line + 1
+    # The groups kept (``_collscan.aside``'s records, with_groups), for drop_across; None after it.
+    groups: bytes | None = None
 
 
 def looks_for_repeats(controls: Controls) -> bool:
@@ -86,21 +94,111 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
         counts[value] = counts.get(value, 0) + 1
     if sum(max(0, count - head - tail) for count in counts.values()) < SAMPLE_SHARE * sample:
         return whole  # no wording comes often enough: no loop
-    rows, counted, tallies = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail)
+    rows, counted, tallies, groups = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
     if len(rows) // 4 < SAMPLE_SHARE * sample:
         return whole
     if end < len(body):  # the sample passed: the whole block
         more_hashes, more_flags, more_held, _ = compiled.scanner.wordings(body[end:], needles, MATCH_CHARS)
         hashes, flags = hashes + more_hashes, flags + more_flags
         own.extend(_own_rows(body[end:], more_held, sample))
-        rows, counted, tallies = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail)
+        rows, counted, tallies, groups = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
         if not rows:
             return whole
     kept, kept_count = compiled.scanner.lines_of(body, rows, True, first_line)
-    lines = array("I", counted)
-    return RepeatsFound(kept, kept_count, len(flags),
-                        pl.DataFrame({"line": pl.Series(lines, dtype=pl.Int64) + (first_line + 1),
-                                      "count": pl.Series(array("I", tallies), dtype=pl.Int64)}))
+    return RepeatsFound(kept, kept_count, len(flags), _counted(counted, tallies, first_line), first_line, groups)
+
+
+def _counted(rows: bytes, counts: bytes, first_line: int) -> pl.DataFrame:
+    """``aside``'s counted rows and counts as a frame of line numbers in the file and counts."""
+    return pl.DataFrame({"line": pl.Series(array("I", rows), dtype=pl.Int64) + (first_line + 1),
+                         "count": pl.Series(array("I", counts), dtype=pl.Int64)})
+
+
+def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[RepeatsFound]:
+    """Consecutive blocks of a file, each without its repeats (:func:`reduce_repeats`), without
+    the groups the other blocks make repeats too: each block kept the first ``head`` and last
+    ``tail`` groups of each key *in the block*, but only the first and last of the blocks together
+    are kept, as one block of them all would keep them. Kept all the same, as in a block: of each
+    run of groups set aside back to back (across blocks too), the first and the last with a time.
+    Every line set aside in any of the blocks is then counted against the line at its place in the
+    first group of its key in them all, in the block that holds that line.
+
+    As coll_prefilter.drop_surplus_across argues for COLL lines, blocks left out (not reduced)
+    can only move a group further from both ends: what goes here would go counting them too."""
+    if len(blocks) < 2 or any(block.groups is None for block in blocks):
+        return blocks
+    import numpy as np
+
+    parts = []
+    for n, block in enumerate(blocks):
+        assert block.groups is not None
+        record = np.frombuffer(block.groups, dtype=np.uint32).reshape(-1, 8)
+        parts.append(pl.DataFrame({
+            "block": pl.Series(np.full(len(record), n, dtype=np.uint32)),
+            "line": pl.Series(record[:, 0].astype(np.int64) + (block.first_line + 1)),
+            "lines": record[:, 1], "kept_at": record[:, 2], "place": record[:, 3], "count": record[:, 4],
+            "timed": (record[:, 5] & 1) > 0, "keyed": (record[:, 5] & 2) == 0,
+            "key": pl.Series(np.ascontiguousarray(record[:, 6:8]).view(np.uint64).ravel()),
+        }))
+    groups = pl.concat(parts)  # in file order
+    # Each key's groups in the blocks before a block's, and in them all.
+    per_block = (groups.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
+                 .sort("block")
+                 .with_columns((pl.col("count").cum_sum().over("key") - pl.col("count")).alias("before"),
+                               pl.col("count").sum().over("key").alias("total")))
+    place = pl.col("before") + pl.col("place")
+    aside = (pl.col("keyed") & (place >= head) & (place < pl.col("total") - tail)).fill_null(False)
+    nth = pl.int_range(pl.len(), dtype=pl.UInt32)
+    timed = pl.when(pl.col("_aside") & pl.col("timed")).then(pl.col("_nth"))
+    run = (~pl.col("_aside")).cum_sum()
+    decided = (groups.lazy().join(per_block.lazy().select("block", "key", "before", "total"), on=["block", "key"],
+                                  how="left", maintain_order="left")
+               .with_columns(aside.alias("_aside"), nth.alias("_nth"), place.alias("_place"))
+               .with_columns(((pl.col("_nth") == timed.min().over(run)) | (pl.col("_nth") == timed.max().over(run)))
+                             .fill_null(False).alias("_end"))
+               .with_columns((pl.col("_aside") & ~pl.col("_end")).alias("_dropped"))
+               .collect())
+    first = decided.filter(pl.col("keyed") & (pl.col("_place") == 0)).select("key", pl.col("line").alias("_first"))
+    dropped = decided.filter("_dropped")
+    if dropped.height == 0:
+        return [_without_groups(block) for block in blocks]
+    # Each line set aside, here or in its block, and the line it is counted against.
+    offsets = pl.int_ranges(0, pl.col("lines"))
+    here = (dropped.join(first, on="key", how="left")
+            .select("block", "kept_at", offsets.alias("_offset"), "line", "_first").explode("_offset")
+            .select("block", (pl.col("kept_at") + pl.col("_offset")).alias("_kept_row"),
+                    (pl.col("_first") + pl.col("_offset")).alias("line"), pl.lit(1, dtype=pl.Int64).alias("count")))
+    # A block's counted lines are of the first group of their key in the block (its place 0).
+    block_firsts = (decided.filter(pl.col("keyed") & (pl.col("place") == 0))
+                    .join(first, on="key", how="left").select("line", "_first").sort("line"))
+    earlier = [block.counted for block in blocks if block.counted is not None]
+    moved = [_moved(pl.concat(earlier).sort("line"), block_firsts)] if earlier else []
+    counted = pl.concat([*moved, here.select("line", "count")]).group_by("line").agg(pl.col("count").sum())
+    out = []
+    for n, block in enumerate(blocks):
+        assert block.kept is not None
+        rows = here.filter(pl.col("block") == n)["_kept_row"].sort()
+        # (the kept lines each end in '\n': the last is the one before it)
+        kept, kept_count = ((block.kept, block.kept_count) if rows.len() == 0 else
+                            compiled.scanner.lines_of(memoryview(block.kept)[:-1],
+                                                      rows.cast(pl.UInt32).to_numpy().tobytes(), True, -1))
+        mine = counted.filter(pl.col("line").is_between(block.first_line + 1, block.first_line + block.lines_read))
+        out.append(RepeatsFound(kept, kept_count, block.lines_read, mine.sort("line") if mine.height else None,
+                                block.first_line))
+    return out
+
+
+def _moved(counted: pl.DataFrame, block_firsts: pl.DataFrame) -> pl.DataFrame:
+    """Counted lines (``line``, ``count``) of groups that were first of their key in their block
+    (``block_firsts``: ``line``, the group's first line, and ``_first``, the first line of the
+    first group of its key in all the blocks), counted against the line at their place there."""
+    joined = counted.join_asof(block_firsts.rename({"line": "_start"}), left_on="line", right_on="_start",
+                               strategy="backward")
+    return joined.select((pl.col("_first") + (pl.col("line") - pl.col("_start"))).alias("line"), "count")
+
+
+def _without_groups(block: RepeatsFound) -> RepeatsFound:
+    return RepeatsFound(block.kept, block.kept_count, block.lines_read, block.counted, block.first_line)
 
 
 def _own_rows(body: memoryview, held: bytes, offset: int) -> array[int]:

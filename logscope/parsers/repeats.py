@@ -45,12 +45,16 @@ as before. Only a chunk whose first :data:`SAMPLE_LINES` lines would have at lea
 :data:`SAMPLE_SHARE` of them set aside is compared whole: a log without a loop pays the sample only
 (~25 ms a chunk).
 
-The rule acts per chunk (a block of the file, or blocks the byte pass left few lines of), not per
-file: a file is not read twice to count its wordings first. So which repeats of a line are parsed
-depends on where the blocks were cut (their size, whether the compiled scanner read them); what the
-job is said to be and every line's count do not (tests/test_repeats.py). The wordings are read by
-the compiled scanner (``_collscan.wordings``, ~3 ns a byte) where it was built, else by polars
-(:func:`line_facts`: ~1 us a line), the reference both are held to.
+Where the compiled scanner was built, a big block without carriage returns is not framed first:
+the same rule is applied to its bytes (:mod:`logscope.ingest.repeat_prefilter`), and then across
+the consecutive such blocks of a file, so that a file keeps the first and last groups of a key of
+those blocks together, as one chunk of them all would. Here, the rule acts per chunk: where the
+scanner was not built, and on what the COLL byte pass left of a block; and it is the reference the
+byte rule is held to (tests/test_repeat_prefilter.py). A file is never read twice: which repeats of
+a line are parsed depends on where the blocks were cut (their size, whether the compiled scanner
+read them); what the job is said to be and every line's count do not (tests/test_repeats.py). The
+wordings are read by the compiled scanner (``_collscan.wordings``, ~2-4 ns a byte) where it was
+built, else by polars (:func:`line_facts`: ~1 us a line), the reference both are held to.
 """
 
 from __future__ import annotations
