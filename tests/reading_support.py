@@ -45,11 +45,11 @@ def assert_same_reads(expected: Sequence[FileRead | Skipped], got: Sequence[File
 
 
 def without_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No line a loop repeats set aside before parsing (logscope.parsers.repeats), for a test that
-    compares two ways of cutting a file into blocks: repeats are set aside per block (and across a
-    file's consecutive blocks the byte pass read), so which of them are parsed depends on the blocks (tests/test_repeats.py holds the verdict and the counts
-    to not depending on them): neither on the block's bytes (logscope.ingest.repeat_prefilter) nor
-    in its frame."""
+    """No line a loop repeats set aside before parsing, neither on a block's bytes
+    (logscope.ingest.repeat_prefilter) nor in its frame (logscope.parsers.repeats), for a test that
+    compares two ways of cutting a file into blocks: repeats are set aside per block, and across a
+    file's consecutive blocks, so which of them are parsed depends on the blocks
+    (tests/test_repeats.py holds the verdict and the counts to not depending on them)."""
     monkeypatch.setattr(reading, "looks_for_repeats", lambda *_: False)
     monkeypatch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
 

@@ -101,6 +101,8 @@ def test_arguments_that_fit_are_still_taken() -> None:
     assert c.scan(text, False, 0)[1] == b""  # no line is that short: none is a COLL line
     hashes, flags, held, end = c.wordings(text, [b"NCCL", b"opCount"], 10, 4)
     assert (len(flags), set(held), set(flags), end) == (4, {3}, {4}, 4 * (len(coll) + 1))
+    unhashed = c.wordings(text, [b"NCCL", b"opCount"], 10, 4, False)  # what the lines hold, no wording
+    assert (unhashed[0], unhashed[1:]) == (bytes(32), (flags, held, end))
     hashes, flags, _, _ = c.wordings(text)
     assert c.aside(hashes, flags, b"", 1, 2**63 - 1) == (b"", b"", b"")  # no group has that many after it
     rows, counted, counts = c.aside(hashes, flags, b"", 1, 1)  # the 4 between the first and the last

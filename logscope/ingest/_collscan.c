@@ -432,6 +432,21 @@ done:
     return result;
 }
 
+/* A kept line's number in its file and the separator after it, "<number>\x1f", written at ``to``
+ * (at most 21 bytes); returns how many. */
+static int line_number(char *to, unsigned long long number) {
+    char digits[24];
+    int n = 0, written = 0;
+    do {
+        digits[n++] = (char)('0' + number % 10);
+        number /= 10;
+    } while (number);
+    while (n)
+        to[written++] = digits[--n];
+    to[written++] = '\x1f';
+    return written;
+}
+
 static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer block, pairs, merged, timed;
     Py_ssize_t lines, head, tail, first_line;
@@ -595,16 +610,7 @@ static PyObject *reduce(PyObject *Py_UNUSED(self), PyObject *args) {
                 break;
             }
             Py_ssize_t starts = written;
-            char digits[24];
-            int n = 0;
-            unsigned long long number = (unsigned long long)first_line + 1 + line;
-            do {
-                digits[n++] = (char)('0' + number % 10);
-                number /= 10;
-            } while (number);
-            while (n)
-                to[written++] = digits[--n];
-            to[written++] = '\x1f';
+            written += line_number(to + written, (unsigned long long)first_line + 1 + line);
             memcpy(to + written, s, (size_t)(e - s));
             written += e - s;
             counted++;
@@ -843,7 +849,7 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
 
 /* ---- wordings: what a restart loop repeats (logscope/parsers/repeats.py) ----
  *
- * wordings(text[, needles, max_line, max_lines]) -> (hashes, flags, held, end)
+ * wordings(text[, needles, max_line, max_lines, hashed]) -> (hashes, flags, held, end)
  *     For each line of ``text`` (split at '\n'; the last line, with or without one, counts: a text
  *     of n newlines has n + 1 lines; only the first ``max_lines`` when it is not 0, and ``end``
  *     is where the next would start, len(text) when none is left), one native uint64 in ``hashes``: a hash of the line with what
@@ -854,7 +860,8 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
  *     (repeats.CONTINUATION), 2 when it holds a time of day anywhere (repeats.TIME_OF_DAY), 4
  *     (LONG_LINE) when it is longer than ``max_line`` bytes (when that is not 0). And one byte in
  *     ``held``: bit i set when the line holds ``needles[i]`` (at most MAX_NEEDLES byte strings of
- *     two bytes or more).
+ *     two bytes or more). With ``hashed`` false, only ``held`` and LONG_LINE are found (each hash
+ *     0, no other flag): what the lines hold, at a fifth of the cost.
  *     tests/test_repeats.py holds the two ways to the same partition of lines and the same flags.
  */
 static inline int is_word(unsigned char c) { return is_digit((char)c) || (classes[c] & LETTER) || c == '_'; }
@@ -944,6 +951,8 @@ static uint64_t mix_run(uint64_t h, const unsigned char *p, Py_ssize_t n) {
 /* Whether a time of day starts anywhere in the line: each ':' can be the one after the hour, its
  * hour one or two digits before it, a 'T' or '_' maybe before those. */
 static int holds_time(const unsigned char *s, Py_ssize_t n) {
+    if (n <= 0)
+        return 0;
     for (const unsigned char *c = memchr(s, ':', (size_t)n); c != NULL;
          c = memchr(c + 1, ':', (size_t)(s + n - c - 1))) {
         Py_ssize_t colon = c - s;
@@ -1069,7 +1078,8 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer text;
     PyObject *needles = NULL;
     Py_ssize_t max_line = 0, max_lines = 0;
-    if (!PyArg_ParseTuple(args, "y*|Onn", &text, &needles, &max_line, &max_lines))
+    int hashed = 1;
+    if (!PyArg_ParseTuple(args, "y*|Onnp", &text, &needles, &max_line, &max_lines, &hashed))
         return NULL;
     Py_buffer needle[MAX_NEEDLES];
     int count = 0;
@@ -1123,8 +1133,10 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     while (line < lines) {
         const unsigned char *nl = memchr(s + start, '\n', (size_t)(n - start));
         Py_ssize_t end = nl ? nl - s : n;
-        uint64_t value;
-        wording_of(s + start, end - start, &value, &f[line]);
+        uint64_t value = 0;
+        f[line] = 0;
+        if (hashed)
+            wording_of(s + start, end - start, &value, &f[line]);
         if (max_line && end - start > max_line)
             f[line] |= LONG_LINE;
         k[line] = count ? held_by(s + start, end - start, needle, count, pairs, starts) : 0;
@@ -1401,16 +1413,7 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
         next += listed;
         if (listed != keep) {
             if (keep && first_line >= 0) {
-                char digits[24];
-                int k = 0;
-                unsigned long long number = (unsigned long long)first_line + 1 + (unsigned long long)line;
-                do {
-                    digits[k++] = (char)('0' + number % 10);
-                    number /= 10;
-                } while (number);
-                while (k)
-                    to[written++] = digits[--k];
-                to[written++] = '\x1f';
+                written += line_number(to + written, (unsigned long long)first_line + 1 + (unsigned long long)line);
             } else if (!keep && next > 1) {  /* between two lines joined */
                 to[written++] = '\n';
             }
