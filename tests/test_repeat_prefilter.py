@@ -206,3 +206,13 @@ def test_blocks_held_when_the_file_breaks_off_are_read_before_it_is_said(tmp_pat
                                                                         plain.warnings)
     assert any("stopped reading after line" in warning for warning in held.warnings)
     assert held.lines_read > 20_000 and held.events.height < plain.events.height
+
+
+def test_kept_lines_read_back_in_python_as_the_reader_reads_them() -> None:
+    # The fallback of reading._HeldRepeats when the reader's rows do not match the count (never
+    # seen): the same lines and numbers as lines_frame gives.
+    from logscope.ingest.reading import _numbered_lines
+
+    kept = b'5\x1fa "quoted\n7\x1f\n9\x1f\xc3\xa9 x\n12\x1f  File "t.py", line 3\n'
+    assert _numbered_lines(kept).rows() == lines_frame(kept, 0, numbered=True).rows()
+    assert _numbered_lines(kept)["line"].to_list() == [5, 7, 9, 12]

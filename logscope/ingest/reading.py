@@ -391,12 +391,14 @@ class _HeldRepeats:
 
 
 def _numbered_lines(kept: bytes) -> pl.DataFrame:
-    """Lines written as ``<number>\\x1f<line>\\n`` (repeat_prefilter's), split at '\\n' only."""
-    numbers, texts = [], []
+    """Lines written as ``<number>\\x1f<line>\\n`` (repeat_prefilter's), split at '\\n' only, as
+    lines_frame reads them (an empty line null)."""
+    numbers: list[int] = []
+    texts: list[str | None] = []
     for line in kept.split(b"\n")[:-1]:
         number, _, text = line.partition(b"\x1f")
         numbers.append(int(number))
-        texts.append(text.decode("utf-8", "replace"))
+        texts.append(text.decode("utf-8", "replace") or None)
     return pl.DataFrame({"line": numbers, "raw": texts}, schema={"line": pl.Int64, "raw": pl.String})
 
 
