@@ -1266,18 +1266,17 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
         i = j;
     }
     start[groups] = (uint32_t)lines;
-    /* Which groups go (state 1), and whether they hold a time (state 2). */
+    /* Which groups go (state 1), and which hold a time (state 2). */
     for (Py_ssize_t g = 0; g < groups; g++) {
+        for (uint32_t r = start[g]; r < start[g + 1]; r++)
+            if (f[r] & 2)
+                state[g] = 2;
         if (entry_of[g] == NO_KEY)
             continue;
         KeyEntry *e = &table[entry_of[g]];
         uint32_t place = place_of[g] = e->seen++;
-        if ((Py_ssize_t)place >= head && (Py_ssize_t)e->count - (Py_ssize_t)place > tail) {
-            state[g] = 1;
-            for (uint32_t r = start[g]; r < start[g + 1]; r++)
-                if (f[r] & 2)
-                    state[g] |= 2;
-        }
+        if ((Py_ssize_t)place >= head && (Py_ssize_t)e->count - (Py_ssize_t)place > tail)
+            state[g] |= 1;
     }
     /* In each run of groups set aside back to back, the first and the last with a time stay. */
     for (Py_ssize_t g = 0; g < groups;) {
@@ -1295,8 +1294,10 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
                     first = x;
                 last = x;
             }
-        if (first >= 0)
-            state[first] = state[last] = 0;
+        if (first >= 0) {
+            state[first] &= (unsigned char)~1;
+            state[last] &= (unsigned char)~1;
+        }
         g = end;
     }
     for (Py_ssize_t g = 0; g < groups; g++)
@@ -1338,11 +1339,8 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
     for (Py_ssize_t g = 0; g < groups; g++) {
         if (state[g] & 1)
             continue;
-        int keyless = entry_of[g] == NO_KEY;
+        int keyless = entry_of[g] == NO_KEY, timed = (state[g] & 2) != 0;
         uint64_t key = keyless ? 0 : table[entry_of[g]].key;
-        int timed = 0;
-        for (uint32_t r = start[g]; r < start[g + 1]; r++)
-            timed |= (f[r] & 2) != 0;
         record[0] = start[g];
         record[1] = start[g + 1] - start[g];
         record[2] = kept_lines;

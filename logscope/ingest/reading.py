@@ -335,9 +335,8 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole | _R
         reading.result.lines_read += found.lines_read  # the next block's lines are numbered after them
         return _Repeated(found, controls.carriage_return, len(block))
     lines = lines_frame(block, first_line, unit_separator=controls.unit_separator)
-    framed = _framed(reading, lines, lines.height, 0, len(block), len(block), controls.carriage_return, False)
-    framed.repeats_looked = found is not None
-    return framed
+    return _framed(reading, lines, lines.height, 0, len(block), len(block), controls.carriage_return, False,
+                   repeats_looked=found is not None)
 
 
 @dataclass
@@ -385,9 +384,8 @@ class _HeldRepeats:
             lines = lines_frame(found.kept, found.first_line, numbered=True)
             if lines.height != found.kept_count:  # never seen: the lines split in Python
                 lines = _numbered_lines(found.kept)
-            framed = _framed(self._reading, lines, 0, 0, len(found.kept), block.size, block.carriage_return, True)
-            framed.repeats_looked, framed.repeated = True, found.counted
-            yield framed
+            yield _framed(self._reading, lines, 0, 0, len(found.kept), block.size, block.carriage_return, True,
+                          repeats_looked=True, repeated=found.counted)
 
 
 def _numbered_lines(kept: bytes) -> pl.DataFrame:
@@ -410,13 +408,15 @@ def _kept_lines(reduced: Reduced, first_line: int) -> pl.DataFrame | None:
 
 
 def _framed(reading: _Reading, lines: pl.DataFrame, read: int, set_aside: int, size: int, block_size: int,
-            carriage_return: bool, prefiltered: bool) -> _Framed:
+            carriage_return: bool, prefiltered: bool, repeats_looked: bool = False,
+            repeated: pl.DataFrame | None = None) -> _Framed:
     """``lines`` of a block of ``block_size`` bytes (``read`` lines, ``set_aside`` of them dropped by
-    the byte pass, ``size`` bytes left) counted in its file and cut for matching."""
+    the byte pass, ``size`` bytes left) counted in its file and cut for matching (``repeats_looked``,
+    ``repeated``: see _Framed)."""
     reading.result.lines_read += read
     lines, cut = cut_for_matching(lines) if block_size > MATCH_CHARS else (lines, 0)
     reading.cut += cut
-    return _Framed(lines, cut > 0 or carriage_return, prefiltered, set_aside, size)
+    return _Framed(lines, cut > 0 or carriage_return, prefiltered, set_aside, size, repeats_looked, repeated)
 
 
 class _Batch:

@@ -23,16 +23,15 @@ with repeats set aside are then held together (a few per cent of their bytes) an
 keeps what one block of them all would keep, not that much per block (a 64 MB file of a loop kept
 twice as many lines as a 32 MB one). A block this module looked at is not looked at again by the
 polars rule (whatever it found): the lines it kept include each run's timed ends, which a second
-pass would count as repeats. One rule
-applies per block, as before; a line longer than :data:`~logscope.limits.MATCH_CHARS` bytes is
-never set aside here (the caller counts the lines it cuts for matching among those it frames).
+pass would count as repeats. A line longer than :data:`~logscope.limits.MATCH_CHARS` bytes is never
+set aside here (the caller counts the lines it cuts for matching among those it frames).
 ``tests/test_repeat_prefilter.py`` holds this to the polars rule.
 """
 
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import polars as pl
@@ -164,7 +163,7 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[Repeat
     first = decided.filter(pl.col("keyed") & (pl.col("_place") == 0)).select("key", pl.col("line").alias("_first"))
     dropped = decided.filter("_dropped")
     if dropped.height == 0:
-        return [_without_groups(block) for block in blocks]
+        return [replace(block, groups=None) for block in blocks]
     # Each line set aside, here or in its block, and the line it is counted against.
     offsets = pl.int_ranges(0, pl.col("lines"))
     here = (dropped.join(first, on="key", how="left")
@@ -186,8 +185,8 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[Repeat
                             compiled.scanner.lines_of(memoryview(block.kept)[:-1],
                                                       rows.cast(pl.UInt32).to_numpy().tobytes(), True, -1))
         mine = counted.filter(pl.col("line").is_between(block.first_line + 1, block.first_line + block.lines_read))
-        out.append(RepeatsFound(kept, kept_count, block.lines_read, mine.sort("line") if mine.height else None,
-                                block.first_line))
+        out.append(replace(block, kept=kept, kept_count=kept_count, counted=mine.sort("line") if mine.height else None,
+                           groups=None))
     return out
 
 
@@ -200,15 +199,12 @@ def _moved(counted: pl.DataFrame, block_firsts: pl.DataFrame) -> pl.DataFrame:
     return joined.select((pl.col("_first") + (pl.col("line") - pl.col("_start"))).alias("line"), "count")
 
 
-def _without_groups(block: RepeatsFound) -> RepeatsFound:
-    return RepeatsFound(block.kept, block.kept_count, block.lines_read, block.counted, block.first_line)
-
-
 def _own_rows(body: memoryview, held: bytes, offset: int) -> array[int]:
     """The rows (ascending, plus ``offset``) of the lines another rule keeps the ends of (see
     repeats._own_rule_rows): NCCL COLL-shaped lines (both of its literals held) and progress lines
     (a trigger held, and a progress pattern's regex matching, asked of polars)."""
-    coll, maybe = _rows_holding(held, _COLL_BITS, all_of=True), _rows_holding(held, _PROGRESS_BITS, all_of=False)
+    progress_bits, coll_bits = _needle_bits()
+    coll, maybe = _rows_holding(held, coll_bits, all_of=True), _rows_holding(held, progress_bits, all_of=False)
     rows = coll
     if maybe:
         text, _ = compiled.scanner.lines_of(body, maybe.tobytes(), False, 0)
@@ -242,7 +238,10 @@ def _needles() -> tuple[bytes, ...]:
     return (*(t.encode() for t in shortest), COLL_INFO.encode(), COLL_TRIGGER.encode())
 
 
-_COLL_BITS = 0b11 << (len(_needles()) - 2)
-_PROGRESS_BITS = (1 << (len(_needles()) - 2)) - 1
+@cache
+def _needle_bits() -> tuple[int, int]:
+    """The bits of ``held`` (wordings') for the progress triggers, and for NCCL's COLL literals."""
+    triggers = len(_needles()) - 2
+    return (1 << triggers) - 1, 0b11 << triggers
 
 __all__ = ["MIN_LINES", "RepeatsFound", "looks_for_repeats", "reduce_repeats"]
