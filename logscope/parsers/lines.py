@@ -51,6 +51,7 @@ from logscope.parsers.prefixes import WRAPPER_SAMPLE, prefix_fields, split_prefi
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.repeats import Wordings, repeat_surplus
+from logscope.parsers.time_forms import EPOCH_FORM
 from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, parse_event_time
 from logscope.stacking import positions, stacked, unstacked
 
@@ -219,7 +220,7 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
     # A message is looked for in the whole line (its wrappers and launcher prefixes included: a
     # message no wrapper can hide); the prefixes only say who wrote it and when. A line that only
     # quotes (a traceback's source lines, the traceback torchrun reprints) says nothing itself.
-    frame = frame.filter(~_quoted(by))
+    frame = _without_quoted(frame, by)
     candidates = frame.select(
         *([by] if by is not None else []), "line", "prefix", "who", "body", "raw", "lead_time",
         near.alias("near_time"),
@@ -245,27 +246,57 @@ _REPRINT_START = ascii_classes(r"\btraceback\s*: Traceback \(most recent call la
 _REPORT_END = ascii_classes(r"^\s*(?:={20,}|-{20,})\s*$")
 
 
-def _quoted(by: str | None) -> pl.Expr:
-    """Whether a line (``raw``, ``body``, ``who``, in file order) only quotes text that says
-    nothing of its own: the source line under a traceback's frame line (its process's next line,
-    indented deeper than the frame), and the traceback torchrun reprints in its ChildFailedError
-    report (see above). Such a line may hold
-    any message (``raise RendezvousClosedError``, a comment): it is not one."""
+def _without_quoted(frame: pl.DataFrame, by: str | None) -> pl.DataFrame:
+    """``frame`` (``raw``, ``body``, ``prefix``, ``who``, in file order) without the lines that only
+    quote text that says nothing of their own: the source line under a traceback's frame line (its
+    process's next line, indented deeper than the frame), and the traceback torchrun reprints in
+    its ChildFailedError report (see above). Such a line may hold any message (``raise
+    RendezvousClosedError``, a comment): it is not one. Each test is made only where its literal
+    is in the frame, and a line's indent only beside a frame line: most chunks hold neither."""
+    raw = frame["raw"]
+    frames = bool(raw.str.contains('File "', literal=True).any())
+    reprints = bool(raw.str.contains("Traceback (most recent call last)", literal=True).any())
+    if not frames and not reprints:
+        return frame
+    quoted = pl.lit(False)
+    if frames:
+        quoted = pl.int_range(pl.len(), dtype=pl.UInt32).is_in(_under_frame_rows(frame, by).implode())
+    if reprints:
+        quoted = quoted | _inside_reprint(by)
+    return frame.filter(~quoted)
+
+
+def _under_frame_rows(frame: pl.DataFrame, by: str | None) -> pl.Series:
+    """Row positions of the source lines under a traceback's frame lines (see _without_quoted): its
+    test is made on the frame lines and the lines after them only, each beside the one before."""
     frame_line = pl.col("raw").str.contains(_FRAME_LINE)
+    after_frame = frame_line.shift(1)
+    if by is not None:
+        after_frame = after_frame.over(by)
+    near = (frame.lazy().with_row_index("_row").filter(frame_line.fill_null(False) | after_frame.fill_null(False))
+            .collect())
     writer = pl.col("who").fill_null("").str.replace_all(r"\s", "")
     # How far the text is indented once its launcher prefixes and a C++ logger's head are off.
     prefix = pl.col("prefix").fill_null("")
     text = pl.col("body").str.replace(_LOGGER_HEAD, "")
     indent = (prefix.str.len_chars() - prefix.str.strip_chars_end().str.len_chars()
               + text.str.len_chars() - text.str.strip_chars_start().str.len_chars())
+    # A line's predecessor among these rows is the line before it in its file when that one is a
+    # frame line: the only rows the test can hold for.
     under_frame = (frame_line.shift(1).fill_null(False) & (writer == writer.shift(1)) & ~frame_line
                    & (indent > indent.shift(1)))
+    if by is not None:
+        under_frame = under_frame.over(by)
+    return near.filter(under_frame)["_row"]
+
+
+def _inside_reprint(by: str | None) -> pl.Expr:
+    """Whether a line is inside the traceback torchrun reprints (see _without_quoted)."""
     reprint: pl.Expr = (pl.when(pl.col("raw").str.contains(_REPRINT_START)).then(True)
                         .when(pl.col("body").str.contains(_REPORT_END)).then(False))
     if by is not None:
-        under_frame, reprint = under_frame.over(by), reprint.over(by)
-    inside_reprint = reprint.forward_fill().fill_null(False) & ~pl.col("raw").str.contains(_REPRINT_START)
-    return under_frame | inside_reprint
+        reprint = reprint.over(by)
+    return reprint.forward_fill().fill_null(False) & ~pl.col("raw").str.contains(_REPRINT_START)
 
 
 def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
@@ -375,10 +406,11 @@ def _leading_times(frame: pl.DataFrame, reference_year: int, by: str | None = No
     rows = rows.with_columns(
         pl.when(stamped).then(outer_text).alias("p_outer_time"),
         pl.when(stamped).then(inner_text).alias("p_time"),
-    ).with_columns(
-        _leading_time(reference_year, "body").alias("_body_time"),
-        _leading_time(reference_year, "p_time").alias("_inner"),
-        _leading_time(reference_year, "p_outer_time").alias("_outer"),
+    )
+    rows = rows.with_columns(
+        _body_times(rows["body"], reference_year).alias("_body_time"),
+        _each_parsed_once(rows["p_time"], reference_year).alias("_inner"),
+        _each_parsed_once(rows["p_outer_time"], reference_year).alias("_outer"),
     ).with_columns(
         pl.coalesce("_body_time", "_inner").alias("_own"),
         # A line carries two clocks when its body's time or its inner prefix time stands behind an
@@ -440,9 +472,23 @@ def _event_time() -> pl.Expr:
     return parse_event_time(pl.col("fields").struct.field("event_time").fill_null(""))
 
 
-@cache
-def _leading_time(reference_year: int, column: str) -> pl.Expr:
-    return leading_time(pl.col(column).fill_null(""), reference_year)
+def _each_parsed_once(texts: pl.Series, reference_year: int) -> pl.Series:
+    """The time at the start of each of ``texts`` (null: none), each distinct text parsed once: the
+    lines of one second (every rank's step) share their prefix's time text."""
+    distinct = texts.drop_nulls().unique().to_frame("_text")
+    parsed = distinct.with_columns(leading_time(pl.col("_text"), reference_year).alias("_time"))
+    return texts.to_frame("_text").join(parsed, on="_text", how="left", maintain_order="left")["_time"]
+
+
+def _body_times(bodies: pl.Series, reference_year: int) -> pl.Series:
+    """The time each of ``bodies`` starts with (null: none), parsed only where one of its forms
+    starts it (most lines whose prefix holds their time hold none in their body)."""
+    none = pl.repeat(None, bodies.len(), dtype=pl.Datetime("us"), eager=True)
+    starts = bodies.str.contains(ANY_LEADING_TIME).fill_null(False) | bodies.str.contains(EPOCH_FORM).fill_null(False)
+    if not starts.any():
+        return none
+    timed = bodies.filter(starts).to_frame("_text").select(leading_time(pl.col("_text"), reference_year)).to_series()
+    return none.scatter(starts.arg_true(), timed)
 
 
 # A paste hard-wrapped at a fixed width (a terminal, a browser): a line of exactly the widest length

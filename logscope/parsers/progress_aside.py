@@ -13,8 +13,10 @@ prefix tells:
 
 * it holds the trigger of a progress pattern whose regex matches it (the same regex, as polars
   runs it in :mod:`logscope.parsers.classify`);
-* it holds no trigger of any other pattern before the last progress pattern in the table, so no
-  other pattern can claim it first;
+* no other pattern before the last progress pattern in the table can claim it first: none whose
+  trigger it holds has a regex that matches it (a trigger alone says little: torchrun's failure
+  index ``[1]:`` is held by every line under its own ``[default0]:`` prefix, and only a line that
+  ends there is one);
 * those progress patterns have no identity group (host, pid, rank, local rank): the event's
   process comes from the line's launcher prefix alone.
 
@@ -52,8 +54,10 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
-    matches = [_holds(list(p.triggers)) & pl.col("raw").str.contains(ascii_classes(str(p.match))) for p in patterns]
-    certain = held.filter(pl.any_horizontal(matches) & ~_holds(others))
+    certain = held.filter(pl.col("_at").is_in(_claimed(held, patterns).implode()))
+    claimed = _claimed(certain, others)
+    if claimed.len():
+        certain = certain.filter(~pl.col("_at").is_in(claimed.implode()))
     # Positions among the certain lines of a prefix only: taken on their own frame, so that no
     # optimiser can fold the two filters into one (positions among every line held would be wrong).
     position = pl.int_range(pl.len()).over("who")
@@ -67,14 +71,31 @@ def _holds(triggers: list[str]) -> pl.Expr:
     return pl.col("kw").list.eval(pl.element().is_in(triggers)).list.any()
 
 
+def _claimed(lines: pl.DataFrame, patterns: tuple[Message, ...]) -> pl.Series:
+    """``_at`` of the ``lines`` (``_at``, ``raw``, ``kw``) one of ``patterns`` matches: a pattern
+    whose trigger a line holds and whose regex matches it. Only the patterns whose triggers are
+    held are tried, each on the lines holding them (as classify tries them)."""
+    held = set(lines["kw"].explode().unique().drop_nulls().to_list()) if lines.height else set()
+    queries = [lines.lazy().filter(_holds(list(p.triggers)) & pl.col("raw").str.contains(_regex(p))).select("_at")
+               for p in patterns if held.intersection(p.triggers)]
+    if not queries:
+        return pl.Series("_at", [], dtype=pl.UInt32)
+    return pl.concat(pl.collect_all(queries)).to_series().unique()
+
+
+def _regex(pattern: Message) -> str:
+    return ascii_classes(str(pattern.match))
+
+
 @cache
-def _progress_patterns() -> tuple[tuple[Message, ...], list[str]]:
+def _progress_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     """The progress patterns whose events take their process from the prefix alone (no identity
-    group), and the triggers of every other pattern before the last progress pattern."""
+    group), and every other pattern before the last progress pattern (one of them matching a line
+    claims it first, or makes its process another)."""
     last = max((n for n, p in enumerate(RECOGNISERS) if p.event == Event.PROGRESS), default=-1)
     usable = tuple(p for p in RECOGNISERS[:last + 1] if p.event == Event.PROGRESS
                    and not {name.split("__")[0] for name in re.compile(str(p.match)).groupindex} & set(IDENTITY_SCHEMA))
-    others = sorted({t for p in RECOGNISERS[:last + 1] if p not in usable for t in p.triggers})
+    others = tuple(p for p in RECOGNISERS[:last + 1] if p not in usable)
     return usable, others
 
 
