@@ -319,6 +319,58 @@ def test_progress_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Pat
     assert kinds.filter(pl.col("event") == "progress")["len"].item() > 0
 
 
+def _channel_log(path: Path) -> Path:
+    """NCCL channel lines of several hosts, processes, threads and devices (P2P and NET, each
+    connection several times over its channels), among lines that hold the channel pattern's
+    trigger yet are something else or another pattern's first, lines a wrapper stamped with a time,
+    and lines of no NCCL."""
+    rng = random.Random(5)
+    out = []
+    for n in range(8000):
+        host, pid, dev = rng.choice([("gpu-node01", 4242, 0), ("gpu-node01", 4243, 1), ("gpu-node02", 5150, 0)])
+        tid = rng.choice([4300, 4301, 4377])
+        head = f"{host}:{pid}:{tid} [{dev}] NCCL INFO"
+        # Ranks in their communicators: processes of one host say the same but for their pid.
+        rank, peer, channel = rng.randrange(2), rng.randrange(4), rng.randrange(16)
+        out.append(rng.choice([
+            f"{head} Channel {channel:02d}/0 : {rank}[{dev}] -> {peer}[{peer}] via P2P/IPC/read",
+            f"[default{dev}]:{head} Channel {channel:02d}/0 : {rank}[{dev}] -> {peer}[{peer}] [send] via NET/IB/0",
+            f"{head} Channel {channel:02d} : {rank}[1a000] -> {peer}[1a000] [receive] via NET/IB/3",
+            f"{head} Channel {channel:02d}/02 :    0   1   2   3",
+            f"[2026-11-03 14:00:{n % 60:02d}] {head} Channel {channel:02d}/0 : {rank}[{dev}] -> {peer}[{peer}] via SHM",
+            # two processes' lines glued (interleaved output): NCCL's setting comes first in the table
+            f"{head} NCCL_IB_HCA set by environment to mlx5{head} Channel {channel:02d}/0 : 0[0] -> 1[1] via P2P/IPC",
+            f"step {n} shipped via the loader",
+        ]))
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_channel_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 256 * 1024)
+    monkeypatch.setattr(reading, "COLL_ASIDE_MIN_LINES", 500)
+    source = discover([_channel_log(tmp_path / "nccl.out")])[0][0]
+    aside = 0
+    surplus = engine.channel_surplus
+
+    def counted(candidates: pl.DataFrame) -> pl.Series | None:
+        nonlocal aside
+        found = surplus(candidates)
+        aside += 0 if found is None else found.len()
+        return found
+
+    monkeypatch.setattr(engine, "channel_surplus", counted)
+    fast = read_file(source)
+    assert aside > 2000  # the shortcut was taken
+    assert_same_reads([read_plainly(source, monkeypatch)], [fast])
+    assert isinstance(fast, FileRead)
+    channels = fast.events.filter(pl.col("event") == "nccl_channel")
+    assert channels.height > 30
+    assert channels["text"].str.contains("set by environment").sum() == 0  # an earlier pattern's lines
+    assert fast.events.filter(pl.col("event") == "nccl_env").height > 0
+
+
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 
 

@@ -559,7 +559,7 @@ class _Batch:
                                  coll_keep=(COLL_HEAD, COLL_TAIL) if big else None,
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
                                  set_aside_before=framed.set_aside,
-                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None,
+                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None, channels_aside=big,
                                  repeat_keep=(LOOP_KEEP, LOOP_KEEP) if big and not framed.repeats_looked else None,
                                  wordings=compiled.scanner.wordings if compiled.COMPILED else None,
                                  repeated=framed.repeated)

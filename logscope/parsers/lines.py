@@ -43,6 +43,7 @@ import polars as pl
 from logscope.knowledge import RECOGNISERS
 from logscope.limits import WRAP_MAX_LINES
 from logscope.model import FIELD_SCHEMA, SUBJECT_IS_TARGET, Event
+from logscope.parsers.channel_aside import channel_surplus
 from logscope.parsers.classify import classify
 from logscope.parsers.coll_aside import coll_surplus
 from logscope.parsers.envelopes import opened
@@ -126,7 +127,7 @@ def parse_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime |
 def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime | None,
                   coll_keep: tuple[int, int] | None = None, *, carriage_returns: bool = True,
                   join_wraps: bool = True, set_aside_before: int = 0,
-                  progress_keep: tuple[int, int] | None = None,
+                  progress_keep: tuple[int, int] | None = None, channels_aside: bool = False,
                   repeat_keep: tuple[int, int] | None = None, wordings: Wordings | None = None,
                   repeated: pl.DataFrame | None = None) -> PreparedChunk:
     """Steps 1-5 of the module's recipe for one chunk: what :func:`parse_chunk` does before it
@@ -139,6 +140,8 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
     ``set_aside_before`` COLL lines were dropped (:mod:`logscope.ingest.coll_prefilter`); such a
     block is no paste, so its lines are not joined, whatever is left. ``progress_keep=(head, tail)``:
     as ``coll_keep``, for training-progress lines per process (:mod:`logscope.parsers.progress_aside`).
+    ``channels_aside``: NCCL's channel lines the thinning drops are set aside
+    (:mod:`logscope.parsers.channel_aside`).
     ``repeat_keep=(head, tail)``: the lines a restart loop repeats are set aside but the first
     ``head`` and last ``tail`` of each wording (:mod:`logscope.parsers.repeats`), in a chunk whose
     lines are one row each, their wordings read by ``wordings`` when given (the compiled
@@ -161,9 +164,12 @@ def prepare_chunk(lines: pl.DataFrame, reference_year: int, carry_time: datetime
         segments = _without_rows(segments, repeats.surplus)
     candidates, last_time, first_time = _candidates(segments, reference_year, carry_time)
     progress = progress_surplus(candidates, *progress_keep) if progress_keep is not None else None
-    if progress is not None:
-        set_aside = pl.concat([set_aside, candidates["line"].gather(progress)])
-        candidates = _without_rows(candidates, progress)
+    channels = channel_surplus(candidates) if channels_aside else None
+    aside = [rows for rows in (progress, channels) if rows is not None]
+    if aside:
+        rows = pl.concat(aside) if len(aside) > 1 else aside[0]
+        set_aside = pl.concat([set_aside, candidates["line"].gather(rows)])
+        candidates = _without_rows(candidates, rows)
     counted = [c for c in (repeated, repeats.counted if repeats is not None else None) if c is not None]
     return PreparedChunk(candidates, set_aside, was_split, last_time, set_aside_before, first_time,
                          pl.concat(counted) if len(counted) > 1 else counted[0] if counted else None)

@@ -36,8 +36,8 @@ import polars as pl
 
 from logscope.knowledge import RECOGNISERS, Message
 from logscope.model import Event
+from logscope.parsers.claims import claimed, holds
 from logscope.parsers.classify import IDENTITY_SCHEMA
-from logscope.parsers.regex_ascii import ascii_classes
 
 
 def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
@@ -50,41 +50,20 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
         return None
     triggers = sorted({t for p in patterns for t in p.triggers})
     held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "who", "raw", "kw")
-            .filter(_holds(triggers)).collect())
+            .filter(holds(triggers)).collect())
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
-    certain = held.filter(pl.col("_at").is_in(_claimed(held, patterns).implode()))
-    claimed = _claimed(certain, others)
-    if claimed.len():
-        certain = certain.filter(~pl.col("_at").is_in(claimed.implode()))
+    certain = held.filter(pl.col("_at").is_in(claimed(held, patterns).implode()))
+    taken = claimed(certain, others)
+    if taken.len():
+        certain = certain.filter(~pl.col("_at").is_in(taken.implode()))
     # Positions among the certain lines of a prefix only: taken on their own frame, so that no
     # optimiser can fold the two filters into one (positions among every line held would be wrong).
     position = pl.int_range(pl.len()).over("who")
     count = pl.len().over("who").cast(pl.Int64)
     surplus = certain.filter((position >= head) & (position < count - tail))["_at"]
     return surplus if surplus.len() else None
-
-
-def _holds(triggers: list[str]) -> pl.Expr:
-    """Whether a candidate line holds one of ``triggers``."""
-    return pl.col("kw").list.eval(pl.element().is_in(triggers)).list.any()
-
-
-def _claimed(lines: pl.DataFrame, patterns: tuple[Message, ...]) -> pl.Series:
-    """``_at`` of the ``lines`` (``_at``, ``raw``, ``kw``) one of ``patterns`` matches: a pattern
-    whose trigger a line holds and whose regex matches it. Only the patterns whose triggers are
-    held are tried, each on the lines holding them (as classify tries them)."""
-    held = set(lines["kw"].explode().unique().drop_nulls().to_list()) if lines.height else set()
-    queries = [lines.lazy().filter(_holds(list(p.triggers)) & pl.col("raw").str.contains(_regex(p))).select("_at")
-               for p in patterns if held.intersection(p.triggers)]
-    if not queries:
-        return pl.Series("_at", [], dtype=pl.UInt32)
-    return pl.concat(pl.collect_all(queries)).to_series().unique()
-
-
-def _regex(pattern: Message) -> str:
-    return ascii_classes(str(pattern.match))
 
 
 @cache
