@@ -11,11 +11,11 @@ A channel line is set aside when an earlier line of its chunk says the same but 
 number, and the thread id and device in NCCL's head (``Channel 00`` and ``Channel 01`` of one
 process to one peer over one transport, from the thread of one communicator or another's): both
 give one thinning key (host and pid from NCCL's head, transport and peers from the message; none
-of the others), and the earlier one is kept. Only lines classification certainly
-makes channel events are compared: a channel pattern's trigger held and its regex matching, and
+of the others), and the earlier one is kept. Only lines classification certainly makes channel
+events are compared: a channel pattern's trigger held and its regex matching, and
 no earlier pattern of the table claiming them (:mod:`logscope.parsers.claims`). Lines set aside
 are counted as recognised. A line whose text holds anything else that changes (a time a wrapper
-wrote in front of it) is compared with none: kept.
+wrote in front of it) is set aside only after one that said it all the same, to the second.
 """
 
 from __future__ import annotations

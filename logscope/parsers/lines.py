@@ -102,7 +102,7 @@ class PreparedChunk:
     together with other chunks' (see :func:`finish_chunks`)."""
 
     candidates: pl.DataFrame  # line, prefix, who, body, raw, lead_time, near_time, next_time, kw (triggers held)
-    set_aside: pl.Series  # line numbers of the COLL lines left out (recognised, never classified)
+    set_aside: pl.Series  # line numbers of the COLL, progress and channel lines left out (recognised, never classified)
     was_split: bool  # some line was split at \r, so one line may be several rows
     last_time: datetime | None  # the last timestamp seen in the chunk, carried into the next one
     # COLL lines dropped before the chunk was framed (logscope.ingest.coll_prefilter): recognised.
@@ -315,18 +315,17 @@ def finish_chunks(chunks: Sequence[PreparedChunk]) -> list[ChunkResult]:
     parts = unstacked(events, "chunk", len(chunks)) if events is not None and events.height else None
     results = []
     for n, chunk in enumerate(chunks):
-        found = parts[n] if parts is not None and parts[n].height else None
-        if found is None:
-            results.append(ChunkResult(_empty_events(), chunk.set_aside.n_unique() + chunk.set_aside_before,
-                                       chunk.last_time, chunk.first_time))
-            continue
+        found = parts[n] if parts is not None and parts[n].height else _empty_events()
         if not chunk.was_split:  # one row per line, and the two sets are disjoint
             recognised = found.height + chunk.set_aside.len()
         else:
             recognised = pl.concat([found["line"], chunk.set_aside]).n_unique()
         recognised += chunk.set_aside_before  # lines of their own: none holds \r (see coll_prefilter)
-        if chunk.repeated is not None:  # as the line kept at their place in their key's first group is
-            recognised += int(chunk.repeated.filter(pl.col("line").is_in(found["line"].implode()))["count"].sum())
+        if chunk.repeated is not None:
+            # As the line kept at their place in their key's first group is: classified, or set
+            # aside as certain (a channel line another one of its process said before).
+            said = pl.concat([found["line"], chunk.set_aside])
+            recognised += int(chunk.repeated.filter(pl.col("line").is_in(said.implode()))["count"].sum())
         results.append(ChunkResult(found, recognised, chunk.last_time, chunk.first_time))  # EVENT_COLUMNS
     return results
 
