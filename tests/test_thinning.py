@@ -155,6 +155,24 @@ def test_files_thinned_together_keep_what_each_keeps_alone(files: list[list[dict
         assert got.equals(expected)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(row, max_size=80), st.lists(st.integers(0, 80), max_size=6), st.integers(4, 40))
+def test_parts_thinned_as_one_frame_keep_what_it_keeps(rows: list[dict[str, Any]], cuts: list[int],
+                                                       max_rows: int) -> None:
+    # A file's parts, gathered part by part: the rows the rules for each process keep of them all,
+    # or, beyond max_rows of those, the rows every rule keeps.
+    frame = _frame(rows)
+    bounds = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
+    parts = [frame[a:b] for a, b in zip(bounds, bounds[1:], strict=False)] or [frame]
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LIMITS.items():
+            patch.setattr(thinning, name, value)
+        got = thinning.thin_parts(parts, max_rows)
+        within = thinning.thin_within_processes(frame)
+        expected = within if within.height <= max_rows else thinning.thin(frame)
+    assert_frame_equal(got, expected)
+
+
 def test_a_file_read_in_many_blocks_keeps_what_it_keeps_read_in_one(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # 30,000 progress lines of 4 ranks: the ranks keep 4 x 4098 lines by their own rule, more than

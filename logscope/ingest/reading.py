@@ -47,7 +47,7 @@ from logscope.ingest.matching import (
 )
 from logscope.ingest.repeat_prefilter import RepeatsFound, drop_across, looks_for_repeats, reduce_repeats
 from logscope.ingest.scanning import ScannedFile, reference_year
-from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin, thin_each, thin_within_processes
+from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin_each, thin_parts
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
 from logscope.model import FIELD_SCHEMA, Event, Severity
 from logscope.parsers.lines import (
@@ -178,10 +178,12 @@ BATCH_ROWS = 100_000
 BATCH_BYTES = 4 * CHUNK_BYTES
 
 
-# A file's event parts are thinned together once there are 8 of them, by the rules for each
-# process alone (exact: the bound across processes is applied once, to the whole file). What those
-# rules keep grows with the processes: beyond this many rows (millions of processes each printing
-# a line) the parts are thinned across processes too, bounded but no longer exact (see thinning).
+# A file's event parts are thinned together once there are 8 of them, or more than this many rows,
+# by the rules for each process alone (exact: the bound across processes is applied once, to the
+# whole file). What those rules keep grows with the processes: beyond this many rows (a real log
+# repeated with new pids, millions of processes each printing a line) the parts are thinned across
+# processes too, bounded but no longer exact (see thinning). A real log's 32 MB block can give
+# ~136,000 events: 8 such parts held and thinned together took ~2.4 GB; ~0.8 GB this way.
 PARTS_MAX_ROWS = 16 * KIND_KEEP
 
 
@@ -193,6 +195,7 @@ class _Reading:
         self.year = year
         self.result = FileRead(source, _no_events())
         self.parts: list[pl.DataFrame] = []
+        self.rows = 0  # in parts
         self.waiting = 0  # blocks (or pieces of blocks) read but not yet classified
         self.cut = 0  # lines cut for matching
 
@@ -209,9 +212,12 @@ class _Reading:
                           for part in self.parts]
         if chunk.events.height:
             self.parts.append(chunk.events)
-            if len(self.parts) >= 8:  # keep memory flat on huge files
-                kept = thin_within_processes(pl.concat(self.parts))
-                self.parts = [thin(kept) if kept.height > PARTS_MAX_ROWS else kept]
+            self.rows += chunk.events.height
+            if len(self.parts) >= 8 or self.rows > PARTS_MAX_ROWS:  # keep memory flat on huge files
+                # Not copied into one frame first, and gathered once: 8 parts of a real log's
+                # blocks (~136,000 events each) took ~1.6 GB more than they hold that way.
+                self.parts = [thin_parts(self.parts, PARTS_MAX_ROWS)]
+                self.rows = self.parts[0].height
 
     @staticmethod
     def finish(readings: list[_Reading]) -> None:
