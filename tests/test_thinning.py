@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +164,7 @@ def test_parts_thinned_as_one_frame_keep_what_it_keeps(rows: list[dict[str, Any]
     # or, beyond max_rows of those, the rows every rule keeps.
     frame = _frame(rows)
     bounds = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
-    parts = [frame[a:b] for a, b in zip(bounds, bounds[1:], strict=False)] or [frame]
+    parts = [frame[a:b] for a, b in pairwise(bounds)] or [frame]
     with pytest.MonkeyPatch.context() as patch:
         for name, value in LIMITS.items():
             patch.setattr(thinning, name, value)
