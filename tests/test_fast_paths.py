@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -293,6 +294,23 @@ def _progress_log(path: Path) -> Path:
     return path
 
 
+def _read_counting_aside(source: SourceFile, monkeypatch: pytest.MonkeyPatch,
+                         rule: str) -> tuple[FileRead | Skipped, int]:
+    """read_file of ``source``, and how many lines the parser's ``rule`` (a ``*_surplus`` function
+    of logscope.parsers.lines) set aside on the way."""
+    aside = 0
+    surplus = getattr(engine, rule)
+
+    def counted(*args: Any) -> pl.Series | None:
+        nonlocal aside
+        found: pl.Series | None = surplus(*args)
+        aside += 0 if found is None else found.len()
+        return found
+
+    monkeypatch.setattr(engine, rule, counted)
+    return read_file(source), aside
+
+
 def test_progress_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # Chunks of ~6,000 lines, more progress lines per prefix than the thinning keeps (lowered).
@@ -301,17 +319,7 @@ def test_progress_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Pat
     monkeypatch.setattr(reading, "PROGRESS_TAIL", 40)
     monkeypatch.setattr(thinning, "PROGRESS_TAIL", 40)
     source = discover([_progress_log(tmp_path / "progress.out")])[0][0]
-    aside = 0
-    surplus = engine.progress_surplus
-
-    def counted(candidates: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
-        nonlocal aside
-        found = surplus(candidates, head, tail)
-        aside += 0 if found is None else found.len()
-        return found
-
-    monkeypatch.setattr(engine, "progress_surplus", counted)
-    fast = read_file(source)
+    fast, aside = _read_counting_aside(source, monkeypatch, "progress_surplus")
     assert aside > 500  # the shortcut was taken (a line holding an NCCL WARN too is that WARN, never set aside)
     assert_same_reads([read_plainly(source, monkeypatch)], [fast])
     assert isinstance(fast, FileRead)
@@ -351,17 +359,7 @@ def test_channel_lines_set_aside_early_leave_the_events_unchanged(tmp_path: Path
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 256 * 1024)
     monkeypatch.setattr(reading, "COLL_ASIDE_MIN_LINES", 500)
     source = discover([_channel_log(tmp_path / "nccl.out")])[0][0]
-    aside = 0
-    surplus = engine.channel_surplus
-
-    def counted(candidates: pl.DataFrame) -> pl.Series | None:
-        nonlocal aside
-        found = surplus(candidates)
-        aside += 0 if found is None else found.len()
-        return found
-
-    monkeypatch.setattr(engine, "channel_surplus", counted)
-    fast = read_file(source)
+    fast, aside = _read_counting_aside(source, monkeypatch, "channel_surplus")
     assert aside > 2000  # the shortcut was taken
     assert_same_reads([read_plainly(source, monkeypatch)], [fast])
     assert isinstance(fast, FileRead)
