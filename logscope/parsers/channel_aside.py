@@ -26,7 +26,7 @@ import polars as pl
 
 from logscope.knowledge import RECOGNISERS, Message
 from logscope.model import Event
-from logscope.parsers.claims import claimed, holds
+from logscope.parsers.claims import certain, holds, others_before
 
 # Below this many lines holding a channel pattern's trigger a chunk is left alone: asking costs
 # more than classifying them.
@@ -49,21 +49,16 @@ def channel_surplus(candidates: pl.DataFrame) -> pl.Series | None:
             .filter(holds(triggers) & pl.col("raw").str.contains("NCCL INFO Channel ", literal=True)).collect())
     if held.height <= MIN_LINES:
         return None
-    certain = held.filter(pl.col("_at").is_in(claimed(held, patterns).implode()))
-    taken = claimed(certain, earlier)
-    if taken.len():
-        certain = certain.filter(~pl.col("_at").is_in(taken.implode()))
     said = pl.col("raw").str.replace(_BEYOND_KEY, _MASKED, literal=False)
-    surplus = certain.filter(pl.int_range(pl.len()).over(said) > 0)["_at"]
+    surplus = certain(held, patterns, earlier).filter(pl.int_range(pl.len()).over(said) > 0)["_at"]
     return surplus if surplus.len() else None
 
 
 @cache
 def _channel_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     """The channel patterns, and every other pattern before the last of them."""
-    last = max((n for n, p in enumerate(RECOGNISERS) if p.event == Event.NCCL_CHANNEL), default=-1)
-    channel = tuple(p for p in RECOGNISERS[:last + 1] if p.event == Event.NCCL_CHANNEL)
-    return channel, tuple(p for p in RECOGNISERS[:last + 1] if p not in channel)
+    channel = tuple(p for p in RECOGNISERS if p.event == Event.NCCL_CHANNEL)
+    return channel, others_before(channel)
 
 
 __all__ = ["MIN_LINES", "channel_surplus"]

@@ -36,7 +36,7 @@ import polars as pl
 
 from logscope.knowledge import RECOGNISERS, Message
 from logscope.model import Event
-from logscope.parsers.claims import claimed, holds
+from logscope.parsers.claims import certain, holds, others_before
 from logscope.parsers.classify import IDENTITY_SCHEMA
 
 
@@ -54,28 +54,23 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
-    certain = held.filter(pl.col("_at").is_in(claimed(held, patterns).implode()))
-    taken = claimed(certain, others)
-    if taken.len():
-        certain = certain.filter(~pl.col("_at").is_in(taken.implode()))
+    progress = certain(held, patterns, others)
     # Positions among the certain lines of a prefix only: taken on their own frame, so that no
     # optimiser can fold the two filters into one (positions among every line held would be wrong).
     position = pl.int_range(pl.len()).over("who")
     count = pl.len().over("who").cast(pl.Int64)
-    surplus = certain.filter((position >= head) & (position < count - tail))["_at"]
+    surplus = progress.filter((position >= head) & (position < count - tail))["_at"]
     return surplus if surplus.len() else None
 
 
 @cache
 def _progress_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     """The progress patterns whose events take their process from the prefix alone (no identity
-    group), and every other pattern before the last progress pattern (one of them matching a line
-    claims it first, or makes its process another)."""
-    last = max((n for n, p in enumerate(RECOGNISERS) if p.event == Event.PROGRESS), default=-1)
-    usable = tuple(p for p in RECOGNISERS[:last + 1] if p.event == Event.PROGRESS
+    group), and every other pattern before the last of them (one of them matching a line claims it
+    first, or makes its process another)."""
+    usable = tuple(p for p in RECOGNISERS if p.event == Event.PROGRESS
                    and not {name.split("__")[0] for name in re.compile(str(p.match)).groupindex} & set(IDENTITY_SCHEMA))
-    others = tuple(p for p in RECOGNISERS[:last + 1] if p not in usable)
-    return usable, others
+    return usable, others_before(usable)
 
 
 __all__ = ["progress_surplus"]
