@@ -195,7 +195,6 @@ class _Reading:
         self.year = year
         self.result = FileRead(source, _no_events())
         self.parts: list[pl.DataFrame] = []
-        self.rows = 0  # in parts
         self.waiting = 0  # blocks (or pieces of blocks) read but not yet classified
         self.cut = 0  # lines cut for matching
 
@@ -212,12 +211,11 @@ class _Reading:
                           for part in self.parts]
         if chunk.events.height:
             self.parts.append(chunk.events)
-            self.rows += chunk.events.height
-            if len(self.parts) >= 8 or self.rows > PARTS_MAX_ROWS:  # keep memory flat on huge files
+            waiting = sum(part.height for part in self.parts)
+            if len(self.parts) >= 8 or waiting > PARTS_MAX_ROWS:  # keep memory flat on huge files
                 # Not copied into one frame first, and gathered once: 8 parts of a real log's
                 # blocks (~136,000 events each) took ~1.6 GB more than they hold that way.
                 self.parts = [thin_parts(self.parts, PARTS_MAX_ROWS)]
-                self.rows = self.parts[0].height
 
     @staticmethod
     def finish(readings: list[_Reading]) -> None:
