@@ -115,7 +115,9 @@ def test_times_parsed_once_per_text_are_every_lines_times() -> None:
         bodies = split.select(leading_time(pl.col("body").fill_null(""), 2026)).to_series()
         assert engine._body_times(split["body"], 2026).equals(bodies, check_names=False)
         prefixes = split.select(leading_time(pl.col("prefix").fill_null(""), 2026)).to_series()
-        assert engine._each_parsed_once(split["prefix"], 2026).equals(prefixes, check_names=False)
+        # Two columns' texts parsed once together: each column gets its own texts' times.
+        once = engine._each_parsed_once([split["prefix"], split["body"]], 2026)
+        assert once[0].equals(prefixes, check_names=False) and once[1].equals(bodies, check_names=False)
         assert fast.len() == split.height
     assert sum(engine._body_times(_split(f)["body"], 2026).null_count() < f.height for f in frames) >= 6
 
@@ -146,3 +148,22 @@ def test_a_line_another_pattern_matches_is_never_set_aside() -> None:
     aside = candidates[surplus]["raw"]
     assert aside.len() > 200
     assert not aside.str.contains("NCCL WARN").any()
+
+
+@pytest.mark.parametrize("files", [1, 3, 12])
+def test_heads_a_tool_put_on_every_line_come_off_as_each_rows_own_regex_takes_them(
+        files: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # grep -r's file names: one head a file, each its own regex. Taken off with one pass per
+    # distinct head (a constant regex) or, beyond DISTINCT_HEADS_MAX, with each row's own.
+    names = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta", "zeta", "iota", "eta", "mu"]
+    rows = [(k, f"{names[k]}.log:[default{n % 4}]:2026-11-03 14:00:{n % 60:02d},532 - INFO - step {n} loss 2.5")
+            for k in range(files) for n in range(40)]
+    frame = pl.DataFrame({"_file": [k for k, _ in rows], "raw": [raw for _, raw in rows]},
+                         schema={"_file": pl.UInt32, "raw": pl.String})
+    from logscope.parsers import prefixes
+
+    one_pass_a_head = _split(frame, "_file")
+    monkeypatch.setattr(prefixes, "DISTINCT_HEADS_MAX", 0)
+    regex_a_row = _split(frame, "_file")
+    assert one_pass_a_head.equals(regex_a_row)
+    assert one_pass_a_head["prefix"].str.starts_with("[default").all()  # the launcher's tag read behind the head

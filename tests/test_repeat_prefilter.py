@@ -13,6 +13,7 @@ import gzip
 import itertools
 import random
 import re
+from array import array
 from pathlib import Path
 
 import polars as pl
@@ -27,7 +28,7 @@ from logscope.ingest import compiled, discover, read_file
 from logscope.ingest.blocks import control_bytes
 from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.reading import FileRead
-from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, drop_across, reduce_repeats
+from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, _needles, drop_across, reduce_repeats
 from logscope.limits import MATCH_CHARS
 from logscope.parsers.repeats import CONTINUATION, repeat_surplus
 
@@ -121,6 +122,18 @@ def test_a_block_without_a_loop_is_left_whole_and_a_small_one_unread() -> None:
     small = _generated(1, 20, 1)
     assert lines_frame(small, 0).height <= MIN_LINES
     assert reduce_repeats(small, 0, control_bytes(small), 8, 8) is None  # left to the polars rule
+
+
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner")
+def test_the_scanner_takes_every_progress_trigger_of_the_catalogue() -> None:
+    # The needles grow with the catalogue's progress patterns: one too many for the scanner would
+    # stop every big block's reading (a ValueError where the block is read), so the table is held
+    # to what the scanner takes here, and each needle is found by its own bit.
+    needles = _needles()
+    text = b"\n".join(b"<" + needle + b">" for needle in needles)
+    _, flags, held, _ = compiled.scanner.wordings(text, needles)
+    assert len(flags) == len(needles)
+    assert all(bits >> n & 1 for n, bits in enumerate(array("I", held)))
 
 
 def test_a_line_too_long_to_match_whole_is_never_set_aside() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from array import array
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ FORGED = {
     "a negative max_line": "c.scan(text, False, -1)",
     # wordings(text[, needles, max_line, max_lines]), aside(hashes, flags, own, head, tail),
     # lines_of(block, rows, keep, first_line)
-    "nine needles": "c.wordings(text, [b'ab'] * 9)",
+    "more needles than a line's 32 bits": "c.wordings(text, [b'ab'] * 33)",
     "an empty needle": "c.wordings(text, [b''])",
     "a needle of one byte": "c.wordings(text, [b'a'])",
     "a negative max_lines": "c.wordings(text, (), 0, -1)",
@@ -100,7 +101,7 @@ def test_arguments_that_fit_are_still_taken() -> None:
     assert c.reduce(text, lines, pairs, merged, timed, 0, 0, 0, True)[1:3] == (0, 6)
     assert c.scan(text, False, 0)[1] == b""  # no line is that short: none is a COLL line
     hashes, flags, held, end = c.wordings(text, [b"NCCL", b"opCount"], 10, 4)
-    assert (len(flags), set(held), set(flags), end) == (4, {3}, {4}, 4 * (len(coll) + 1))
+    assert (len(flags), set(array("I", held)), set(flags), end) == (4, {3}, {4}, 4 * (len(coll) + 1))
     unhashed = c.wordings(text, [b"NCCL", b"opCount"], 10, 4, False)  # what the lines hold, no wording
     assert (unhashed[0], unhashed[1:]) == (bytes(32), (flags, held, end))
     hashes, flags, _, _ = c.wordings(text)

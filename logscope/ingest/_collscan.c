@@ -858,9 +858,9 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
  *     that two lines hash alike when, and only when (up to a hash collision), their masked texts
  *     are equal. And one byte in ``flags``: 1 when the line goes on the one before it
  *     (repeats.CONTINUATION), 2 when it holds a time of day anywhere (repeats.TIME_OF_DAY), 4
- *     (LONG_LINE) when it is longer than ``max_line`` bytes (when that is not 0). And one byte in
- *     ``held``: bit i set when the line holds ``needles[i]`` (at most MAX_NEEDLES byte strings of
- *     two bytes or more). With ``hashed`` false, only ``held`` and LONG_LINE are found (each hash
+ *     (LONG_LINE) when it is longer than ``max_line`` bytes (when that is not 0). And one native
+ *     uint32 in ``held``: bit i set when the line holds ``needles[i]`` (at most MAX_NEEDLES byte
+ *     strings of two bytes or more: the catalogue's progress triggers grow with it). With ``hashed`` false, only ``held`` and LONG_LINE are found (each hash
  *     0, no other flag): what the lines hold, at a fifth of the cost.
  *     tests/test_repeats.py holds the two ways to the same partition of lines and the same flags.
  */
@@ -929,7 +929,7 @@ static Py_ssize_t glog_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n) {
 }
 
 #define LONG_LINE 4
-#define MAX_NEEDLES 8
+#define MAX_NEEDLES 32
 
 static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * 0x100000001b3ull; }
 
@@ -1060,16 +1060,16 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
 /* The needles a line holds, as a bitmask (needle i: bit i), each found anywhere in it. ``pairs``:
  * a bit for each two bytes (the first in the low byte) a needle starts with (a needle's first byte
  * alone is often a space); ``starts``: each needle's first two bytes. */
-static unsigned char held_by(const unsigned char *s, Py_ssize_t n, const Py_buffer *needle, int count,
-                             const uint64_t *pairs, const uint16_t *starts) {
-    unsigned char held = 0;
+static uint32_t held_by(const unsigned char *s, Py_ssize_t n, const Py_buffer *needle, int count,
+                        const uint64_t *pairs, const uint16_t *starts) {
+    uint32_t held = 0;
     for (Py_ssize_t p = 0; p + 1 < n; p++) {
         unsigned pair = s[p] | (unsigned)s[p + 1] << 8;
         if (!(pairs[pair >> 6] >> (pair & 63) & 1))
             continue;
         for (int i = 0; i < count; i++)
             if (starts[i] == pair && needle[i].len <= n - p && memcmp(s + p, needle[i].buf, (size_t)needle[i].len) == 0)
-                held |= (unsigned char)(1u << i);
+                held |= (uint32_t)1 << i;
     }
     return held;
 }
@@ -1093,7 +1093,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_ssize_t given = PySequence_Fast_GET_SIZE(seq);
         if (given > MAX_NEEDLES) {
             Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "at most 8 needles");
+            PyErr_SetString(PyExc_ValueError, "at most 32 needles");
             goto done;
         }
         for (; count < given; count++) {
@@ -1123,7 +1123,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         lines++;
     hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
     flags = hashes ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
-    held = flags ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
+    held = flags ? PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint32_t)) : NULL;
     if (!held)
         goto done;
     uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);
@@ -1139,7 +1139,8 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
             wording_of(s + start, end - start, &value, &f[line]);
         if (max_line && end - start > max_line)
             f[line] |= LONG_LINE;
-        k[line] = count ? held_by(s + start, end - start, needle, count, pairs, starts) : 0;
+        uint32_t holds = count ? held_by(s + start, end - start, needle, count, pairs, starts) : 0;
+        memcpy(k + line * (Py_ssize_t)sizeof holds, &holds, sizeof holds);
         memcpy(&h[line], &value, sizeof value);
         line++;
         start = end < n ? end + 1 : n;

@@ -82,8 +82,8 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
     needles = _needles()
     # What the sample's lines hold first (a fifth of the cost of their wordings): a block of
     # progress (or COLL) lines stops there, too few of its lines could go.
-    _, _, held, end = compiled.scanner.wordings(body, needles, MATCH_CHARS, SAMPLE_LINES, False)
-    sample = len(held)
+    _, flags, held, end = compiled.scanner.wordings(body, needles, MATCH_CHARS, SAMPLE_LINES, False)
+    sample = len(flags)
     if end == len(body) and sample <= MIN_LINES:
         return None
     whole = RepeatsFound(None)
@@ -217,16 +217,16 @@ def _own_rows(body: memoryview, held: bytes, offset: int) -> array[int]:
 
 
 def _rows_holding(held: bytes, bits: int, all_of: bool) -> array[int]:
-    """The rows whose held needles include ``bits`` (``all_of``) or one of them."""
-    mask = bytes((b & bits == bits) if all_of else bool(b & bits) for b in range(256))
-    found = held.translate(mask)
-    if not found.strip(b"\0"):
-        return array("I")
-    if len(found) <= SAMPLE_LINES:
-        return array("I", (row for row, yes in enumerate(found) if yes))
+    """The rows whose held needles (``wordings``' native uint32 by line) include ``bits``
+    (``all_of``) or one of them."""
+    if len(held) <= 4 * SAMPLE_LINES:
+        return array("I", (row for row, got in enumerate(array("I", held))
+                           if (got & bits == bits if all_of else got & bits)))
     import numpy as np
 
-    return array("I", np.flatnonzero(np.frombuffer(found, dtype=np.uint8)).astype(np.uint32).tobytes())
+    got = np.frombuffer(held, dtype=np.uint32) & bits
+    found = got == bits if all_of else got != 0
+    return array("I", np.flatnonzero(found).astype(np.uint32).tobytes())
 
 
 @cache

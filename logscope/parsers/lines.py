@@ -412,10 +412,11 @@ def _leading_times(frame: pl.DataFrame, reference_year: int, by: str | None = No
         pl.when(stamped).then(outer_text).alias("p_outer_time"),
         pl.when(stamped).then(inner_text).alias("p_time"),
     )
+    inner, outer_time = _each_parsed_once([rows["p_time"], rows["p_outer_time"]], reference_year)
     rows = rows.with_columns(
         _body_times(rows["body"], reference_year).alias("_body_time"),
-        _each_parsed_once(rows["p_time"], reference_year).alias("_inner"),
-        _each_parsed_once(rows["p_outer_time"], reference_year).alias("_outer"),
+        inner.alias("_inner"),
+        outer_time.alias("_outer"),
     ).with_columns(
         pl.coalesce("_body_time", "_inner").alias("_own"),
         # A line carries two clocks when its body's time or its inner prefix time stands behind an
@@ -434,12 +435,15 @@ def _leading_times(frame: pl.DataFrame, reference_year: int, by: str | None = No
     agree = (spread.is_null() | (spread <= CLOCKS_AGREE)) & ~frozen
     # A line with one time is on the outer clock when its time has the outer clock's form (its
     # text, digits aside, as the outer times of the lines with two); another form is its own time.
-    shape = pl.col("p_outer_time").str.replace_all(r"[0-9]", "0").alias("_shape")
-    rows = rows.with_columns(shape)
-    outer_forms = rows.filter(pl.col("_two")).select(*([by] if by else []), "_shape").unique().with_columns(
-        pl.lit(True).alias("_outer_form"))
-    rows = rows.join(outer_forms, on=[*([by] if by else []), "_shape"], how="left", maintain_order="left")
-    on_outer_clock = pl.col("_outer_form").fill_null(False)
+    # Most files carry one clock: no line has two, and no form is the outer clock's.
+    on_outer_clock = pl.lit(False)
+    if rows["_two"].any():
+        shape = pl.col("p_outer_time").str.replace_all(r"[0-9]", "0").alias("_shape")
+        rows = rows.with_columns(shape)
+        outer_forms = rows.filter(pl.col("_two")).select(*([by] if by else []), "_shape").unique().with_columns(
+            pl.lit(True).alias("_outer_form"))
+        rows = rows.join(outer_forms, on=[*([by] if by else []), "_shape"], how="left", maintain_order="left")
+        on_outer_clock = pl.col("_outer_form").fill_null(False)
     rows = rows.with_columns(
         pl.when(pl.col("_two")).then(pl.col("_own"))
         .when(pl.col("_body_time").is_not_null()).then(pl.col("_body_time"))
@@ -450,16 +454,17 @@ def _leading_times(frame: pl.DataFrame, reference_year: int, by: str | None = No
         .when(pl.col("_two") | (on_outer_clock & agree) | (~on_outer_clock & ~frozen)).then(pl.col("p_time"))
         .alias("_text"),
     )
-    times = rows.select(_in_the_files_year(pl.col("lead_time"), pl.col("_text"), by)).to_series()
+    rows = rows.with_columns(pl.col("_text").str.contains(YEARLESS_TIME).fill_null(False).alias("_yearless"))
+    times = (rows.select(_in_the_files_year(pl.col("lead_time"), pl.col("_yearless"), by)).to_series()
+             if rows["_yearless"].any() else rows["lead_time"])
     return no_times.scatter(rows["idx"], times)
 
 
-def _in_the_files_year(time: pl.Expr, text: pl.Expr, by: str | None) -> pl.Expr:
-    """``time`` (read from ``text``), where its form carries no year (glog, syslog: the reference
-    year was given), moved into the year that puts it nearest the median of the file's times that
-    carry their year: a file whose first date is a wrapper's of another year, or that has none
-    where it starts, still dates its glog lines by its own clock."""
-    yearless = text.str.contains(YEARLESS_TIME).fill_null(False)
+def _in_the_files_year(time: pl.Expr, yearless: pl.Expr, by: str | None) -> pl.Expr:
+    """``time``, where its form carries no year (``yearless``: glog, syslog; the reference year was
+    given), moved into the year that puts it nearest the median of the file's times that carry
+    their year: a file whose first date is a wrapper's of another year, or that has none where it
+    starts, still dates its glog lines by its own clock."""
     anchor = pl.when(~yearless).then(time).median()
     if by is not None:
         anchor = anchor.over(by)
@@ -477,12 +482,14 @@ def _event_time() -> pl.Expr:
     return parse_event_time(pl.col("fields").struct.field("event_time").fill_null(""))
 
 
-def _each_parsed_once(texts: pl.Series, reference_year: int) -> pl.Series:
-    """The time at the start of each of ``texts`` (null: none), each distinct text parsed once: the
-    lines of one second (every rank's step) share their prefix's time text."""
-    distinct = texts.drop_nulls().unique().to_frame("_text")
+def _each_parsed_once(columns: Sequence[pl.Series], reference_year: int) -> list[pl.Series]:
+    """The time at the start of each text of ``columns`` (null: none), each distinct text of them
+    all parsed once: the lines of one second (every rank's step) share their prefix's time text,
+    and a line's inner and outer time are one text when it carries one."""
+    distinct = pl.concat([texts.drop_nulls() for texts in columns]).unique().to_frame("_text")
     parsed = distinct.with_columns(leading_time(pl.col("_text"), reference_year).alias("_time"))
-    return texts.to_frame("_text").join(parsed, on="_text", how="left", maintain_order="left")["_time"]
+    return [texts.to_frame("_text").join(parsed, on="_text", how="left", maintain_order="left")["_time"]
+            for texts in columns]
 
 
 def _body_times(bodies: pl.Series, reference_year: int) -> pl.Series:

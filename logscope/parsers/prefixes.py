@@ -56,6 +56,9 @@ WRAPPER_MIN_LINES = 3
 WRAPPER_SHARE = 0.8
 MAX_WRAPPERS = 3
 NUMBERED_MIN_LINES = 5
+# Above this many distinct heads in one frame (files of a scan, each wrapped its own way), each
+# row's head is matched by the regex its file's row holds rather than by one pass a head.
+DISTINCT_HEADS_MAX = 8
 _REGEX_SPECIAL = r"[.^$*+?()\[\]{}|\\]"
 _NUMBER_HEAD = r"[ \t]*\d{1,9}[:\t-]"
 
@@ -80,9 +83,17 @@ def _without_head(frame: pl.DataFrame, heads: pl.DataFrame, key: str, column: st
     """``frame`` with ``into``: ``column`` without the head its file's lines start with (``heads``:
     ``key`` -> ``_head``, a regex; a file without one keeps its text)."""
     text = pl.col(column).fill_null("")
-    head = text.str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
-    return (frame.join(heads, on=key, how="left", maintain_order="left")
-            .with_columns(text.str.slice(head.str.len_chars()).alias(into)).drop("_head"))
+    by_head = heads.group_by("_head").agg(pl.col(key))
+    if by_head.height > DISTINCT_HEADS_MAX:
+        head = text.str.extract(pl.lit("^(") + pl.col("_head") + pl.lit(")"), 1).fill_null("")
+        return (frame.join(heads, on=key, how="left", maintain_order="left")
+                .with_columns(text.str.slice(head.str.len_chars()).alias(into)).drop("_head"))
+    # One regex a head, each run as a constant: a regex read from a column is compiled for every
+    # row (40 times the cost, on a file whose every line carries the head).
+    head = pl.lit(None, dtype=pl.String)
+    for pattern, keys in by_head.iter_rows():
+        head = pl.when(pl.col(key).is_in(keys)).then(text.str.extract(f"^({pattern})", 1)).otherwise(head)
+    return frame.with_columns(text.str.slice(head.fill_null("").str.len_chars()).alias(into))
 
 
 def _behind_learned_heads(work: pl.DataFrame, key: str) -> pl.DataFrame:
