@@ -177,6 +177,33 @@ def test_a_dllogger_line_dates_the_untimed_failure_below_it_and_the_year_of_glog
     assert rows[-1]["time"] == datetime(2025, 10, 3, 22, 26, 3, 467156)
 
 
+@pytest.mark.parametrize(("line", "step", "loss"), [
+    # MLPerf's trainers: a step_format of their own, metrics joined by " | "
+    ("0: DLL 2025-10-03 22:16:01.676767 - Iteration 4031 | train_acc : 0.7227 % | train_loss : 0.8359 ", 4031, 0.8359),
+    # dllogger's own example (examples/example_stdout_log.txt): its steps as "Epoch: 0 Iteration: 3"
+    ("DLL 2019-10-10 16:42:54.501328 - Epoch: 0 Iteration: 3  loss : 32.5 nat", 3, 32.5),
+    # a validation pass names its own loss: the step is progress, val.loss is not the training loss
+    ("DLL 2019-10-10 16:42:54.501355 - Epoch: 0 Iteration: 3 Validation Iteration: 0  val.loss : 57.5 nat", 3, None),
+    ("[default0]:DLL 2024-01-02 03:04:05.000001 - step 12 | loss : 2.5", 12, 2.5),
+])
+def test_dllogger_progress_lines_are_progress_with_their_step_and_loss(line: str, step: int,
+                                                                        loss: float | None) -> None:
+    rows = parse(line).to_dicts()
+    assert [(r["event"], r["fields"]["step"], r["fields"]["loss"]) for r in rows] == [("progress", step, loss)]
+
+
+def test_dllogger_lines_of_no_step_are_no_progress() -> None:
+    # PARAMETER, Init and an epoch's summary: DLLogger lines whose step names no iteration
+    assert parse("DLL 2022-05-19 05:58:50.574254 - PARAMETER | epochs :  80",
+                 "0: DLL 2025-10-03 22:09:50.047475 - Init | message : Start create feature storage ",
+                 "DLL 2022-05-19 06:12:01.000000 - epoch   3 | avg train utts/s 5321 | took 330.1 s").height == 0
+
+
+def test_a_capitalised_iteration_is_tried_by_the_iteration_and_loss_pattern() -> None:
+    rows = parse("Iteration 4 | loss 2.3").to_dicts()
+    assert [(r["event"], r["fields"]["step"], r["fields"]["loss"]) for r in rows] == [("progress", 4, 2.3)]
+
+
 def test_carriage_returns_split_into_segments_on_the_same_line() -> None:
     rows = parse("progress 10%\rprogress 90%\rValueError: glued after tqdm").to_dicts()
     assert [(r["line"], r["event"]) for r in rows] == [(1, "exception")]
