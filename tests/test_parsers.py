@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 from pathlib import PurePath
 
@@ -12,7 +13,7 @@ from logscope.errors import UsageError
 from logscope.parsers.filenames import compile_pattern, describe
 from logscope.parsers.lines import parse_chunk
 from logscope.parsers.prefixes import strip_prefixes
-from logscope.parsers.timestamps import leading_time
+from logscope.parsers.timestamps import leading_time, leading_times
 
 
 def parse(*lines: str, year: int = 2026) -> pl.DataFrame:
@@ -221,3 +222,21 @@ def test_torchrun_no_error_file_line_names_a_global_rank() -> None:
               "info. See: https://pytorch.org/docs/stable/elastic/errors.html")
     assert row["event"] == "worker_failed"
     assert (row["rank"], row["local_rank"]) == (11, None)
+
+
+def test_plain_times_read_by_one_strptime_are_the_times_leading_time_reads() -> None:
+    # Every combination of the parts a plain form's regex (time_forms.PLAIN_TIMES) looks at, where
+    # they fit it and where they do not: years out of range, other separators, fractions too long
+    # or cut, a comma with other than 3 digits, text after the time, impossible dates and clocks;
+    # and the other forms beside them.
+    texts = [f"{year}-{date} {clock}{frac}{tail}".replace(" ", sep, 1)
+             for year, date, clock, sep, frac, tail in itertools.product(
+                 ["1899", "1900", "2025", "2999", "3000", "0001"], ["05-08", "02-30", "13-01", "00-10"],
+                 ["10:13:05", "23:59:60", "24:00:00"], [" ", "T", "_"],
+                 ["", ".5", ".630679", ".1234567", ".123456789", ",532", ",53", ",5321", "."], ["", " ", "Z", "]"])]
+    texts += ["E1003 22:26:03.467156", "Dec  2 15:12:00", "12/02/2026 15:12:00", "1712345678.5",
+              "[2024-05-08 08:47:31,261]", "DLL 2025-10-03 22:16:01.1"]
+    series = pl.Series("t", texts)
+    expected = series.to_frame().select(leading_time(pl.col("t"), 2026)).to_series()
+    assert expected.drop_nulls().len() > 100  # the forms the fast path reads are among them
+    assert leading_times(series, 2026).equals(expected)

@@ -53,7 +53,7 @@ from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.repeats import Wordings, repeat_surplus
 from logscope.parsers.time_forms import EPOCH_FORM
-from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, parse_event_time
+from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, leading_times, parse_event_time
 from logscope.stacking import positions, stacked, unstacked
 
 MAX_TEXT = 4096  # characters of a line kept in the timeline; evidence never needs more
@@ -486,8 +486,8 @@ def _each_parsed_once(columns: Sequence[pl.Series], reference_year: int) -> list
     """The time at the start of each text of ``columns`` (null: none), each distinct text of them
     all parsed once: the lines of one second (every rank's step) share their prefix's time text,
     and a line's inner and outer time are one text when it carries one."""
-    distinct = pl.concat([texts.drop_nulls() for texts in columns]).unique().to_frame("_text")
-    parsed = distinct.with_columns(leading_time(pl.col("_text"), reference_year).alias("_time"))
+    distinct = pl.concat([texts.drop_nulls() for texts in columns]).unique()
+    parsed = pl.DataFrame({"_text": distinct, "_time": leading_times(distinct, reference_year)})
     return [texts.to_frame("_text").join(parsed, on="_text", how="left", maintain_order="left")["_time"]
             for texts in columns]
 

@@ -64,6 +64,17 @@ YEARLESS_TIME_ANYWHERE = ascii_classes(
     r"(?:^|[^\w])[IWEF]\d{4} \d{2}:\d{2}:\d{2}|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
     r"\d{2}:\d{2}:\d{2}")
 
+# The two forms most prefix times take, each a whole text (Python logging's asctime, DLLogger's and
+# NCCL's datetime), with the strptime format that reads them as ISO_FORM does (a year of 1900-2999,
+# a fraction truncated to microseconds: 1-6 digits, or logging's 3 after a comma): one strptime
+# each where leading_time runs five extractions (logscope.parsers.timestamps.leading_times).
+PLAIN_TIMES = (
+    (r"^(?:19|2[0-9])[0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]{1,6}$",
+     "%Y-%m-%d %H:%M:%S%.f"),
+    (r"^(?:19|2[0-9])[0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3}$",
+     "%Y-%m-%d %H:%M:%S,%3f"),
+)
+
 # A quick look at the start of a file for any full date, to give glog/syslog lines their year.
 FULL_DATE_BYTES = rb"(?<!\d)(19[7-9]\d|20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ T_]\d\d:\d\d:\d\d"
 # MLPerf's compliance lines (mlcommons/logging, mlperf_logging/mllog/mllog.py: _encode_log writes
@@ -81,6 +92,7 @@ __all__ = [
     "ISO_FORM",
     "MLLOG_TIME_MS_BYTES",
     "MONTHS",
+    "PLAIN_TIMES",
     "SYSLOG_FORM",
     "US_FORM",
     "YEARLESS_TIME",
