@@ -140,6 +140,10 @@ class Event(str, Enum):
     FR_DUMP = "fr_dump"
     FR_GROUP = "fr_group"
     FR_ENTRY = "fr_entry"
+    # a log line saying where Flight Recorder dumps are written (c10d's "dumping nccl trace to
+    # PATH", the writer's "Finished writing ... debug info to PATH", TORCH_FR_DUMP_TEMP_FILE=PREFIX
+    # in an environment): ``fields.value`` the path or the prefix (logscope.flight_recorder.finding)
+    FR_DUMP_NAMED = "fr_dump_named"
     # a message from the catalogue (logscope/knowledge/messages.toml) that no specific event
     # covers; ``fields.key`` is its catalogue id, which gives its category and who it blames
     KNOWN_MESSAGE = "known_message"

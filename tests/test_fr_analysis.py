@@ -4,6 +4,7 @@ tools/fr_writer.py)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -208,6 +209,23 @@ def test_dumps_the_logs_name(tmp_path: Path) -> None:
     assert [w for w in job.warnings if "/tmp/nccl_trace_rank_1" in w] == [
         "the logs say a Flight Recorder dump was written to /tmp/nccl_trace_rank_1, which is not here (a node's own "
         "disk?): copy it beside the logs, or give its folder with --fr"]
+
+
+def test_a_dump_prefix_named_anywhere_in_a_compressed_log_is_followed(tmp_path: Path) -> None:
+    # The lines that name dumps are the catalogue's (fr_dump_named events): read with the rest of
+    # the log, wherever they stand in it and whatever it is compressed with, never read again.
+    job_of(tmp_path / "job" / "fr", steps=6, stops_issuing={2: 3})
+    started = UTC_START + timedelta(seconds=600)
+    text = "+ export TORCH_FR_DUMP_TEMP_FILE=fr/nccl_trace_rank_\n" + watchdog_log(started, 0, 4)
+    text += "".join(f"[rank0]: 2026-12-05 23:{n // 60 % 60:02d}:{n % 60:02d},000 - INFO - step {n}/90000\n"
+                    for n in range(2000))
+    with gzip.open(tmp_path / "job" / "train-7-node01.out.gz", "wt") as stream:
+        stream.write(text)
+    job = load_job_with_dumps([tmp_path / "job" / "train-7-node01.out.gz"], ("%x-%j-%N.out",), None, (), ())
+    named = job.timeline.filter(pl.col("event") == Event.FR_DUMP_NAMED.value)
+    assert named["fields"].struct.field("value").to_list() == ["fr/nccl_trace_rank_"]
+    fr = flight_recorder_of(JobView(job.timeline, files=tuple(f.display for f in job.files)))
+    assert fr is not None and fr.ranks == [0, 1, 2, 3] and fr.lagging_ranks == [2]
 
 
 def test_logs_without_dumps_are_analysed_as_before(tmp_path: Path) -> None:

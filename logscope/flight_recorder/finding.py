@@ -16,15 +16,15 @@ each node's own disk unless the job sets a shared one. Dumps are found
 * at the paths the logs name: c10d's ``ProcessGroupNCCL dumping nccl trace to PATH`` and the
   writer's ``Finished writing NCCLPG debug info to PATH`` (``ProcessGroupNCCL.cpp``,
   ``FlightRecorder.cpp``), and a prefix set in the logs (``TORCH_FR_DUMP_TEMP_FILE=...`` echoed by
-  ``set -x``). Only the last :data:`TAIL_BYTES` of each plain log file are searched: these lines
-  are written when the job hangs, near its end. A path named there that is not on this machine
-  (a node's ``/tmp``) is remembered: the "next time" hint names it.
+  ``set -x``): the message catalogue recognises those lines as ``fr_dump_named`` events while the
+  logs are read (``c10d.fr.*``, ``torch.env.fr_dump_temp_file``), so no log is read twice for
+  them. A path named there that is not on this machine (a node's ``/tmp``) is remembered: the
+  "next time" hint names it.
 """
 
 from __future__ import annotations
 
 import glob
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,14 +37,12 @@ from logscope.walk import walk
 PREFIX_VARIABLES = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 DEFAULT_PREFIX = "~/.cache/torch/comm_lib_trace_rank_"
 OLD_DEFAULT_PREFIX = "/tmp/nccl_trace_rank_"
-TAIL_BYTES = 8 * 1024 * 1024
 SNIFF_BYTES = 512
 
 _DUMP_NAME = re.compile(r"(?:\d+(?:\.json|\.pkl|\.pickle)?|\.json|\.pkl|\.pickle)$")
 _PICKLE_KEYS = (b"pg_config", b"entries", b"pg_status")
 _JSON_KEYS = (b'"comm_lib_version"', b'"entries"', b'"nccl_version"', b'"pg_config"', b'"pg_status"')
-# What the logs say about where dumps went (see the module docstring).
-_NAMED = re.compile(rb"(?:dumping nccl trace to|debug info to|Flight Recorder debug info to)\s+(\S+)")
+# A dump prefix a batch script sets (prefixes_in_script).
 _PREFIX_SET = re.compile(rb"\b(?:" + "|".join(PREFIX_VARIABLES).encode() + rb")=[\"']?([^\s\"';]+)")
 
 
@@ -150,27 +148,22 @@ def _with_prefix(prefix: str) -> list[Path]:
     return sorted(out, key=lambda p: (rank_from_name(p.name) or 0, p.name))
 
 
-def find_named_in_logs(log_files: Iterable[Path], found: Found) -> None:
-    """The dumps at the paths the logs name (see the module docstring), and the prefixes they set."""
-    for log in log_files:
-        tail = _tail(log)
-        # a plain search for the markers first (a few GB/s): most logs name no dump at all
-        if not tail or not any(marker in tail for marker in (b"trace to", b"debug info to", b"TEMP_FILE=")):
-            continue
-        for match in _NAMED.finditer(tail):
-            named = match.group(1).decode("utf-8", "replace").rstrip(".,;:'\")]")
-            path = _resolve(named, log)
+def find_named(named: Iterable[tuple[Path, str | None, str]], found: Found) -> None:
+    """The dumps at the paths the logs name, and the prefixes they set (see the module docstring):
+    ``named`` holds, for each line that names one, its log file, the variable it sets (a prefix;
+    None: the line names a dump) and the path or prefix, as the catalogue reads them."""
+    for log, variable, value in named:
+        if variable is None:
+            path_named = value.rstrip(".,;:'\")]")
+            path = _resolve(path_named, log)
             if path is not None and sniff(path):
                 found.add(path)
-            elif named not in found.named_elsewhere:
-                found.named_elsewhere.append(named)
-        for match in _PREFIX_SET.finditer(tail):
-            prefix = match.group(1).decode("utf-8", "replace")
-            if prefix not in found.prefixes:
-                found.prefixes.append(prefix)
-                for dump in _with_prefix(prefix if Path(prefix).expanduser().is_absolute()
-                                         else str(log.parent / prefix)):
-                    found.add(dump)
+            elif path_named not in found.named_elsewhere:
+                found.named_elsewhere.append(path_named)
+        elif value not in found.prefixes:
+            found.prefixes.append(value)
+            for dump in _with_prefix(value if Path(value).expanduser().is_absolute() else str(log.parent / value)):
+                found.add(dump)
 
 
 def prefixes_in_script(text: str) -> list[str]:
@@ -201,19 +194,5 @@ def _resolve(named: str, log: Path) -> Path | None:
     return None
 
 
-def _tail(path: Path) -> bytes:
-    """The last TAIL_BYTES of a plain (not compressed) file; nothing when it cannot be read."""
-    if path.suffix in (".gz", ".zst", ".xz", ".bz2"):
-        return b""
-    try:
-        with path.open("rb") as stream:
-            stream.seek(0, os.SEEK_END)
-            size = stream.tell()
-            stream.seek(max(0, size - TAIL_BYTES))
-            return stream.read(TAIL_BYTES)
-    except OSError:
-        return b""
-
-
 __all__ = ["DEFAULT_PREFIX", "OLD_DEFAULT_PREFIX", "PREFIX_VARIABLES", "Found", "could_be_dump", "find_given",
-           "find_in_folders", "find_named_in_logs", "find_prefixed", "prefixes_in_script", "sniff"]
+           "find_in_folders", "find_named", "find_prefixed", "prefixes_in_script", "sniff"]

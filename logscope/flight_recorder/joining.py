@@ -16,7 +16,7 @@ from logscope.flight_recorder.finding import (
     Found,
     find_given,
     find_in_folders,
-    find_named_in_logs,
+    find_named,
     find_prefixed,
     prefixes_in_script,
 )
@@ -54,6 +54,16 @@ def load_job_with_dumps(inputs: Sequence[Path], patterns: tuple[str, ...], on_pr
     return job
 
 
+def _named_in(job: Job) -> list[tuple[Path, str | None, str]]:
+    """The dumps and dump prefixes the job's logs name (its ``fr_dump_named`` rows): each with its
+    log file, the variable a prefix is set by (None for a dump) and the path or prefix."""
+    said = pl.col("fields").struct
+    rows = job.timeline.filter(pl.col("event") == Event.FR_DUMP_NAMED.value).select(
+        "file", said.field("key").alias("variable"), said.field("value").alias("value")).drop_nulls("value")
+    logs = {f.display: f.path for f in job.files}
+    return [(logs[file], variable, value) for file, variable, value in rows.iter_rows() if file in logs]
+
+
 def has_dumps(job: Job) -> bool:
     """Whether Flight Recorder rows are on ``job``'s timeline."""
     return bool(job.timeline.height) and bool((job.timeline["source"] == "fr").any())
@@ -64,7 +74,7 @@ def add_to_job(job: Job, found: Found) -> None:
     at work: the lines naming dumps come with it) and put them on ``job``'s timeline; the dumps
     skipped go to ``job.skipped`` with their reasons."""
     if job.files and job.timeline.height and job.timeline["event"].is_in(_WATCHDOG).any():
-        find_named_in_logs([f.path for f in job.files], found)
+        find_named(_named_in(job), found)
     job.skipped.extend(found.skipped)
     for named in found.named_elsewhere[:8]:
         job.warnings.append(f"the logs say a Flight Recorder dump was written to {named}, which is not here (a node's "
