@@ -72,8 +72,10 @@ def classify(candidates: pl.DataFrame) -> pl.DataFrame:
     # not only until one matches: a few more regex runs on few rows, against a join per pattern
     # to drop the rows already claimed (done for patterns of MANY_LINES only). The earliest
     # matching pattern wins below.
+    # (A line's triggers made unique in its list before it is exploded: the same rows as a unique
+    # over the exploded pairs, at a third of the cost.)
     by_trigger = (
-        candidates.select("idx", "body", "kw").explode("kw").unique(["idx", "kw"], maintain_order=True)
+        candidates.select("idx", "body", pl.col("kw").list.unique(maintain_order=True)).explode("kw")
         .partition_by("kw", as_dict=True, include_key=False)
     )
 
