@@ -28,13 +28,15 @@ import glob
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from logscope.errors import UsageError, printable
 from logscope.ingest.discovery import Skipped
+from logscope.knowledge import by_id
+from logscope.parsers.regex_ascii import ascii_classes
 from logscope.walk import walk
 
-PREFIX_VARIABLES = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 DEFAULT_PREFIX = "~/.cache/torch/comm_lib_trace_rank_"
 OLD_DEFAULT_PREFIX = "/tmp/nccl_trace_rank_"
 SNIFF_BYTES = 512
@@ -42,8 +44,8 @@ SNIFF_BYTES = 512
 _DUMP_NAME = re.compile(r"(?:\d+(?:\.json|\.pkl|\.pickle)?|\.json|\.pkl|\.pickle)$")
 _PICKLE_KEYS = (b"pg_config", b"entries", b"pg_status")
 _JSON_KEYS = (b'"comm_lib_version"', b'"entries"', b'"nccl_version"', b'"pg_config"', b'"pg_status"')
-# A dump prefix a batch script sets (prefixes_in_script).
-_PREFIX_SET = re.compile(rb"\b(?:" + "|".join(PREFIX_VARIABLES).encode() + rb")=[\"']?([^\s\"';]+)")
+# The catalogue's message of a dump prefix set in an environment: a batch script sets it the same way.
+PREFIX_MESSAGE = "torch.env.fr_dump_temp_file"
 
 
 @dataclass
@@ -170,11 +172,19 @@ def prefixes_in_script(text: str) -> list[str]:
     """The dump prefixes a batch script sets (``export TORCH_FR_DUMP_TEMP_FILE=...``), absolute
     ones only (a relative one is relative to a working folder the script does not say)."""
     found = []
-    for match in _PREFIX_SET.finditer(text.encode("utf-8", "replace")):
-        prefix = match.group(1).decode("utf-8", "replace")
+    for match in _prefix_set().finditer(text):
+        prefix = match.group("value")
         if prefix.startswith("/") and prefix not in found:
             found.append(prefix)
     return found
+
+
+@cache
+def _prefix_set() -> re.Pattern[str]:
+    """The catalogue's regex of a dump prefix set (:data:`PREFIX_MESSAGE`), for Python's re."""
+    message = by_id(PREFIX_MESSAGE)
+    assert message is not None and message.match is not None, PREFIX_MESSAGE
+    return re.compile(ascii_classes(message.match))
 
 
 def find_prefixed(prefixes: Sequence[str], found: Found) -> None:
@@ -194,5 +204,5 @@ def _resolve(named: str, log: Path) -> Path | None:
     return None
 
 
-__all__ = ["DEFAULT_PREFIX", "OLD_DEFAULT_PREFIX", "PREFIX_VARIABLES", "Found", "could_be_dump", "find_given",
+__all__ = ["DEFAULT_PREFIX", "OLD_DEFAULT_PREFIX", "PREFIX_MESSAGE", "Found", "could_be_dump", "find_given",
            "find_in_folders", "find_named", "find_prefixed", "prefixes_in_script", "sniff"]
