@@ -20,6 +20,7 @@ import pytest
 from logscope.ingest import discover
 from logscope.ingest.line_frames import lines_frame
 from logscope.parsers import lines as engine
+from logscope.parsers import prefixes
 from logscope.parsers.prefixes import split_prefix_of_files, timeless
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.timestamps import leading_time
@@ -160,8 +161,6 @@ def test_heads_a_tool_put_on_every_line_come_off_as_each_rows_own_regex_takes_th
             for k in range(files) for n in range(40)]
     frame = pl.DataFrame({"_file": [k for k, _ in rows], "raw": [raw for _, raw in rows]},
                          schema={"_file": pl.UInt32, "raw": pl.String})
-    from logscope.parsers import prefixes
-
     one_pass_a_head = _split(frame, "_file")
     monkeypatch.setattr(prefixes, "DISTINCT_HEADS_MAX", 0)
     regex_a_row = _split(frame, "_file")

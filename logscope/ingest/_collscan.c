@@ -860,8 +860,9 @@ static PyObject *controls(PyObject *Py_UNUSED(self), PyObject *args) {
  *     (repeats.CONTINUATION), 2 when it holds a time of day anywhere (repeats.TIME_OF_DAY), 4
  *     (LONG_LINE) when it is longer than ``max_line`` bytes (when that is not 0). And one native
  *     uint32 in ``held``: bit i set when the line holds ``needles[i]`` (at most MAX_NEEDLES byte
- *     strings of two bytes or more: the catalogue's progress triggers grow with it). With ``hashed`` false, only ``held`` and LONG_LINE are found (each hash
- *     0, no other flag): what the lines hold, at a fifth of the cost.
+ *     strings of two bytes or more: the catalogue's progress triggers grow with it). With
+ *     ``hashed`` false, only ``held`` and LONG_LINE are found (each hash 0, no other flag): what
+ *     the lines hold, at a fifth of the cost.
  *     tests/test_repeats.py holds the two ways to the same partition of lines and the same flags.
  */
 static inline int is_word(unsigned char c) { return is_digit((char)c) || (classes[c] & LETTER) || c == '_'; }

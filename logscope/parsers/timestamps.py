@@ -84,8 +84,8 @@ def leading_times(texts: pl.Series, reference_year: int) -> pl.Series:
         plain = rest["_text"].str.contains(regex).fill_null(False)
         if plain.any():
             read = rest.filter(plain).select("_at", pl.col("_text").str.to_datetime(
-                strptime, strict=False, time_unit="us"))
-            times = times.scatter(read["_at"], read["_text"])
+                strptime, strict=False, time_unit="us").alias("_time"))
+            times = times.scatter(read["_at"], read["_time"])
             rest = rest.filter(~plain)
     if rest.height:
         read = rest.select("_at", leading_time(pl.col("_text"), reference_year).alias("_time"))
