@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "logscope" / "ingest" / "_collscan.c"
 TESTS = ["tests/test_scanner_api.py", "tests/test_scanner_fuzz.py", "tests/test_coll_prefilter.py",
          "tests/test_scanning.py", "tests/test_repeats.py",
-         "tests/test_repeat_prefilter.py"]
+         "tests/test_repeat_prefilter.py", "tests/test_progress_prefilter.py"]
 FLAGS = ["-shared", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
          "-fno-sanitize-recover=all"]
 

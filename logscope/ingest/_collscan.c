@@ -1158,6 +1158,75 @@ done:
     return result;
 }
 
+/* ---- shapes: lines alike but for their digits (logscope/ingest/progress_prefilter.py) ----
+ *
+ * shapes(text[, max_lines]) -> (hashes, end)
+ *     For each line of ``text`` (split at '\n' as wordings splits it, the first ``max_lines`` when
+ *     it is not 0; ``end`` as wordings'), one native uint64: a hash of the line with each ASCII
+ *     digit read as '0', its length included, so that two lines hash alike when, and only when (up
+ *     to a hash collision), they are of one length and differ in their digits alone, digit for
+ *     digit: the lines of a training loop's progress line, step after step and rank after rank.
+ */
+static uint64_t shape_of(const unsigned char *s, Py_ssize_t n) {
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull);
+    Py_ssize_t p = 0;
+    for (; n - p >= 8; p += 8) {
+        uint64_t w;
+        memcpy(&w, s + p, 8);
+        /* each byte that is an ASCII digit (0x30..0x39) becomes '0', eight at a time: a byte's
+         * high bit is set in ``low`` when its low seven bits are at least 0x30, in ``high`` when
+         * at least 0x3a (no sum carries into the next byte), and a digit's own high bit is 0 */
+        const uint64_t ones = 0x0101010101010101ull, seven = 0x7f7f7f7f7f7f7f7full;
+        uint64_t low = (w & seven) + (0x80 - 0x30) * ones, high = (w & seven) + (0x80 - 0x3a) * ones;
+        uint64_t digit = ((low & ~high & ~w & 0x8080808080808080ull) >> 7) * 0xff;
+        w = (w & ~digit) | (0x30 * ones & digit);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 31;
+    }
+    uint64_t w = 0;
+    for (Py_ssize_t i = 0; p + i < n; i++) {
+        unsigned char c = s[p + i];
+        w |= (uint64_t)(c >= '0' && c <= '9' ? '0' : c) << (8 * i);
+    }
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+static PyObject *shapes(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer text;
+    Py_ssize_t max_lines = 0;
+    if (!PyArg_ParseTuple(args, "y*|n", &text, &max_lines))
+        return NULL;
+    if (max_lines < 0) {
+        PyBuffer_Release(&text);
+        PyErr_SetString(PyExc_ValueError, "max_lines must not be negative");
+        return NULL;
+    }
+    const unsigned char *s = text.buf;
+    Py_ssize_t n = text.len, lines = 1;
+    for (const unsigned char *q = s; (max_lines == 0 || lines < max_lines)
+                                     && (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
+        lines++;
+    PyObject *result = NULL, *hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
+    if (hashes != NULL) {
+        uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);
+        Py_ssize_t start = 0;
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t line = 0; line < lines; line++) {
+            const unsigned char *nl = memchr(s + start, '\n', (size_t)(n - start));
+            Py_ssize_t end = nl ? nl - s : n;
+            uint64_t value = shape_of(s + start, end - start);
+            memcpy(&h[line], &value, sizeof value);
+            start = end < n ? end + 1 : n;
+        }
+        Py_END_ALLOW_THREADS;
+        result = Py_BuildValue("(On)", hashes, start);
+        Py_DECREF(hashes);
+    }
+    PyBuffer_Release(&text);
+    return result;
+}
+
 /* ---- aside: which groups of lines a restart loop repeats (repeats._surplus's rule) ----
  *
  * aside(hashes, flags, own, head, tail) -> (rows, counted_rows, counts)
@@ -1441,6 +1510,7 @@ static PyMethodDef methods[] = {
     {"wordings", wordings, METH_VARARGS, "Per line, the hash of its text with what a restart loop changes masked, "
                                          "its flags (1: goes on the line before, 2: holds a time, 4: longer than "
                                          "max_line) and the needles it holds: (hashes, flags, held, end)."},
+    {"shapes", shapes, METH_VARARGS, "Per line, the hash of its text with each digit read as '0': (hashes, end)."},
     {"aside", aside, METH_VARARGS, "The lines a restart loop repeats, and what they are counted against: "
                                    "(rows, counted_rows, counts)."},
     {"lines_of", lines_of, METH_VARARGS, "A block's lines at rows joined, or its other lines numbered: "

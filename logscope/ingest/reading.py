@@ -45,6 +45,7 @@ from logscope.ingest.matching import (
     cut_for_matching,
     cut_for_matching_each,
 )
+from logscope.ingest.progress_prefilter import reduce_progress
 from logscope.ingest.repeat_prefilter import RepeatsFound, drop_across, looks_for_repeats, reduce_repeats
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin_each, thin_parts
@@ -289,13 +290,16 @@ class _Framed:
     # rule does not look again. ``repeated``: the lines kept that those it set aside are counted against.
     repeats_looked: bool = False
     repeated: pl.DataFrame | None = None
+    # Progress lines were set aside on its bytes (logscope.ingest.progress_prefilter): it is
+    # prepared alone (a chunk's wrappers are learned from its first lines, and it keeps its own).
+    progress: bool = False
 
     def joined(self, later: _Framed) -> _Framed:
         repeated = [r for r in (self.repeated, later.repeated) if r is not None]
         return _Framed(pl.concat([self.lines, later.lines]), self.carriage_returns or later.carriage_returns,
                        self.prefiltered and later.prefiltered, self.set_aside + later.set_aside,
                        self.size + later.size, self.repeats_looked or later.repeats_looked,
-                       pl.concat(repeated) if repeated else None)
+                       pl.concat(repeated) if repeated else None, self.progress and later.progress)
 
 
 @dataclass
@@ -335,6 +339,10 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole | _R
                        controls.carriage_return, True)
     # Not COLL-heavy: a restart loop's repeats, set aside on the block's bytes when it is one.
     found = reduce_repeats(block, first_line, controls, LOOP_KEEP, LOOP_KEEP) if looks_for_repeats(controls) else None
+    if found is not None and found.kept is None:
+        # No loop: its progress lines, set aside on the block's bytes when they are most of it
+        # (the polars rule's repeats are looked for no more either way, as without).
+        found = reduce_progress(block, first_line, controls, reading.year, COLL_HEAD, PROGRESS_TAIL) or found
     if found is not None and found.kept is not None:
         reading.result.lines_read += found.lines_read  # the next block's lines are numbered after them
         return _Repeated(found, controls.carriage_return, len(block))
@@ -374,6 +382,8 @@ class _HeldRepeats:
             yield from self.release()
             yield item
             return
+        if self._held and self._held[0].found.keep != item.found.keep:  # a loop's, then progress lines
+            yield from self.release()
         self._held.append(item)
         self._bytes += len(item.found.kept or b"")
         if self._bytes >= REPEATS_HELD_BYTES:
@@ -382,14 +392,16 @@ class _HeldRepeats:
     def release(self) -> Iterator[_Framed]:
         """The blocks held, framed, in order."""
         held, self._held, self._bytes = self._held, [], 0
-        for block, found in zip(held, drop_across([block.found for block in held], LOOP_KEEP, LOOP_KEEP),
-                                strict=True):
+        if not held:
+            return
+        head, tail = held[0].found.keep
+        for block, found in zip(held, drop_across([block.found for block in held], head, tail), strict=True):
             assert found.kept is not None
             lines = lines_frame(found.kept, found.first_line, numbered=True)
             if lines.height != found.kept_count:  # never seen: the lines split in Python
                 lines = _numbered_lines(found.kept)
             yield _framed(self._reading, lines, 0, 0, len(found.kept), block.size, block.carriage_return, True,
-                          repeats_looked=True, repeated=found.counted)
+                          repeats_looked=True, repeated=found.counted, progress=found.keep != (LOOP_KEEP, LOOP_KEEP))
 
 
 def _numbered_lines(kept: bytes) -> pl.DataFrame:
@@ -413,14 +425,14 @@ def _kept_lines(reduced: Reduced, first_line: int) -> pl.DataFrame | None:
 
 def _framed(reading: _Reading, lines: pl.DataFrame, read: int, set_aside: int, size: int, block_size: int,
             carriage_return: bool, prefiltered: bool, repeats_looked: bool = False,
-            repeated: pl.DataFrame | None = None) -> _Framed:
+            repeated: pl.DataFrame | None = None, progress: bool = False) -> _Framed:
     """``lines`` of a block of ``block_size`` bytes (``read`` lines, ``set_aside`` of them dropped by
     the byte pass, ``size`` bytes left) counted in its file and cut for matching (``repeats_looked``,
     ``repeated``: see _Framed)."""
     reading.result.lines_read += read
     lines, cut = cut_for_matching(lines) if block_size > MATCH_CHARS else (lines, 0)
     reading.cut += cut
-    return _Framed(lines, cut > 0 or carriage_return, prefiltered, set_aside, size, repeats_looked, repeated)
+    return _Framed(lines, cut > 0 or carriage_return, prefiltered, set_aside, size, repeats_looked, repeated, progress)
 
 
 class _Batch:
@@ -520,9 +532,11 @@ class _Batch:
                     continue
                 if plain is not None:
                     carry_time, plain, whole = self._prepare(reading, plain, carry_time), None, False
-                if framed.prefiltered:
-                    # What is left of prefiltered blocks is prepared a few blocks at a time: a
-                    # prepare costs ~20 ms whatever its lines, and those are few.
+                # What is left of prefiltered blocks is prepared a few blocks at a time: a prepare
+                # costs ~20 ms whatever its lines, and those are few. Not a block whose progress
+                # lines were set aside: it keeps its first lines, and its wrappers are learned
+                # from those, as they are without it.
+                if framed.prefiltered and not framed.progress:
                     held = framed if held is None else held.joined(framed)
                     if held.lines.height >= HELD_ROWS:
                         carry_time, held, whole = self._prepare(reading, held, carry_time), None, False

@@ -62,6 +62,9 @@ class RepeatsFound:
     first_line: int = 0  # the block's lines are numbered from first_line + 1
     # The groups kept (``_collscan.aside``'s records, with_groups), for drop_across; None after it.
     groups: bytes | None = None
+    # The first and last groups of each key kept (progress_prefilter's keep more than a loop's):
+    # drop_across keeps as many of the blocks together.
+    keep: tuple[int, int] = (0, 0)
 
 
 def looks_for_repeats(controls: Controls) -> bool:
@@ -107,10 +110,11 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
         if not rows:
             return whole
     kept, kept_count = compiled.scanner.lines_of(body, rows, True, first_line)
-    return RepeatsFound(kept, kept_count, len(flags), _counted(counted, tallies, first_line), first_line, groups)
+    return RepeatsFound(kept, kept_count, len(flags), counted_frame(counted, tallies, first_line), first_line, groups,
+                        keep=(head, tail))
 
 
-def _counted(rows: bytes, counts: bytes, first_line: int) -> pl.DataFrame:
+def counted_frame(rows: bytes, counts: bytes, first_line: int) -> pl.DataFrame:
     """``aside``'s counted rows and counts as a frame of line numbers in the file and counts."""
     return pl.DataFrame({"line": pl.Series(array("I", rows), dtype=pl.Int64) + (first_line + 1),
                          "count": pl.Series(array("I", counts), dtype=pl.Int64)})
@@ -244,4 +248,4 @@ def _needle_bits() -> tuple[int, int]:
     triggers = len(_needles()) - 2
     return (1 << triggers) - 1, 0b11 << triggers
 
-__all__ = ["MIN_LINES", "RepeatsFound", "looks_for_repeats", "reduce_repeats"]
+__all__ = ["MIN_LINES", "RepeatsFound", "counted_frame", "drop_across", "looks_for_repeats", "reduce_repeats"]

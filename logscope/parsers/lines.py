@@ -242,6 +242,15 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
     return candidates, timed[-1] if timed.len() else carry_time, timed[0] if timed.len() else None
 
 
+def described(lines: pl.DataFrame, reference_year: int) -> pl.DataFrame:
+    """The candidate lines of ``lines`` (``line``, ``raw``: one chunk, no time carried into it) as a
+    chunk's are read before they are classified: ``line``, ``prefix``, ``who``, ``body``, ``raw``
+    (its envelope opened), ``lead_time`` and ``kw`` (the triggers each holds). A line that only
+    quotes, or holds no trigger, has no row. What :mod:`logscope.ingest.progress_prefilter` asks
+    of one line of each shape of a block."""
+    return _candidates(lines, reference_year, None)[0]
+
+
 # A traceback's frame line (CPython's traceback.c / traceback.py: '  File "%s", line %d, in %s'):
 # the lines its process writes after it, up to the next frame or the exception, are source code.
 _FRAME_LINE = ascii_classes(r'\bFile "[^"]*", line \d+, in ')
@@ -719,5 +728,5 @@ def _empty_candidates() -> pl.DataFrame:
                                 "next_time": pl.Datetime("us"), "kw": pl.List(pl.String)})
 
 
-__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "finish_chunks", "parse_chunk", "prepare_chunk",
-           "prepare_files"]
+__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "described", "finish_chunks", "parse_chunk",
+           "prepare_chunk", "prepare_files"]

@@ -45,7 +45,7 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     the triggers each holds)
     that are progress lines the thinning would drop (see the module docstring); None when there is
     none."""
-    patterns, others = _progress_patterns()
+    patterns, others = prefix_keyed_patterns()
     if candidates.height <= head + tail or not patterns:
         return None
     triggers = sorted({t for p in patterns for t in p.triggers})
@@ -64,7 +64,7 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
 
 
 @cache
-def _progress_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
+def prefix_keyed_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     """The progress patterns whose events take their process from the prefix alone (no identity
     group), and every other pattern before the last of them (one of them matching a line claims it
     first, or makes its process another)."""
@@ -73,4 +73,4 @@ def _progress_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     return usable, others_before(usable)
 
 
-__all__ = ["progress_surplus"]
+__all__ = ["prefix_keyed_patterns", "progress_surplus"]

@@ -1,0 +1,403 @@
+"""A big block's training-progress lines set aside on its bytes, before polars frames them.
+
+A trainer logs a progress line per step and rank (Megatron's ``iteration 1200/ 500000 | consumed
+samples: ... | lm loss: 2.51E+00 | ...``, DLLogger's ``DLL 2025-10-03 22:11:24.887573 - Iteration
+591 | train_loss : ...``); the timeline keeps the first :data:`~logscope.limits.COLL_HEAD` and the
+last :data:`~logscope.limits.PROGRESS_TAIL` of each process of a file
+(:mod:`logscope.ingest.thinning`). :mod:`logscope.parsers.progress_aside` sets the others aside
+once polars has framed every line (its prefixes split, its times parsed, its triggers listed):
+~7 us of a core a line, nearly all of what a progress log costs. Here they go before that.
+
+The lines of one step differ from those of the next in their digits alone (the step, the loss, the
+time, the rank in ``[default3]:``). The compiled scanner hashes each line with its digits read as
+``0`` (``_collscan.shapes``); the lines of a shape that hold a progress pattern's trigger are
+described by polars once, on one line of the shape (:func:`~logscope.parsers.lines.described`,
+framed behind the block's first lines, from which a file's wrappers and envelopes are learned),
+and the shape is one whose lines can go when that line:
+
+* is a progress line classification certainly gives (as progress_aside asks it:
+  :func:`~logscope.parsers.claims.certain`), of a pattern with no identity group, so that its
+  process is the one its prefixes name;
+* carries at most one clock: no outer time in front of another (the offset between a file's two
+  clocks is taken over the lines that carry both, and these would change it);
+* holds no trigger with a digit in it, and tries no pattern whose regex tells digits apart (a
+  literal digit, a class of some digits: :func:`digit_blind`), so that every line of the shape
+  is tried by the same patterns with the same outcome.
+
+The regexes that read prefixes and times tell digits apart (a year is ``(?:19|2\\d)\\d\\d``), so each
+line of such a shape is still read by polars, with capture-free regexes only: its prefixes' span,
+the text they leave once their times are taken out (who wrote it: the key its lines are kept by,
+as progress_aside keys them) and whether its body starts with a time must be those of the line
+that described its shape; a line where one is not is kept. What is left is the rule of
+:mod:`logscope.ingest.repeat_prefilter` (``_collscan.aside``, then ``drop_across`` over a file's
+consecutive blocks): each key's first ``head`` and last ``tail`` lines are kept, and of each run of
+lines set aside back to back the first and the last with a time (a line's time comes from its
+shape's line: its untimed neighbours take their times from those). Each line set aside is counted
+against its key's first line, itself a progress line, so every line is still counted as recognised.
+
+Never set aside, as the polars path would read them otherwise: a block's first WRAPPER_SAMPLE
+lines; a line after one holding ``File "`` (a traceback's source line is quoted text); every line
+from the first holding torchrun's reprinted ``traceback : Traceback (most recent call last)`` on; a line
+longer than MATCH_CHARS. Not exact in two corners, both of a clock that is no clock: a line whose
+time has a time's form but is no date (a 13th month) is taken as timed as its shape's line; and
+the year given to a glog or syslog time (which carries none) is the one nearest the median of the
+kept lines' times, not of all of them. ``tests/test_progress_prefilter.py`` holds the rest to the
+polars path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from logscope.ingest import compiled
+from logscope.ingest.blocks import Controls, for_csv_reader
+from logscope.ingest.line_frames import lines_frame
+from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, counted_frame
+from logscope.knowledge import RECOGNISERS, Message
+from logscope.limits import MATCH_CHARS
+from logscope.parsers.claims import certain, holds, regex
+from logscope.parsers.envelopes import opened
+from logscope.parsers.lines import described
+from logscope.parsers.prefix_stack import TIME_TEXT
+from logscope.parsers.prefixes import WRAPPER_SAMPLE, split_prefix_of_files, timeless
+from logscope.parsers.progress_aside import prefix_keyed_patterns
+from logscope.parsers.repeats import SAMPLE_LINES
+from logscope.parsers.time_forms import EPOCH_FORM
+from logscope.parsers.timestamps import ANY_LEADING_TIME
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# A block is looked at when at least this share of its first SAMPLE_LINES lines hold a progress
+# trigger: elsewhere the scanner's pass would cost more than the few lines it could set aside.
+SAMPLE_SHARE = 0.5
+# A shape of fewer lines is not described: each costs a line framed, and few lines set aside.
+MIN_SHAPE_LINES = 8
+# _collscan.wordings' flag for a line longer than its max_line, and aside's for a timed line.
+_LONG_LINE = 4
+_TIMED = 2
+_FRAME_NEEDLE = b'File "'  # lines.py's _FRAME_LINE holds it
+# What a body may start with that lines.py reads as its time (_body_times: both anchored).
+_LEADING_TIME = f"(?:{ANY_LEADING_TIME})|(?:{EPOCH_FORM})"
+# lines.py's _REPRINT_START holds both (a traceback's own first line, behind an srun label's
+# "0: ", holds the second alone)
+_REPRINT_NEEDLES = (b"traceback", b": Traceback (most recent call last)")
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """What the lines that described the block's shapes said (one row per shape that may go)."""
+
+    shape: np.ndarray  # the shape's hash (uint64), ascending
+    prefix_chars: np.ndarray  # its prefixes' length
+    who_chars: np.ndarray  # what is left of them once their times are out: its length
+    body_timed: np.ndarray  # whether its body starts with a time (bool)
+    # whether a line of its shape may read otherwise (its line's body starts with a time where
+    # the time regexes read any digit anywhere: digit_relaxed), and so is read again (bool)
+    body_check: np.ndarray
+    timed: np.ndarray  # whether the line has a time (bool)
+
+
+def reduce_progress(block: bytes | memoryview, first_line: int, controls: Controls, reference_year: int,
+                    head: int, tail: int) -> RepeatsFound | None:
+    """``block`` (lines numbered from ``first_line + 1``, read as
+    :func:`~logscope.ingest.line_frames.lines_frame` reads it) without the progress lines the
+    thinning drops (see the module's docstring), as a :class:`RepeatsFound` whose ``keep`` is
+    ``(head, tail)``; None when it sets none aside. Only when
+    :func:`~logscope.ingest.repeat_prefilter.looks_for_repeats`."""
+    import numpy as np
+
+    text = for_csv_reader(block, controls.unit_separator, first=first_line == 0)
+    body = memoryview(text)[:-1] if text[-1:] == b"\n" else memoryview(text)
+    needles, progress_bits = _needles()
+    _, flags, held, end = compiled.scanner.wordings(body, needles, MATCH_CHARS, SAMPLE_LINES, False)
+    sample = len(flags)
+    if sample <= MIN_LINES and end == len(body):
+        return None
+    if np.count_nonzero(np.frombuffer(held, dtype=np.uint32) & progress_bits) < SAMPLE_SHARE * sample:
+        return None
+    if end < len(body):
+        _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
+    holding = np.frombuffer(held, dtype=np.uint32)
+    count = len(holding)
+    may_go = ((holding & progress_bits) != 0) & ((np.frombuffer(flags, dtype=np.uint8) & _LONG_LINE) == 0)
+    may_go[:WRAPPER_SAMPLE] = False
+    frame_bit, reprint_bits = 1 << (len(needles) - 3), 0b11 << (len(needles) - 2)
+    after_frame = np.flatnonzero(holding & frame_bit) + 1
+    may_go[after_frame[after_frame < count]] = False
+    reprints = np.flatnonzero((holding & reprint_bits) == reprint_bits)
+    if len(reprints):
+        may_go[reprints[0]:] = False
+    rows = np.flatnonzero(may_go)
+    if len(rows) <= head + tail:
+        return None
+    hashes, _ = compiled.scanner.shapes(body)
+    shape_of_row = np.frombuffer(hashes, dtype=np.uint64)[rows]
+    shapes, first, counts = np.unique(shape_of_row, return_index=True, return_counts=True)
+    described_shapes = np.flatnonzero(counts >= MIN_SHAPE_LINES)
+    if counts[described_shapes].sum() <= head + tail:
+        return None
+    by_row = np.argsort(first[described_shapes])  # the lines that describe them, in the block's order
+    told = _described(body, rows[first[described_shapes][by_row]], shapes[described_shapes][by_row], first_line,
+                      reference_year)
+    if told is None:
+        return None
+    # The lines of the shapes that may go, each read again where its digits could matter.
+    place = np.searchsorted(told.shape, shape_of_row)
+    place[place == len(told.shape)] = 0
+    known = told.shape[place] == shape_of_row
+    rows, place = rows[known], place[known]
+    if len(rows) <= head + tail:
+        return None
+    checked = _checked(body, rows, place, told)
+    if checked is None:
+        return None
+    keys, same = checked
+    rows, place, keys = rows[same], place[same], keys[same]
+    if len(rows) <= head + tail:
+        return None
+    line_keys = np.zeros(count, dtype=np.uint64)
+    line_keys[rows] = keys
+    line_flags = np.zeros(count, dtype=np.uint8)
+    line_flags[rows[told.timed[place]]] = _TIMED
+    own = np.ones(count, dtype=bool)
+    own[rows] = False
+    aside, counted, tallies, groups = compiled.scanner.aside(
+        line_keys.tobytes(), line_flags.tobytes(), np.flatnonzero(own).astype(np.uint32).tobytes(), head, tail, True)
+    if not aside:
+        return None
+    kept, kept_count = compiled.scanner.lines_of(body, aside, True, first_line)
+    return RepeatsFound(kept, kept_count, count, counted_frame(counted, tallies, first_line), first_line, groups,
+                        keep=(head, tail))
+
+
+def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_line: int,
+               reference_year: int) -> _Shapes | None:
+    """What one line of each shape (at ``rows`` of ``body``; ``shapes``: their hashes) says, read
+    behind the block's first WRAPPER_SAMPLE lines as the block is read; only the shapes whose lines
+    may go (see the module's docstring). None when no shape may."""
+    import numpy as np
+
+    lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
+    framed_rows = np.concatenate([lead, rows]).astype(np.uint32)
+    text, _ = compiled.scanner.lines_of(body, framed_rows.tobytes(), False, 0)
+    lines = lines_frame(text + b"\n", 1)
+    if lines.height != len(framed_rows):
+        return None
+    lines = lines.with_columns((pl.Series(framed_rows, dtype=pl.Int64) + (first_line + 1)).alias("line"))
+    read = described(lines, reference_year)
+    asked = pl.DataFrame({"line": pl.Series(rows, dtype=pl.Int64) + (first_line + 1),
+                          "_shape": pl.Series(shapes, dtype=pl.UInt64),
+                          "_text": lines["raw"].slice(len(lead))})
+    read = asked.join(read, on="line", how="inner")
+    mine, others = prefix_keyed_patterns()
+    triggers = sorted({t for p in mine for t in p.triggers})
+    read = read.with_row_index("_at").filter(holds(triggers))
+    read = certain(read, mine, others)
+    if read.height == 0:
+        return None
+    telling = _telling(set(read["kw"].explode().drop_nulls().to_list()))
+    # Each shape's line is read by patterns that tell no digits apart (a trigger with a digit is
+    # held by some lines of a shape only), and the prefixes span the start of its text.
+    prefix = pl.col("prefix").fill_null("")
+    outer, inner = pl.col("prefix").str.extract_all(TIME_TEXT).list.first(), \
+        pl.col("prefix").str.extract_all(TIME_TEXT).list.last()
+    body_timed = pl.col("body").fill_null("").str.contains(_LEADING_TIME)
+    read = read.with_columns(body_timed.alias("_body_timed")).filter(
+        (pl.col("raw") == pl.col("_text"))  # no envelope opened
+        & (outer.is_null() | (~pl.col("_body_timed") & (outer == inner)))  # one clock
+        & pl.col("kw").list.eval(pl.element().is_in(telling).not_()).list.all()
+        & ~pl.col("_text").str.replace_all(r"[0-9]", "0").str.contains_any(_masked_digit_triggers())
+    )
+    if read.height == 0:
+        return None
+    read = read.sort("_shape")
+    relaxed = _relaxed_leading_time()
+    check = (pl.col("body").fill_null("").str.contains(relaxed) if relaxed is not None
+             else pl.lit(True)).alias("_check")
+    return _Shapes(read["_shape"].to_numpy(), prefix_chars=read.select(prefix.str.len_chars()).to_series().to_numpy(),
+                   who_chars=read.select(pl.col("who").fill_null("").str.len_chars()).to_series().to_numpy(),
+                   body_timed=read["_body_timed"].to_numpy(), body_check=read.select(check).to_series().to_numpy(),
+                   timed=read["lead_time"].is_not_null().to_numpy())
+
+
+def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray,
+             told: _Shapes) -> tuple[np.ndarray, np.ndarray] | None:
+    """For the lines at ``rows`` (of the shapes at ``place`` in ``told``): the key each is kept by
+    (a hash of who wrote it), and whether its prefixes and time read as its shape's line's do. They
+    are read as the block reads them: behind its first WRAPPER_SAMPLE lines, from which wrappers
+    and envelopes are learned (and which are kept: the lines left are read behind them too)."""
+    import numpy as np
+
+    lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
+    text, _ = compiled.scanner.lines_of(body, np.concatenate([lead, rows]).astype(np.uint32).tobytes(), False, 0)
+    lines = lines_frame(text + b"\n", 1)
+    if lines.height != len(lead) + len(rows):
+        return None
+    split = split_prefix_of_files(opened(lines)).slice(len(lead))
+    prefix = pl.col("prefix").fill_null("")
+    read = split.select(
+        prefix.str.len_chars().alias("span"), timeless(prefix).str.len_chars().alias("who_chars"),
+        # a line with no prefix is keyed by a null, as the polars path keys it
+        timeless(pl.col("prefix")).hash(seed=0x6c6f6773).alias("key"))
+    same = ((read["span"].to_numpy() == told.prefix_chars[place])
+            & (read["who_chars"].to_numpy() == told.who_chars[place]))
+    check = told.body_check[place]
+    if check.any():
+        timed = (split.filter(pl.Series(check)).select(pl.col("body").fill_null("").str.contains(_LEADING_TIME))
+                 .to_series().to_numpy())
+        same[check] &= timed == told.body_timed[place][check]
+    return read["key"].to_numpy().astype(np.uint64), same
+
+
+@cache
+def _needles() -> tuple[tuple[bytes, ...], int]:
+    """The byte strings ``wordings`` looks for (the progress patterns' triggers, but those that hold
+    another, then a frame line's and a reprinted traceback's literals), and the bits of the first."""
+    mine, _ = prefix_keyed_patterns()
+    triggers = sorted({t for p in mine for t in p.triggers})
+    shortest = [t.encode() for t in triggers if not any(o != t and o in t for o in triggers)]
+    return (*shortest, _FRAME_NEEDLE, *_REPRINT_NEEDLES), (1 << len(shortest)) - 1
+
+
+def _telling(held: set[str]) -> list[str]:
+    """Of ``held`` (the triggers the described lines hold), those of a pattern a progress line may
+    be tried by (a certain one's, and those before the last of them) whose regex tells digits
+    apart: a shape whose line holds one is kept. Only the patterns of triggers held are read."""
+    mine, others = prefix_keyed_patterns()
+    return sorted({t for p in (*mine, *others) if held.intersection(p.triggers) and not _digit_blind_pattern(p)
+                   for t in p.triggers}) or ["\x00"]
+
+
+@cache
+def _digit_blind_pattern(pattern: Message) -> bool:
+    return digit_blind(regex(pattern))
+
+
+@cache
+def _masked_digit_triggers() -> list[str]:
+    """Every trigger of the table that holds a digit, its digits read as ``0``: a line whose own
+    text so read holds one may hold the trigger itself, and another of its shape not."""
+    found = {re.sub(r"[0-9]", "0", t) for p in RECOGNISERS for t in p.triggers if re.search(r"[0-9]", t)}
+    return sorted(found) or ["\x00"]
+
+
+@cache
+def _relaxed_leading_time() -> str | None:
+    relaxed = digit_relaxed(_LEADING_TIME)
+    return relaxed if relaxed is not None and digit_blind(relaxed) else None
+
+
+def digit_relaxed(pattern: str) -> str | None:
+    """``pattern`` with each literal digit read as any digit, and each class that holds a digit
+    holding them all: a regex that matches wherever ``pattern`` does, and at every text that
+    differs from one of those in its digits alone. None where it cannot say (a back-reference, a
+    negated class with a digit in it)."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 < n and pattern[i + 1].isdigit():
+                return None
+            out.append(pattern[i:i + 2])
+            i += 2
+        elif c == "{":  # a count, its digits no text's
+            end = pattern.find("}", i)
+            if end < 0:
+                return None
+            out.append(pattern[i:end + 1])
+            i = end + 1
+        elif pattern.startswith("(?P<", i):  # a group's name
+            end = pattern.find(">", i)
+            if end < 0:
+                return None
+            out.append(pattern[i:end + 1])
+            i = end + 1
+        elif c == "[":
+            j = i + 1
+            negated = j < n and pattern[j] == "^"
+            j += 1 if negated else 0
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            if j >= n:
+                return None
+            inside = pattern[i + 1:j]
+            if re.search(r"(?<!\\)[0-9]", inside):
+                if negated:
+                    return None
+                inside += "0-9"
+            out.append("[" + inside + "]")
+            i = j + 1
+        elif c.isdigit():
+            out.append("[0-9]")
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def digit_blind(pattern: str) -> bool:
+    """Whether ``pattern`` (a regex in the syntax Python's and polars' share) matches two texts that
+    differ in their digits alone, digit for digit, at the same places: no literal digit, no class
+    that holds some digits but not all. False when Python cannot read it."""
+    try:
+        from re import _parser as sre  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - Python before 3.11
+        import sre_parse as sre
+    from re import _constants as op  # type: ignore[attr-defined]
+
+    digits = set(range(ord("0"), ord("9") + 1))
+    whole = {op.CATEGORY_DIGIT, op.CATEGORY_WORD, op.CATEGORY_NOT_SPACE}
+    try:
+        tree = sre.parse(pattern)
+    except (re.error, RecursionError):
+        return False
+
+    def blind(items: object) -> bool:
+        for code, value in items:  # type: ignore[attr-defined]
+            if code in (op.LITERAL, op.NOT_LITERAL):
+                if value in digits:
+                    return False
+            elif code is op.IN:
+                held: set[int] = set()
+                for kind, item in value:
+                    if kind is op.LITERAL and item in digits:
+                        held.add(item)
+                    elif kind is op.RANGE:
+                        held |= digits & set(range(item[0], item[1] + 1))
+                    elif kind is op.CATEGORY and item in whole:
+                        held |= digits
+                if held and held != digits:
+                    return False
+            elif code is op.SUBPATTERN:
+                if not blind(value[-1]):
+                    return False
+            elif code in (op.MAX_REPEAT, op.MIN_REPEAT, getattr(op, "POSSESSIVE_REPEAT", op.MAX_REPEAT)):
+                if not blind(value[2]):
+                    return False
+            elif code is op.BRANCH:
+                if not all(blind(branch) for branch in value[1]):
+                    return False
+            elif code in (op.ASSERT, op.ASSERT_NOT):
+                if not blind(value[1]):
+                    return False
+            elif code is getattr(op, "ATOMIC_GROUP", None):
+                if not blind(value):
+                    return False
+            elif code in (op.GROUPREF, op.GROUPREF_EXISTS):
+                return False
+        return True
+
+    return blind(tree)
+
+
+__all__ = ["MIN_SHAPE_LINES", "SAMPLE_SHARE", "digit_blind", "reduce_progress"]

@@ -1,0 +1,176 @@
+"""Training-progress lines set aside on a block's bytes (logscope.ingest.progress_prefilter).
+
+The reference is the polars path (logscope.parsers.progress_aside, then the thinning): a file read
+with the prefilter gives the same events, line counts and warnings as without it, on progress logs
+of two trainers' forms with what a progress log also holds between its lines (untimed lines, a
+traceback, NCCL lines, a line whose time is no time), cut into several blocks. Negative: a block
+of few progress lines, or one where a trainer's clock stands behind another clock, is left as it
+is. And the two regex facts it stands on (digit_blind, digit_relaxed), and the scanner's shapes.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+from pathlib import Path
+
+import pytest
+from reading_support import assert_same_reads
+
+from logscope.ingest import blocks as blocks_module
+from logscope.ingest import compiled, discover, read_file, reading, thinning
+from logscope.ingest import progress_prefilter as prefilter
+from logscope.ingest.progress_prefilter import digit_blind, digit_relaxed
+
+pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner was not built here")
+
+# Megatron-LM's training_log line (megatron/training.py) behind torchrun's --tee prefix and a
+# python logger's head; DLLogger's (NVIDIA/dllogger, dllogger/logger.py) behind srun --label.
+_MEGATRON = ("[default{r}]:2026-11-03 {hh:02d}:{mm:02d}:{ss:02d},532 - INFO - iteration {step:8d}/  1000000 | "
+             "consumed samples: {samples:12d} | elapsed time per iteration (ms): {ms:.1f} | learning rate: "
+             "1.500E-04 | global batch size:    64 | lm loss: {loss:.2E} | grad norm: 0.512 |")
+_DLL = ("{r}: DLL 2025-10-03 {hh:02d}:{mm:02d}:{ss:02d}.{us:06d} - Iteration {step} | train_acc : {acc:.1f} % | "
+        "iteration_time : {ms:.1f} ms | train_loss : {loss:.4f}")
+
+
+def _progress_log(path: Path, form: str, steps: int, ranks: int, seed: int = 7, extras: bool = True,
+                  preamble: int = 0) -> Path:
+    rng = random.Random(seed)
+    lines = [f"{n % ranks}: loading shard {n} of the dataset" for n in range(preamble)]
+    for step in range(1, steps + 1):
+        seconds = 9 + 7 * step
+        when = {"hh": 14 + seconds // 3600 % 10, "mm": seconds // 60 % 60, "ss": seconds % 60}
+        for r in range(ranks):
+            lines.append(form.format(r=r, step=step, samples=64 * step, ms=6000 + rng.random() * 2000,
+                                     loss=2.5 - step / 10000, acc=rng.random() * 100, us=rng.randrange(10**6),
+                                     **when))
+        if not extras:
+            continue
+        if step % 20 == 0 and form.startswith("{r}: DLL"):  # a line of its own words now and then
+            lines.append(f"{step % ranks}: prefetching shard {''.join(rng.choices('qwxyzjkv', k=8))}")
+        if step % 97 == 0:  # an untimed line between them: its time is its neighbours'
+            lines.append(f"[default{step % ranks}]:WARNING: gradient overflow, skipping step {step}")
+        if step == steps // 3:  # a traceback, its source lines quoted text
+            lines += ["[default1]:Traceback (most recent call last):",
+                      '[default1]:  File "/workspace/train.py", line 88, in <module>',
+                      f"[default1]:    iteration {step}/ 100 | lm loss: 1.0E+00 |",
+                      "[default1]:RuntimeError: dataloader worker died"]
+        if step == steps // 2:  # a line of the shape whose "time" is no time: read otherwise
+            lines.append(form.format(r=0, step=step, samples=64 * step, ms=6000.0, loss=2.0, acc=1.0, us=0,
+                                     hh=14, mm=0, ss=0).replace("2026-11-03", "1850-11-03").replace(
+                                         "2025-10-03", "1850-10-03"))
+        if step % 500 == 0:
+            lines.append(f"gpu-node01:{1000 + step}:{2000 + step} [0] NCCL INFO comm 0x55d0 rank 0 nranks 16 "
+                         "cudaDev 0 busId 1000 - Init COMPLETE")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _reads(path: Path, monkeypatch: pytest.MonkeyPatch, *, prefiltered: bool) -> tuple[list, list]:
+    """The file read (cut into 2 MB blocks, 64 progress lines kept at the end of each process),
+    with the prefilter or without it, and what the prefilter returned for each block."""
+    found: list = []
+    reduce = prefilter.reduce_progress
+
+    def spy(*args, **kwargs):
+        result = reduce(*args, **kwargs)
+        found.append(result)
+        return result
+
+    with monkeypatch.context() as patch:
+        patch.setattr(blocks_module, "CHUNK_BYTES", 2 * 1024 * 1024)
+        patch.setattr(reading, "PROGRESS_TAIL", 64)
+        patch.setattr(thinning, "PROGRESS_TAIL", 64)
+        patch.setattr(reading, "reduce_progress", spy if prefiltered else lambda *_, **__: None)
+        read = [read_file(source) for source in discover([path])[0]]
+    return read, found
+
+
+# (DLLogger's lines after a preamble: a log of nothing but them takes "DLL " for a wrapper every
+# line carries, see below)
+@pytest.mark.parametrize(("form", "ranks", "preamble"), [(_MEGATRON, 8, 0), (_DLL, 1, 300), (_DLL, 3, 300)])
+def test_a_progress_log_reads_as_without_the_prefilter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       form: str, ranks: int, preamble: int) -> None:
+    path = _progress_log(tmp_path / "train-1-gpu-node01.out", form, steps=30000 // ranks, ranks=ranks,
+                         preamble=preamble)
+    expected, _ = _reads(path, monkeypatch, prefiltered=False)
+    got, found = _reads(path, monkeypatch, prefiltered=True)
+    assert_same_reads(expected, got)
+    reduced = [f for f in found if f is not None and f.kept is not None]
+    assert len(reduced) >= 2  # blocks set aside, and held together across the file
+    assert sum(f.kept_count for f in reduced) < sum(f.lines_read for f in reduced) // 2
+
+
+def test_a_line_whose_time_is_no_time_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its year is not one the time forms read: its prefix ends elsewhere than its shape's line's.
+    path = _progress_log(tmp_path / "train-1-gpu-node01.out", _MEGATRON, steps=3000, ranks=8)
+    _, found = _reads(path, monkeypatch, prefiltered=True)
+    kept = b"".join(f.kept for f in found if f is not None and f.kept is not None)
+    assert b"1850-11-03" in kept
+
+
+def test_lines_read_behind_a_learned_wrapper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every line starts "<rank>: DLL <time> - ": "DLL " is taken off as a tool's wrapper, learned
+    # from a block's first lines, and the prefixes behind it read; a block with a preamble learns
+    # none. Each block is read as it is without the prefilter.
+    path = _progress_log(tmp_path / "train-1-gpu-node01.out", _DLL, steps=20000, ranks=2, extras=False,
+                         preamble=300)
+    expected, _ = _reads(path, monkeypatch, prefiltered=False)
+    got, found = _reads(path, monkeypatch, prefiltered=True)
+    assert_same_reads(expected, got)
+    assert sum(f is not None and f.kept is not None for f in found) >= 2
+
+
+def test_few_progress_lines_or_two_clocks_are_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet = tmp_path / "quiet-1-gpu-node01.out"
+    quiet.write_text("".join(f"[default0]:loading shard {n} of the dataset\n" for n in range(20000)))
+    _, found = _reads(quiet, monkeypatch, prefiltered=True)
+    assert all(f is None for f in found)
+    # A shipper's time in front of the logger's: the offset between the two clocks is taken over
+    # the lines that carry both, these among them.
+    shipped = _progress_log(tmp_path / "shipped.log", "2026-11-04T01:00:00Z " + _MEGATRON, steps=2500, ranks=8,
+                            extras=False)
+    expected, _ = _reads(shipped, monkeypatch, prefiltered=False)
+    got, found = _reads(shipped, monkeypatch, prefiltered=True)
+    assert_same_reads(expected, got)
+    assert all(f is None for f in found)
+
+
+def test_shapes_hash_lines_alike_when_they_differ_in_digits_alone() -> None:
+    lines = [b"iteration 12 | loss 2.51", b"iteration 99 | loss 7.00", b"iteration 123 | loss 2.51",
+             b"iteratiom 12 | loss 2.51", b"", b"\xff\xfe 0123456789 \x80", b"\xff\xfe 9876543210 \x80"]
+    hashes, end = compiled.scanner.shapes(b"\n".join(lines))
+    got = array("Q", hashes)
+    assert end == len(b"\n".join(lines)) and len(got) == len(lines)
+    assert got[0] == got[1] and got[5] == got[6]
+    assert len({got[0], got[2], got[3], got[4], got[5]}) == 5
+    rng = random.Random(3)
+    alphabet = b"0123456789:/ ab\xb0\xb9\x3a\x2f"
+    many = [bytes(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(3000)]
+    by_mask: dict[bytes, int] = {}
+    for line, value in zip(many, array("Q", compiled.scanner.shapes(b"\n".join(many))[0]), strict=True):
+        masked = bytes(0x30 if 0x30 <= c <= 0x39 else c for c in line)
+        assert by_mask.setdefault(masked, value) == value
+    assert len(set(by_mask.values())) == len(by_mask)
+
+
+@pytest.mark.parametrize(("pattern", "blind"), [
+    (r"iteration\s+(\d+)/\s*(\d+)", True), (r"[0-9]{2}:\d\d", True), (r"\bloss\b[^|]*\|", True),
+    (r"(?:19|2\d)\d\d-\d\d", False), (r"1[5-9]\d{8}", False), (r"-> 5", False), (r"[^5]x", False),
+    (r"(a)\1", False), (r"[\D]", True), (r"(?i)epoch (?P<e1>\d+)", True),
+])
+def test_digit_blind(pattern: str, blind: bool) -> None:
+    assert digit_blind(pattern) is blind
+
+
+def test_digit_relaxed_matches_where_the_regex_does_and_tells_no_digits_apart() -> None:
+    import re
+
+    for pattern, text, other in [(r"^(?:19|2\d)\d\d-\d\d", "2026-11", "1850-11"), (r"^1[5-9]\d{8}", "1714557600",
+                                                                                    "1014557600")]:
+        relaxed = digit_relaxed(pattern)
+        assert relaxed is not None and digit_blind(relaxed)
+        assert re.search(pattern, text) and not re.search(pattern, other)
+        assert re.search(relaxed, text) and re.search(relaxed, other)
+    assert digit_relaxed(r"[^0-4]") is None and digit_relaxed(r"(a)\1") is None
+    assert digit_relaxed(r"a{1,3}(?P<x1>b)") == r"a{1,3}(?P<x1>b)"
