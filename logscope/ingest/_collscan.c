@@ -1075,6 +1075,16 @@ static uint32_t held_by(const unsigned char *s, Py_ssize_t n, const Py_buffer *n
     return held;
 }
 
+/* The lines of s (split at '\n'; the last, with or without one, counts: n newlines make n + 1
+ * lines), at most max_lines when it is not 0: what wordings and shapes give a value each. */
+static Py_ssize_t count_lines(const unsigned char *s, Py_ssize_t n, Py_ssize_t max_lines) {
+    Py_ssize_t lines = 1;
+    for (const unsigned char *q = s; (max_lines == 0 || lines < max_lines)
+                                     && (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
+        lines++;
+    return lines;
+}
+
 static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer text;
     PyObject *needles = NULL;
@@ -1118,10 +1128,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     const unsigned char *s = text.buf;
-    Py_ssize_t n = text.len, lines = 1;
-    for (const unsigned char *q = s; (max_lines == 0 || lines < max_lines)
-                                     && (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
-        lines++;
+    Py_ssize_t n = text.len, lines = count_lines(s, n, max_lines);
     hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
     flags = hashes ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
     held = flags ? PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint32_t)) : NULL;
@@ -1203,10 +1210,7 @@ static PyObject *shapes(PyObject *Py_UNUSED(self), PyObject *args) {
         return NULL;
     }
     const unsigned char *s = text.buf;
-    Py_ssize_t n = text.len, lines = 1;
-    for (const unsigned char *q = s; (max_lines == 0 || lines < max_lines)
-                                     && (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
-        lines++;
+    Py_ssize_t n = text.len, lines = count_lines(s, n, max_lines);
     PyObject *result = NULL, *hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
     if (hashes != NULL) {
         uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);

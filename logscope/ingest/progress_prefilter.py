@@ -25,10 +25,12 @@ and the shape is one whose lines can go when that line:
   is tried by the same patterns with the same outcome.
 
 The regexes that read prefixes and times tell digits apart (a year is ``(?:19|2\\d)\\d\\d``), so each
-line of such a shape is still read by polars, with capture-free regexes only: its prefixes' span,
-the text they leave once their times are taken out (who wrote it: the key its lines are kept by,
-as progress_aside keys them) and whether its body starts with a time must be those of the line
-that described its shape; a line where one is not is kept. What is left is the rule of
+line of such a shape still has its prefixes read by polars, as the block reads them (behind its
+first lines: :func:`~logscope.parsers.prefixes.split_prefix_of_files`, learned wrappers included):
+the length of its prefixes, of the text they leave once their times are taken out (who wrote it:
+the key its lines are kept by, as progress_aside keys them) and, where the time forms read with
+any digit anywhere (:func:`digit_relaxed`) could say otherwise, whether its body starts with a
+time must be those of the line that described its shape; a line where one is not is kept. What is left is the rule of
 :mod:`logscope.ingest.repeat_prefilter` (``_collscan.aside``, then ``drop_across`` over a file's
 consecutive blocks): each key's first ``head`` and last ``tail`` lines are kept, and of each run of
 lines set aside back to back the first and the last with a time (a line's time comes from its
@@ -63,12 +65,10 @@ from logscope.limits import MATCH_CHARS
 from logscope.parsers.claims import certain, holds, regex
 from logscope.parsers.envelopes import opened
 from logscope.parsers.lines import described
-from logscope.parsers.prefix_stack import TIME_TEXT
-from logscope.parsers.prefixes import WRAPPER_SAMPLE, split_prefix_of_files, timeless
+from logscope.parsers.prefixes import WRAPPER_SAMPLE, split_prefix_of_files, timeless, times_of
 from logscope.parsers.progress_aside import prefix_keyed_patterns
 from logscope.parsers.repeats import SAMPLE_LINES
-from logscope.parsers.time_forms import EPOCH_FORM
-from logscope.parsers.timestamps import ANY_LEADING_TIME
+from logscope.parsers.time_forms import BODY_TIME_START
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,8 +82,6 @@ MIN_SHAPE_LINES = 8
 _LONG_LINE = 4
 _TIMED = 2
 _FRAME_NEEDLE = b'File "'  # lines.py's _FRAME_LINE holds it
-# What a body may start with that lines.py reads as its time (_body_times: both anchored).
-_LEADING_TIME = f"(?:{ANY_LEADING_TIME})|(?:{EPOCH_FORM})"
 # lines.py's _REPRINT_START holds both (a traceback's own first line, behind an srun label's
 # "0: ", holds the second alone)
 _REPRINT_NEEDLES = (b"traceback", b": Traceback (most recent call last)")
@@ -205,9 +203,8 @@ def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_lin
     # Each shape's line is read by patterns that tell no digits apart (a trigger with a digit is
     # held by some lines of a shape only), and the prefixes span the start of its text.
     prefix = pl.col("prefix").fill_null("")
-    outer, inner = pl.col("prefix").str.extract_all(TIME_TEXT).list.first(), \
-        pl.col("prefix").str.extract_all(TIME_TEXT).list.last()
-    body_timed = pl.col("body").fill_null("").str.contains(_LEADING_TIME)
+    outer, inner = times_of(pl.col("prefix"))
+    body_timed = pl.col("body").fill_null("").str.contains(BODY_TIME_START)
     read = read.with_columns(body_timed.alias("_body_timed")).filter(
         (pl.col("raw") == pl.col("_text"))  # no envelope opened
         & (outer.is_null() | (~pl.col("_body_timed") & (outer == inner)))  # one clock
@@ -249,7 +246,7 @@ def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray,
             & (read["who_chars"].to_numpy() == told.who_chars[place]))
     check = told.body_check[place]
     if check.any():
-        timed = (split.filter(pl.Series(check)).select(pl.col("body").fill_null("").str.contains(_LEADING_TIME))
+        timed = (split.filter(pl.Series(check)).select(pl.col("body").fill_null("").str.contains(BODY_TIME_START))
                  .to_series().to_numpy())
         same[check] &= timed == told.body_timed[place][check]
     return read["key"].to_numpy().astype(np.uint64), same
@@ -289,7 +286,7 @@ def _masked_digit_triggers() -> list[str]:
 
 @cache
 def _relaxed_leading_time() -> str | None:
-    relaxed = digit_relaxed(_LEADING_TIME)
+    relaxed = digit_relaxed(BODY_TIME_START)
     return relaxed if relaxed is not None and digit_blind(relaxed) else None
 
 

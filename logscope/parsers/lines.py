@@ -52,7 +52,7 @@ from logscope.parsers.prefixes import WRAPPER_SAMPLE, prefix_fields, split_prefi
 from logscope.parsers.progress_aside import progress_surplus
 from logscope.parsers.regex_ascii import ascii_classes
 from logscope.parsers.repeats import Wordings, repeat_surplus
-from logscope.parsers.time_forms import EPOCH_FORM
+from logscope.parsers.time_forms import BODY_TIME_START
 from logscope.parsers.timestamps import ANY_LEADING_TIME, YEARLESS_TIME, leading_time, leading_times, parse_event_time
 from logscope.stacking import positions, stacked, unstacked
 
@@ -508,7 +508,7 @@ def _body_times(bodies: pl.Series, reference_year: int) -> pl.Series:
     """The time each of ``bodies`` starts with (null: none), parsed only where one of its forms
     starts it (most lines whose prefix holds their time hold none in their body)."""
     none = pl.repeat(None, bodies.len(), dtype=pl.Datetime("us"), eager=True)
-    starts = bodies.str.contains(ANY_LEADING_TIME).fill_null(False) | bodies.str.contains(EPOCH_FORM).fill_null(False)
+    starts = bodies.str.contains(BODY_TIME_START).fill_null(False)
     if not starts.any():
         return none
     timed = bodies.filter(starts).to_frame("_text").select(leading_time(pl.col("_text"), reference_year)).to_series()

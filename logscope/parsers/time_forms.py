@@ -51,6 +51,10 @@ FULL_DATE = r"\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}"
 # A line it rejects gets null from them too (same anchored regexes).
 ANY_LEADING_TIME = "|".join(re.sub(r"\(\?P<\w+>", "(?:", form) for form in (ISO_FORM, GLOG_FORM, US_FORM, SYSLOG_FORM))
 
+# What a message's body may start with that is read as its time (logscope.parsers.lines' _body_times):
+# a leading form, or epoch seconds; capture-free, both anchored.
+BODY_TIME_START = ANY_LEADING_TIME + "|" + re.sub(r"\(\?P<\w+>", "(?:", EPOCH_FORM)
+
 # The forms that carry no year (glog; syslog without the year ``dmesg -T`` adds), capture-free: a
 # time read from one of them was given a reference year (logscope.parsers.lines reads the year
 # from the file's own dated lines instead, where it has some).
@@ -85,6 +89,7 @@ MLLOG_TIME_MS_BYTES = rb':::MLLOG \{"namespace": "(?:[^"\\]|\\.)*", "time_ms": (
 
 __all__ = [
     "ANY_LEADING_TIME",
+    "BODY_TIME_START",
     "EPOCH_FORM",
     "FULL_DATE",
     "FULL_DATE_BYTES",
