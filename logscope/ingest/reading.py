@@ -299,7 +299,7 @@ class _Framed:
         return _Framed(pl.concat([self.lines, later.lines]), self.carriage_returns or later.carriage_returns,
                        self.prefiltered and later.prefiltered, self.set_aside + later.set_aside,
                        self.size + later.size, self.repeats_looked or later.repeats_looked,
-                       pl.concat(repeated) if repeated else None, self.progress and later.progress)
+                       pl.concat(repeated) if repeated else None)  # (never a progress block: prepared alone)
 
 
 @dataclass
