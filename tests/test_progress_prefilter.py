@@ -46,7 +46,9 @@ def _progress_log(path: Path, form: str, steps: int, ranks: int, seed: int = 7, 
                                      **when))
         if not extras:
             continue
-        if step % 20 == 0 and form.startswith("{r}: DLL"):  # a line of its own words now and then
+        # a line of its own words every third step: it holds no trigger, so the progress lines
+        # around it go as if it were not there (it is kept)
+        if step % 3 == 0 and form.startswith("{r}: DLL"):
             lines.append(f"{step % ranks}: prefetching shard {''.join(rng.choices('qwxyzjkv', k=8))}")
         if step % 97 == 0:  # an untimed line between them: its time is its neighbours'
             lines.append(f"[default{step % ranks}]:WARNING: gradient overflow, skipping step {step}")

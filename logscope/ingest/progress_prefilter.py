@@ -34,8 +34,11 @@ time must be those of the line that described its shape; a line where one is not
 :mod:`logscope.ingest.repeat_prefilter` (``_collscan.aside``, then ``drop_across`` over a file's
 consecutive blocks): each key's first ``head`` and last ``tail`` lines are kept, and of each run of
 lines set aside back to back the first and the last with a time (a line's time comes from its
-shape's line: its untimed neighbours take their times from those). Each line set aside is counted
-against its key's first line, itself a progress line, so every line is still counted as recognised.
+shape's line: its untimed neighbours take their times from those). A line that holds no trigger of
+the table is kept but ends no run: it is never a candidate, so no time of a neighbour is its
+concern (a trainer's own prints between its progress lines would keep most of them otherwise).
+Each line set aside is counted against its key's first line, itself a progress line, so every line
+is still counted as recognised.
 
 Never set aside, as the polars path would read them otherwise: a block's first WRAPPER_SAMPLE
 lines; a line after one holding ``File "`` (a traceback's source line is quoted text); every line
@@ -59,12 +62,12 @@ import polars as pl
 from logscope.ingest import compiled
 from logscope.ingest.blocks import Controls, for_csv_reader
 from logscope.ingest.line_frames import lines_frame
-from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, counted_frame
+from logscope.ingest.repeat_prefilter import GROUP_RECORD, MIN_LINES, RepeatsFound, counted_frame
 from logscope.knowledge import RECOGNISERS, Message
 from logscope.limits import MATCH_CHARS
 from logscope.parsers.claims import certain, holds, regex
 from logscope.parsers.envelopes import opened
-from logscope.parsers.lines import described
+from logscope.parsers.lines import described, message_triggers
 from logscope.parsers.prefixes import WRAPPER_SAMPLE, split_prefix_of_files, timeless, times_of
 from logscope.parsers.progress_aside import prefix_keyed_patterns
 from logscope.parsers.repeats import SAMPLE_LINES
@@ -165,13 +168,54 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     line_flags[rows[told.timed[place]]] = _TIMED
     own = np.ones(count, dtype=bool)
     own[rows] = False
+    # The rule is asked of the lines that matter to it only: those that may go, and the others that
+    # can be candidates (a line that holds no trigger is none: its time is no neighbour's concern,
+    # and a run of lines set aside goes on across it; it is kept all the same).
+    asked = np.flatnonzero(~own | _may_be_candidates(body, np.flatnonzero(own), count))
     aside, counted, tallies, groups = compiled.scanner.aside(
-        line_keys.tobytes(), line_flags.tobytes(), np.flatnonzero(own).astype(np.uint32).tobytes(), head, tail, True)
+        line_keys[asked].tobytes(), line_flags[asked].tobytes(),
+        np.flatnonzero(own[asked]).astype(np.uint32).tobytes(), head, tail, True)
     if not aside:
         return None
+    aside, counted, groups = _in_the_block(asked, aside, counted, groups)
     kept, kept_count = compiled.scanner.lines_of(body, aside, True, first_line)
     return RepeatsFound(kept, kept_count, count, counted_frame(counted, tallies, first_line), first_line, groups,
                         keep=(head, tail))
+
+
+def _may_be_candidates(body: memoryview, rows: np.ndarray, count: int) -> np.ndarray:
+    """A mask over the block's ``count`` lines: True at each line of ``rows`` that may be a
+    candidate once framed, as _candidates asks it (it holds a trigger of the table), or that holds
+    a backslash (an envelope may unescape one into it)."""
+    import numpy as np
+
+    mask = np.zeros(count, dtype=bool)
+    if not len(rows):
+        return mask
+    text, _ = compiled.scanner.lines_of(body, rows.astype(np.uint32).tobytes(), False, 0)
+    lines = lines_frame(text + b"\n", 1)
+    if lines.height != len(rows):
+        mask[rows] = True
+        return mask
+    raw = pl.col("raw").fill_null("")
+    held = lines.select(raw.str.contains_any(message_triggers()) | raw.str.contains("\\", literal=True))
+    mask[rows[held.to_series().to_numpy()]] = True
+    return mask
+
+
+def _in_the_block(asked: np.ndarray, aside: bytes, counted: bytes, groups: bytes) -> tuple[bytes, bytes, bytes]:
+    """``_collscan.aside``'s rows, counted rows and group records (with_groups) over the lines at
+    ``asked`` of a block, as rows of the block: a group's first line, and its place among the
+    lines the block keeps (those not asked are kept)."""
+    import numpy as np
+
+    rows = asked[np.frombuffer(aside, dtype=np.uint32)].astype(np.uint32)
+    counted_rows = asked[np.frombuffer(counted, dtype=np.uint32)].astype(np.uint32)
+    records = np.frombuffer(groups, dtype=np.uint32).reshape(-1, GROUP_RECORD).copy()
+    first = asked[records[:, 0]]
+    records[:, 0] = first
+    records[:, 2] = first - np.searchsorted(rows, first)
+    return rows.tobytes(), counted_rows.tobytes(), records.tobytes()
 
 
 def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_line: int,

@@ -42,6 +42,8 @@ from logscope.limits import MATCH_CHARS, WRAP_MAX_LINES
 from logscope.parsers.coll_groups import COLL_INFO, COLL_TRIGGER
 from logscope.parsers.repeats import SAMPLE_LINES, SAMPLE_SHARE, progress_patterns
 
+# uint32s in a record of ``_collscan.aside``'s groups (its GROUP_RECORD): see drop_across.
+GROUP_RECORD = 8
 # Below this many lines a block is left to the polars rule (which takes chunks of more than 4096
 # lines): a block of at most WRAP_MAX_LINES lines may be a paste whose hard-wrapped lines the
 # parser joins, and a line set aside would change what joins.
@@ -138,7 +140,7 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[Repeat
     parts = []
     for n, block in enumerate(blocks):
         assert block.groups is not None
-        record = np.frombuffer(block.groups, dtype=np.uint32).reshape(-1, 8)
+        record = np.frombuffer(block.groups, dtype=np.uint32).reshape(-1, GROUP_RECORD)
         parts.append(pl.DataFrame({
             "block": pl.Series(np.full(len(record), n, dtype=np.uint32)),
             "line": pl.Series(record[:, 0].astype(np.int64) + (block.first_line + 1)),
@@ -248,4 +250,5 @@ def _needle_bits() -> tuple[int, int]:
     triggers = len(_needles()) - 2
     return (1 << triggers) - 1, 0b11 << triggers
 
-__all__ = ["MIN_LINES", "RepeatsFound", "counted_frame", "drop_across", "looks_for_repeats", "reduce_repeats"]
+__all__ = ["GROUP_RECORD", "MIN_LINES", "RepeatsFound", "counted_frame", "drop_across", "looks_for_repeats",
+           "reduce_repeats"]

@@ -92,7 +92,8 @@ class ChunkResult:
 
 
 @cache
-def _triggers() -> list[str]:
+def message_triggers() -> list[str]:
+    """Every trigger of the table: a line that holds none is no candidate (see _candidates)."""
     return sorted({t for m in RECOGNISERS for t in m.triggers})
 
 
@@ -234,8 +235,8 @@ def _candidates(segments: pl.DataFrame, reference_year: int, carry_time: datetim
         *([by] if by is not None else []), "line", "prefix", "who", "body", "raw", "lead_time",
         near.alias("near_time"),
         later.alias("next_time"),
-    ).filter(pl.col("raw").str.contains_any(_triggers())).with_columns(
-        pl.col("raw").str.extract_many(_triggers(), overlapping=True).alias("kw"))
+    ).filter(pl.col("raw").str.contains_any(message_triggers())).with_columns(
+        pl.col("raw").str.extract_many(message_triggers(), overlapping=True).alias("kw"))
     if by is not None:
         return candidates, None, None
     timed = frame["lead_time"].drop_nulls()
@@ -728,5 +729,5 @@ def _empty_candidates() -> pl.DataFrame:
                                 "next_time": pl.Datetime("us"), "kw": pl.List(pl.String)})
 
 
-__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "described", "finish_chunks", "parse_chunk",
-           "prepare_chunk", "prepare_files"]
+__all__ = ["EVENT_COLUMNS", "ChunkResult", "Event", "PreparedChunk", "described", "finish_chunks",
+           "message_triggers", "parse_chunk", "prepare_chunk", "prepare_files"]
