@@ -176,3 +176,14 @@ def test_digit_relaxed_matches_where_the_regex_does_and_tells_no_digits_apart() 
         assert re.search(relaxed, text) and re.search(relaxed, other)
     assert digit_relaxed(r"[^0-4]") is None and digit_relaxed(r"(a)\1") is None
     assert digit_relaxed(r"a{1,3}(?P<x1>b)") == r"a{1,3}(?P<x1>b)"
+
+
+def test_a_block_of_few_lines_per_writer_is_not_worth_the_pass(tmp_path: Path) -> None:
+    import numpy as np
+
+    path = _progress_log(tmp_path / "train-1-gpu-node01.out", _MEGATRON, steps=500, ranks=8, extras=False)
+    body = memoryview(path.read_bytes())[:-1]
+    rows = np.arange(4000)
+    # 500 lines of each of 8 ranks ([default0]: ... [default7]:, behind them a time of every second)
+    assert prefilter._few_per_writer(body, rows, 500)
+    assert not prefilter._few_per_writer(body, rows, 499)
