@@ -120,7 +120,11 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     sample = len(flags)
     if sample <= MIN_LINES and end == len(body):
         return None
-    if np.count_nonzero(np.frombuffer(held, dtype=np.uint32) & progress_bits) < SAMPLE_SHARE * sample:
+    progress = np.flatnonzero(np.frombuffer(held, dtype=np.uint32) & progress_bits)
+    if len(progress) < SAMPLE_SHARE * sample:
+        return None
+    # Asked of the sample: its share (by its bytes) of what each writer may keep.
+    if _few_per_writer(body[:end], progress, (head + tail) * end / max(1, len(body))):
         return None
     if end < len(body):
         _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
@@ -135,7 +139,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     if len(reprints):
         may_go[reprints[0]:] = False
     rows = np.flatnonzero(may_go)
-    if len(rows) <= head + tail or _few_per_writer(body, rows, head + tail):
+    if len(rows) <= head + tail:
         return None
     hashes, _ = compiled.scanner.shapes(body)
     shape_of_row = np.frombuffer(hashes, dtype=np.uint64)[rows]
@@ -190,12 +194,13 @@ _LABEL_BYTES = 16
 _LABEL_ENDS = b":],|>"
 
 
-def _few_per_writer(body: memoryview, rows: np.ndarray, most: int) -> bool:
+def _few_per_writer(body: memoryview, rows: np.ndarray, most: float) -> bool:
     """Whether the lines at ``rows`` are likely no more than ``most`` for each writer, so that the
     rule could set none aside (a small file of many ranks' steps) and the pass is not worth its
-    cost. A guess that only saves time: lines are grouped by their first _LABEL_BYTES with the
-    digits of no launcher's label read as any digit, which merges writers (ranks 2 and 12) more
-    often than it splits them (a label behind a time)."""
+    cost (asked of a block's first lines, ``most`` is their share of head + tail). A guess that
+    only saves time: lines are grouped by their first _LABEL_BYTES with the digits of no
+    launcher's label read as any digit, which merges writers (ranks 2 and 12) more often than it
+    splits them (a label behind a time)."""
     import numpy as np
 
     if len(rows) > 8 * most:  # more than 8 writers' worth (a node's ranks): some go, most likely
