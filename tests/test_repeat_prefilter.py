@@ -115,6 +115,24 @@ def test_generated_loops_keep_what_the_polars_rule_keeps(seed: int, attempts: in
     assert found is not None and found.kept is not None  # a loop: some were set aside
 
 
+def test_a_loop_of_attempts_longer_than_the_sample_is_found_as_the_polars_rule_finds_it() -> None:
+    # Each attempt 1,100 lines of each rank's own words (none comes in the sample more than
+    # head + tail times): the chunk's far end is what shows the loop, on the bytes as in polars.
+    lines_each = 1_100
+    attempt = [f"gpu-node{n % 16:02d}:{{pid}}:{{tid}} [{n % 8}] NCCL INFO Channel item{n} via P2P/IPC"
+               for n in range(lines_each)]
+    block = "".join("\n".join(attempt).format(pid=40_000 + 7 * a, tid=50_000 + 7 * a) + "\n"
+                    for a in range(40)).encode()
+    found = _assert_same(block)
+    assert found is not None and found.kept is not None and found.kept_count == 16 * lines_each
+    # Twice the sample's lines: looked at there; one line fewer: not, on either side.
+    lines = block.splitlines(keepends=True)
+    found = _assert_same(b"".join(lines[: 2 * 16_384]))
+    assert found is not None and found.kept is not None
+    found = _assert_same(b"".join(lines[: 2 * 16_384 - 1]))
+    assert found is not None and found.kept is None
+
+
 def test_a_block_without_a_loop_is_left_whole_and_a_small_one_unread() -> None:
     own = "\n".join(f"loaded shard {n:x}-{n * 7 % 13}.bin in {n % 97} s" for n in range(20_000)).encode()
     found = reduce_repeats(own, 0, control_bytes(own), 8, 8)

@@ -180,6 +180,40 @@ def test_a_log_without_a_loop_is_not_compared_whole() -> None:
     assert repeat_surplus(lines, 8, 8) is None
 
 
+def _long_attempts(attempts: int, lines_each: int) -> pl.DataFrame:
+    """A loop whose attempts are longer than the gate's sample would make them count: each rank's
+    NCCL start-up said once an attempt (its own words: ``item123`` keeps its digits), with the
+    attempt's own pid and thread id."""
+    raw = [f"gpu-node{n % 16:02d}:{40_000 + 7 * a}:{50_000 + 7 * a} [{n % 8}] NCCL INFO Channel item{n} via P2P/IPC"
+           for a in range(attempts) for n in range(lines_each)]
+    return pl.DataFrame({"line": pl.int_range(1, len(raw) + 1, eager=True), "raw": raw})
+
+
+def test_a_loop_whose_attempts_are_longer_than_the_sample_is_found_by_its_far_end() -> None:
+    # 2,500 lines an attempt: the sample's 16,384 lines hold six attempts and a half, each line's
+    # wording at most 7 times (fewer than head + tail: the sample alone shows no loop), and the
+    # chunk's last 16,384 lines are all worded as the sample's.
+    lines = _long_attempts(20, 2_500)
+    assert lines.height >= 2 * SAMPLE_LINES
+    found = repeat_surplus(lines, 8, 8)
+    assert found is not None
+    aside = pl.Series(pl.repeat(False, lines.height, eager=True)).scatter(found.surplus, True)
+    assert not aside[: 8 * 2_500].any() and not aside[12 * 2_500:].any()  # the first and last 8 attempts stay
+    assert aside[8 * 2_500: 12 * 2_500].sum() == 4 * 2_500  # the 4 between go (none of them holds a time)
+    assert found.counted["count"].sum() == found.surplus.len()
+
+
+def test_a_long_chunk_whose_far_end_says_other_things_is_not_compared_whole() -> None:
+    # The same start-up once, then as many lines of other words (a training run's own lines): the
+    # far end recurs under the share; and a chunk of under twice the sample is never looked at there.
+    once = _long_attempts(1, 2 * SAMPLE_LINES)["raw"].to_list()
+    raw = once + [f"epoch item{n} done" for n in range(2 * SAMPLE_LINES)]
+    assert repeat_surplus(pl.DataFrame({"line": pl.int_range(1, len(raw) + 1, eager=True), "raw": raw}), 8, 8) is None
+    short = _long_attempts(2 * SAMPLE_LINES // 2_500, 2_500)
+    assert short.height < 2 * SAMPLE_LINES
+    assert repeat_surplus(short, 8, 8) is None
+
+
 class _SetAside:
     """The rule on a block's bytes (repeat_prefilter.reduce_repeats) and in its frame
     (repeat_surplus), counting the lines they set aside (``lines``) as the reading calls them."""

@@ -40,7 +40,7 @@ from logscope.ingest import compiled
 from logscope.ingest.blocks import Controls, for_csv_reader
 from logscope.limits import MATCH_CHARS, WRAP_MAX_LINES
 from logscope.parsers.coll_groups import COLL_INFO, COLL_TRIGGER
-from logscope.parsers.repeats import SAMPLE_LINES, SAMPLE_SHARE, progress_patterns
+from logscope.parsers.repeats import SAMPLE_LINES, SAMPLE_SHARE, far_recurs, progress_patterns
 
 # uint32s in a record of ``_collscan.aside``'s groups (its GROUP_RECORD): see drop_across.
 GROUP_RECORD = 8
@@ -99,11 +99,11 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
     counts: dict[int, int] = {}
     for value in array("Q", hashes):
         counts[value] = counts.get(value, 0) + 1
-    if sum(max(0, count - head - tail) for count in counts.values()) < SAMPLE_SHARE * sample:
-        return whole  # no wording comes often enough: no loop
-    rows, counted, tallies, groups = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
-    if len(rows) // 4 < SAMPLE_SHARE * sample:
-        return whole
+    often = sum(max(0, count - head - tail) for count in counts.values()) >= SAMPLE_SHARE * sample
+    rows, counted, tallies, groups = (compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
+                                      if often else (b"", b"", b"", b""))  # else no wording comes often enough
+    if len(rows) // 4 < SAMPLE_SHARE * sample and not _far_sample_recurs(body, end, hashes, own):
+        return whole  # no loop
     if end < len(body):  # the sample passed: the whole block
         more_hashes, more_flags, more_held, _ = compiled.scanner.wordings(body[end:], needles, MATCH_CHARS)
         hashes, flags = hashes + more_hashes, flags + more_flags
@@ -114,6 +114,41 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
     kept, kept_count = compiled.scanner.lines_of(body, rows, True, first_line)
     return RepeatsFound(kept, kept_count, len(flags), counted_frame(counted, tallies, first_line), first_line, groups,
                         keep=(head, tail))
+
+
+def _far_sample_recurs(body: memoryview, end: int, hashes: bytes, own: array[int]) -> bool:
+    """The polars rule's second look (repeats.far_recurs) on the block's bytes: its last
+    SAMPLE_LINES lines, when none of them is of its sample (which ended at ``end``, its lines
+    worded as ``hashes``, its own-rule rows ``own``), against the sample."""
+    start = _far_start(body, end)
+    if start is None:
+        return False
+    far = body[start:]
+    far_hashes, _, far_held, _ = compiled.scanner.wordings(far, _needles(), MATCH_CHARS, SAMPLE_LINES, True)
+    far_own = set(_own_rows(far, far_held, 0))
+    own_rows = set(own)
+    return far_recurs((word for row, word in enumerate(array("Q", hashes)) if row not in own_rows),
+                      [word for row, word in enumerate(array("Q", far_hashes)) if row not in far_own], SAMPLE_LINES)
+
+
+def _far_start(body: memoryview, end: int) -> int | None:
+    """Where the last SAMPLE_LINES lines of ``body`` begin; None when they would begin before
+    ``end`` (the block has fewer than twice as many lines). Looked for in a copy of its end, from
+    twice the sample's bytes, not of the whole block (~3 ms)."""
+    size = min(len(body), 2 * end + 1)
+    while True:
+        piece = bytes(body[len(body) - size:])
+        at = len(piece)
+        for _ in range(SAMPLE_LINES):
+            at = piece.rfind(b"\n", 0, at)
+            if at < 0:
+                break
+        if at >= 0:
+            start = len(body) - size + at + 1
+            return start if start >= end else None
+        if size == len(body):
+            return None
+        size = min(len(body), 2 * size)
 
 
 def counted_frame(rows: bytes, counts: bytes, first_line: int) -> pl.DataFrame:

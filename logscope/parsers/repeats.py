@@ -42,7 +42,9 @@ after it: the first and last attempts of a loop stay whole, the ones between go.
 A line set aside is counted as recognised when the line at its place in the first group of its key
 is (the same words, other numbers: it would have been classified alike), so every line is counted
 as before. Only a chunk whose first :data:`SAMPLE_LINES` lines would have at least
-:data:`SAMPLE_SHARE` of them set aside is compared whole: a log without a loop pays the sample only
+:data:`SAMPLE_SHARE` of them set aside is compared whole, or a chunk of at least twice as many lines
+whose last SAMPLE_LINES lines are at least SAMPLE_SHARE worded as lines of the first (:func:`far_recurs`:
+a loop whose attempts are longer than the sample): a log without a loop pays the samples only
 (~25 ms a chunk).
 
 Where the compiled scanner was built, a big block without carriage returns is not framed first:
@@ -61,7 +63,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -134,9 +136,9 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     # At most count - head - tail lines of a wording can go (a group that goes has head + tail
     # of its key kept, each with that wording): a log without a loop stops here, unsorted.
     bound = (facts["_wording"].value_counts()["count"].cast(pl.Int64) - (head + tail)).clip(lower_bound=0).sum()
-    if bound < SAMPLE_SHARE * sample.height:
-        return None
-    if _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height:
+    if ((bound < SAMPLE_SHARE * sample.height
+         or _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height)
+            and not _far_sample_recurs(lines, facts, own, wordings)):
         return None
     if lines.height > sample.height:  # the sample's facts and own-rule rows are the first of the chunk's
         rest = lines.slice(sample.height)
@@ -150,6 +152,32 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     counted = pl.DataFrame({"line": lines["line"].gather(counted["_first_row"]).cast(pl.Int64),
                             "count": counted["count"].cast(pl.Int64)})
     return Repeats(found["_row"], counted)
+
+
+def _far_sample_recurs(lines: pl.DataFrame, facts: pl.DataFrame, own: pl.Series, wordings: Wordings | None) -> bool:
+    """The gate's second look, for a chunk whose sample shows no loop (:func:`far_recurs`): its
+    last SAMPLE_LINES lines against its sample (``facts``, ``own``: the sample's)."""
+    if lines.height < 2 * SAMPLE_LINES:
+        return False
+    far = lines.tail(SAMPLE_LINES)
+    far_own = set(_own_rule_rows(far).to_list())
+    own_rows = set(own.to_list())
+    sample_words = (h for row, h in enumerate(facts["_wording"].to_list()) if row not in own_rows)
+    far_words = [h for row, h in enumerate(line_facts(far, wordings)["_wording"].to_list()) if row not in far_own]
+    return far_recurs(sample_words, far_words, far.height)
+
+
+def far_recurs(sample_words: Iterable[int], far_words: Sequence[int], far_lines: int) -> bool:
+    """Whether a big chunk whose first SAMPLE_LINES lines show no loop is compared whole all the
+    same, its far end showing one: at least SAMPLE_SHARE of its last SAMPLE_LINES lines
+    (``far_lines``) are worded as a line of the sample (``far_words``, ``sample_words``: the hashes
+    of their wordings, but their own-rule lines'). A loop whose attempts are longer than the sample
+    says nothing twice in it (a 128-rank job's start-up under NCCL_DEBUG=INFO is ~14,000 lines, each
+    rank's lines once, with its own pid); its last attempt says what its first did. Both the polars
+    rule and the byte pass (logscope.ingest.repeat_prefilter) ask this, of their own hashes; what is
+    set aside is then the rule's, over the whole chunk."""
+    seen = set(sample_words)
+    return sum(word in seen for word in far_words) >= SAMPLE_SHARE * far_lines
 
 
 def _surplus(lines: pl.DataFrame, head: int, tail: int, facts: pl.DataFrame,
@@ -263,6 +291,7 @@ __all__ = [
     "VARYING",
     "Repeats",
     "Wordings",
+    "far_recurs",
     "line_facts",
     "progress_patterns",
     "repeat_surplus",
