@@ -28,7 +28,14 @@ from logscope.ingest import compiled, discover, read_file
 from logscope.ingest.blocks import control_bytes
 from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.reading import FileRead
-from logscope.ingest.repeat_prefilter import MIN_LINES, RepeatsFound, _needles, drop_across, reduce_repeats
+from logscope.ingest.repeat_prefilter import (
+    MIN_LINES,
+    RepeatsFound,
+    _needles,
+    drop_across,
+    groups_per_key,
+    reduce_repeats,
+)
 from logscope.limits import MATCH_CHARS
 from logscope.parsers.repeats import CONTINUATION, repeat_surplus
 
@@ -201,6 +208,69 @@ def test_blocks_of_a_file_keep_together_what_the_file_keeps_whole(seed: int, att
     for found in across:
         if found.counted is not None:
             assert found.counted["line"].is_between(found.first_line + 1, found.first_line + found.lines_read).all()
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32), attempts=st.integers(2000, 3000), ranks=st.integers(1, 3),
+       parts=st.integers(3, 5))
+def test_blocks_decided_a_few_at_a_time_keep_what_the_file_keeps_and_count_every_line(
+        seed: int, attempts: int, ranks: int, parts: int) -> None:
+    # As the reader holds them: each round decides the blocks held and frames all but the last,
+    # which is decided again with the next, after the groups of each key framed before. The lines
+    # kept are those the polars rule keeps on the whole file, but a few groups at each round's
+    # edge (the timed ends of a run cut there); every line set aside is counted once, against a
+    # line kept of its own block.
+    block = _generated(seed, attempts, ranks)
+    blocks = [reduce_repeats(part, first, control_bytes(part), 8, 8) for part, first in _cut(block, parts)]
+    assert all(found is not None and found.kept is not None for found in blocks)
+    held: list[RepeatsFound] = []
+    before: pl.DataFrame | None = None
+    framed: list[RepeatsFound] = []
+    for n, found in enumerate(blocks):
+        assert found is not None
+        held.append(found)
+        last = n == len(blocks) - 1
+        if len(held) < 2 and not last:
+            continue
+        emit = len(held) if last else len(held) - 1
+        seen = groups_per_key(held[:emit])
+        decided = drop_across(held, 8, 8, before=before, emit=emit)
+        framed += decided[:emit]
+        held = decided[emit:]
+        before = seen if before is None else pl.concat([before, seen]).group_by("key").agg(pl.col("count").sum())
+    _, kept, _ = _both(block)
+    got = pl.concat([lines_frame(found.kept, found.first_line, numbered=True) for found in framed if found.kept])
+    assert set(kept) <= set(got["line"].to_list())
+    assert got.height - len(kept) <= 4 * 2 * (parts - 1) * (len(_ATTEMPT) + 2 * ranks)  # a few groups a round
+    counted = pl.concat([found.counted for found in framed if found.counted is not None])
+    lines = lines_frame(block, 0).height
+    assert counted["count"].sum() == lines - got.height
+    assert counted["line"].is_in(got["line"].implode()).all()
+    for found in framed:
+        if found.counted is not None:
+            assert found.counted["line"].is_between(found.first_line + 1, found.first_line + found.lines_read).all()
+
+
+def test_a_file_whose_held_blocks_are_framed_in_rounds_counts_every_line_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader frames the blocks it holds once they keep REPEATS_HELD_BYTES, all but the last:
+    # lines read and recognised are those of the file read in one block; fewer lines are parsed
+    # than when each round forgot the ones before.
+    from logscope.ingest import reading
+
+    path = tmp_path / "loop.out"
+    path.write_bytes(_generated(5, 6000, 2))
+    whole = read_file(discover([path])[0][0])
+    monkeypatch.setattr(blocks_module, "CHUNK_BYTES", 512 * 1024)
+    monkeypatch.setattr(reading, "REPEATS_HELD_BYTES", 256 * 1024)
+    rounds = read_file(discover([path])[0][0])
+    monkeypatch.setattr(reading, "BEFORE_MAX_KEYS", 0)  # each round as if the file began there
+    forgetting = read_file(discover([path])[0][0])
+    for other in (rounds, forgetting):
+        assert isinstance(other, FileRead) and isinstance(whole, FileRead)
+        assert (other.lines_read, other.lines_recognised) == (whole.lines_read, whole.lines_recognised)
+    assert isinstance(rounds, FileRead) and isinstance(forgetting, FileRead)
+    assert rounds.events.height < forgetting.events.height
 
 
 def test_a_file_read_in_blocks_counts_every_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

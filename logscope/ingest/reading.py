@@ -14,7 +14,7 @@ import io
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cache
 from itertools import accumulate, pairwise
@@ -46,7 +46,13 @@ from logscope.ingest.matching import (
     cut_for_matching_each,
 )
 from logscope.ingest.progress_prefilter import reduce_progress
-from logscope.ingest.repeat_prefilter import RepeatsFound, drop_across, looks_for_repeats, reduce_repeats
+from logscope.ingest.repeat_prefilter import (
+    RepeatsFound,
+    drop_across,
+    groups_per_key,
+    looks_for_repeats,
+    reduce_repeats,
+)
 from logscope.ingest.scanning import ScannedFile, reference_year
 from logscope.ingest.thinning import KIND_KEEP, LOOP_KEEP, thin_each, thin_parts
 from logscope.limits import COLL_HEAD, COLL_TAIL, MATCH_CHARS, PROGRESS_TAIL
@@ -364,17 +370,31 @@ class _Repeated:
 # The blocks with a loop's repeats set aside are held until they keep this many bytes (a few per
 # cent of what they read), or a block without comes, or the file ends.
 REPEATS_HELD_BYTES = 32 * 1024 * 1024
+# A file's keys counted from its blocks framed before (see _HeldRepeats) are forgotten beyond this
+# many (~16 bytes each): its next blocks then keep the first groups of each key again, as if the
+# file began there (more kept, never fewer).
+BEFORE_MAX_KEYS = 1_000_000
 
 
 class _HeldRepeats:
     """A file's consecutive blocks with a loop's repeats set aside, held until they are framed
     together: the groups each kept of a key that comes on in the others are repeats too
-    (repeat_prefilter.drop_across), as one block of them all would set them aside."""
+    (repeat_prefilter.drop_across), as one block of them all would set them aside.
+
+    When they hold REPEATS_HELD_BYTES, all but the last are framed: the last is held on, to be
+    decided with the next ones, so that the groups of a key it holds again are set aside in those
+    framed (a loop of attempts longer than a block's share of the bytes kept would otherwise keep
+    the last groups of each key at every release); and the groups of each key framed are counted,
+    so that the next blocks keep no first groups of a key framed before (drop_across's
+    ``before``). A file of a restart loop keeps about what one block of it all would keep."""
 
     def __init__(self, reading: _Reading) -> None:
         self._reading = reading
         self._held: list[_Repeated] = []
         self._bytes = 0
+        # Each key's groups in the blocks framed before, by what is kept of a key (a loop's
+        # groups, progress lines'): keys of one are not keys of the other.
+        self._before: dict[tuple[int, int], pl.DataFrame] = {}
 
     def take(self, item: _Framed | _Whole | _Repeated) -> Iterator[_Framed | _Whole]:
         """``item`` held, or framed after those held (which are framed first)."""
@@ -387,15 +407,28 @@ class _HeldRepeats:
         self._held.append(item)
         self._bytes += len(item.found.kept or b"")
         if self._bytes >= REPEATS_HELD_BYTES:
-            yield from self.release()
+            yield from self.release(hold_last=True)
 
-    def release(self) -> Iterator[_Framed]:
-        """The blocks held, framed, in order."""
-        held, self._held, self._bytes = self._held, [], 0
+    def release(self, hold_last: bool = False) -> Iterator[_Framed]:
+        """The blocks held, framed, in order (but the last, when ``hold_last`` and there are more)."""
+        held = self._held
         if not held:
             return
-        head, tail = held[0].found.keep
-        for block, found in zip(held, drop_across([block.found for block in held], head, tail), strict=True):
+        emit = len(held) - 1 if hold_last and len(held) > 1 else len(held)
+        keep = held[0].found.keep
+        founds = [block.found for block in held]
+        framed_now = groups_per_key(founds[:emit]) if all(found.groups is not None for found in founds) else None
+        before = self._before.get(keep)
+        decided = drop_across(founds, *keep, before=before, emit=emit)
+        self._held = [replace(block, found=found) for block, found in zip(held[emit:], decided[emit:], strict=True)]
+        self._bytes = sum(len(block.found.kept or b"") for block in self._held)
+        if framed_now is not None:  # (else fewer are counted before the next: more kept, never fewer)
+            counts = framed_now if before is None else (pl.concat([before, framed_now])
+                                                        .group_by("key").agg(pl.col("count").sum()))
+            self._before[keep] = counts
+            if counts.height > BEFORE_MAX_KEYS:
+                del self._before[keep]
+        for block, found in zip(held[:emit], decided[:emit], strict=True):
             assert found.kept is not None
             lines = lines_frame(found.kept, found.first_line, numbered=True)
             if lines.height != found.kept_count:  # never seen: the lines split in Python

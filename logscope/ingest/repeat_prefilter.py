@@ -157,19 +157,102 @@ def counted_frame(rows: bytes, counts: bytes, first_line: int) -> pl.DataFrame:
                          "count": pl.Series(array("I", counts), dtype=pl.Int64)})
 
 
-def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[RepeatsFound]:
+def drop_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: pl.DataFrame | None = None,
+                emit: int | None = None) -> list[RepeatsFound]:
     """Consecutive blocks of a file, each without its repeats (:func:`reduce_repeats`), without
     the groups the other blocks make repeats too: each block kept the first ``head`` and last
     ``tail`` groups of each key *in the block*, but only the first and last of the blocks together
     are kept, as one block of them all would keep them. Kept all the same, as in a block: of each
     run of groups set aside back to back (across blocks too), the first and the last with a time.
     Every line set aside in any of the blocks is then counted against the line at its place in the
-    first group of its key in them all, in the block that holds that line.
+    first group of its key kept in them all, in the block that holds that line.
+
+    A file's blocks are taken a few at a time (reading holds them in bounded memory): ``before``,
+    each key's groups in the file's blocks before these, already framed (``key``, ``count``:
+    :func:`groups_per_key`), count among those before a group; only the first ``emit`` blocks
+    (all by default) are returned decided, the others were looked at only as the groups after
+    theirs, and are returned as they came, but with the lines of the first counted against their
+    groups (a key none of whose groups is kept in the first: its first group in the others).
 
     As coll_prefilter.drop_surplus_across argues for COLL lines, blocks left out (not reduced)
     can only move a group further from both ends: what goes here would go counting them too."""
-    if len(blocks) < 2 or any(block.groups is None for block in blocks):
+    emit = len(blocks) if emit is None else emit
+    if (len(blocks) < 2 and before is None) or any(block.groups is None for block in blocks):
         return blocks
+    groups = _group_records(blocks)  # in file order
+    # Each key's groups in the blocks before a block's, and in them all (those framed before too).
+    per_block = (groups.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
+                 .sort("block")
+                 .with_columns((pl.col("count").cum_sum().over("key") - pl.col("count")).alias("before"),
+                               pl.col("count").sum().over("key").alias("total")))
+    if before is not None:
+        framed = pl.col("_framed").fill_null(0)
+        per_block = (per_block.join(before.rename({"count": "_framed"}), on="key", how="left")
+                     .with_columns(pl.col("before") + framed, pl.col("total") + framed).drop("_framed"))
+    place = pl.col("before") + pl.col("place")
+    aside = (pl.col("keyed") & (place >= head) & (place < pl.col("total") - tail)).fill_null(False)
+    nth = pl.int_range(pl.len(), dtype=pl.UInt32)
+    timed = pl.when(pl.col("_aside") & pl.col("timed")).then(pl.col("_nth"))
+    run = (~pl.col("_aside")).cum_sum()
+    decided = (groups.lazy().join(per_block.lazy().select("block", "key", "before", "total"), on=["block", "key"],
+                                  how="left", maintain_order="left")
+               .with_columns(aside.alias("_aside"), nth.alias("_nth"), place.alias("_place"))
+               .with_columns(((pl.col("_nth") == timed.min().over(run)) | (pl.col("_nth") == timed.max().over(run)))
+                             .fill_null(False).alias("_end"))
+               .with_columns((pl.col("_aside") & ~pl.col("_end") & (pl.col("block") < emit)).alias("_dropped"))
+               .collect())
+    # What the lines set aside are counted against: each key's first group kept in the blocks
+    # returned decided, else its first in the others (never set aside: they come again).
+    emitted = pl.col("block") < emit
+    first = (decided.filter(pl.col("keyed") & ((emitted & ~pl.col("_dropped")) | (~emitted & (pl.col("place") == 0))))
+             .group_by("key").agg(pl.col("line").min().alias("_first")))
+    dropped = decided.filter("_dropped")
+    if dropped.height == 0:
+        return [replace(block, groups=None) if n < emit else block for n, block in enumerate(blocks)]
+    # Each line set aside, here or in its block, and the line it is counted against.
+    offsets = pl.int_ranges(0, pl.col("lines"))
+    here = (dropped.join(first, on="key", how="left")
+            .select("block", "kept_at", offsets.alias("_offset"), "line", "_first").explode("_offset")
+            .select("block", (pl.col("kept_at") + pl.col("_offset")).alias("_kept_row"),
+                    (pl.col("_first") + pl.col("_offset")).alias("line"), pl.lit(1, dtype=pl.Int64).alias("count")))
+    # A block's counted lines are of the first group of their key in the block (its place 0).
+    block_firsts = (decided.filter(pl.col("keyed") & (pl.col("place") == 0) & emitted)
+                    .join(first, on="key", how="left").select("line", "_first").sort("line"))
+    earlier = [block.counted for block in blocks[:emit] if block.counted is not None]
+    moved = [_moved(pl.concat(earlier).sort("line"), block_firsts)] if earlier else []
+    counted = pl.concat([*moved, here.select("line", "count")]).group_by("line").agg(pl.col("count").sum())
+    out = []
+    for n, block in enumerate(blocks):
+        assert block.kept is not None
+        mine = counted.filter(pl.col("line").is_between(block.first_line + 1, block.first_line + block.lines_read))
+        if n >= emit:  # looked at only: counted against, decided later
+            if mine.height:
+                own = [block.counted] if block.counted is not None else []
+                mine = pl.concat([*own, mine]).group_by("line").agg(pl.col("count").sum())
+                out.append(replace(block, counted=mine.sort("line")))
+            else:
+                out.append(block)
+            continue
+        rows = here.filter(pl.col("block") == n)["_kept_row"].sort()
+        # (the kept lines each end in '\n': the last is the one before it)
+        kept, kept_count = ((block.kept, block.kept_count) if rows.len() == 0 else
+                            compiled.scanner.lines_of(memoryview(block.kept)[:-1],
+                                                      rows.cast(pl.UInt32).to_numpy().tobytes(), True, -1))
+        out.append(replace(block, kept=kept, kept_count=kept_count, counted=mine.sort("line") if mine.height else None,
+                           groups=None))
+    return out
+
+
+def groups_per_key(blocks: list[RepeatsFound]) -> pl.DataFrame:
+    """Each key's groups in ``blocks`` (``key``, ``count``), before :func:`drop_across` (which
+    takes their records): what a file's next blocks count among those before theirs."""
+    records = _group_records(blocks)
+    return (records.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
+            .group_by("key").agg(pl.col("count").sum()))
+
+
+def _group_records(blocks: list[RepeatsFound]) -> pl.DataFrame:
+    """The kept groups' records of ``blocks`` (``aside``'s, see GROUP_RECORD), in file order."""
     import numpy as np
 
     parts = []
@@ -183,52 +266,7 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[Repeat
             "timed": (record[:, 5] & 1) > 0, "keyed": (record[:, 5] & 2) == 0,
             "key": pl.Series(np.ascontiguousarray(record[:, 6:8]).view(np.uint64).ravel()),
         }))
-    groups = pl.concat(parts)  # in file order
-    # Each key's groups in the blocks before a block's, and in them all.
-    per_block = (groups.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
-                 .sort("block")
-                 .with_columns((pl.col("count").cum_sum().over("key") - pl.col("count")).alias("before"),
-                               pl.col("count").sum().over("key").alias("total")))
-    place = pl.col("before") + pl.col("place")
-    aside = (pl.col("keyed") & (place >= head) & (place < pl.col("total") - tail)).fill_null(False)
-    nth = pl.int_range(pl.len(), dtype=pl.UInt32)
-    timed = pl.when(pl.col("_aside") & pl.col("timed")).then(pl.col("_nth"))
-    run = (~pl.col("_aside")).cum_sum()
-    decided = (groups.lazy().join(per_block.lazy().select("block", "key", "before", "total"), on=["block", "key"],
-                                  how="left", maintain_order="left")
-               .with_columns(aside.alias("_aside"), nth.alias("_nth"), place.alias("_place"))
-               .with_columns(((pl.col("_nth") == timed.min().over(run)) | (pl.col("_nth") == timed.max().over(run)))
-                             .fill_null(False).alias("_end"))
-               .with_columns((pl.col("_aside") & ~pl.col("_end")).alias("_dropped"))
-               .collect())
-    first = decided.filter(pl.col("keyed") & (pl.col("_place") == 0)).select("key", pl.col("line").alias("_first"))
-    dropped = decided.filter("_dropped")
-    if dropped.height == 0:
-        return [replace(block, groups=None) for block in blocks]
-    # Each line set aside, here or in its block, and the line it is counted against.
-    offsets = pl.int_ranges(0, pl.col("lines"))
-    here = (dropped.join(first, on="key", how="left")
-            .select("block", "kept_at", offsets.alias("_offset"), "line", "_first").explode("_offset")
-            .select("block", (pl.col("kept_at") + pl.col("_offset")).alias("_kept_row"),
-                    (pl.col("_first") + pl.col("_offset")).alias("line"), pl.lit(1, dtype=pl.Int64).alias("count")))
-    # A block's counted lines are of the first group of their key in the block (its place 0).
-    block_firsts = (decided.filter(pl.col("keyed") & (pl.col("place") == 0))
-                    .join(first, on="key", how="left").select("line", "_first").sort("line"))
-    earlier = [block.counted for block in blocks if block.counted is not None]
-    moved = [_moved(pl.concat(earlier).sort("line"), block_firsts)] if earlier else []
-    counted = pl.concat([*moved, here.select("line", "count")]).group_by("line").agg(pl.col("count").sum())
-    out = []
-    for n, block in enumerate(blocks):
-        assert block.kept is not None
-        rows = here.filter(pl.col("block") == n)["_kept_row"].sort()
-        # (the kept lines each end in '\n': the last is the one before it)
-        kept, kept_count = ((block.kept, block.kept_count) if rows.len() == 0 else
-                            compiled.scanner.lines_of(memoryview(block.kept)[:-1],
-                                                      rows.cast(pl.UInt32).to_numpy().tobytes(), True, -1))
-        mine = counted.filter(pl.col("line").is_between(block.first_line + 1, block.first_line + block.lines_read))
-        out.append(replace(block, kept=kept, kept_count=kept_count, counted=mine.sort("line") if mine.height else None,
-                           groups=None))
-    return out
+    return pl.concat(parts)
 
 
 def _moved(counted: pl.DataFrame, block_firsts: pl.DataFrame) -> pl.DataFrame:
@@ -285,5 +323,13 @@ def _needle_bits() -> tuple[int, int]:
     triggers = len(_needles()) - 2
     return (1 << triggers) - 1, 0b11 << triggers
 
-__all__ = ["GROUP_RECORD", "MIN_LINES", "RepeatsFound", "counted_frame", "drop_across", "looks_for_repeats",
-           "reduce_repeats"]
+__all__ = [
+    "GROUP_RECORD",
+    "MIN_LINES",
+    "RepeatsFound",
+    "counted_frame",
+    "drop_across",
+    "groups_per_key",
+    "looks_for_repeats",
+    "reduce_repeats",
+]
