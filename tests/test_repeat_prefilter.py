@@ -32,8 +32,8 @@ from logscope.ingest.repeat_prefilter import (
     MIN_LINES,
     RepeatsFound,
     _needles,
+    decide_across,
     drop_across,
-    groups_per_key,
     reduce_repeats,
 )
 from logscope.limits import MATCH_CHARS
@@ -233,11 +233,9 @@ def test_blocks_decided_a_few_at_a_time_keep_what_the_file_keeps_and_count_every
         if len(held) < 2 and not last:
             continue
         emit = len(held) if last else len(held) - 1
-        seen = groups_per_key(held[:emit])
-        decided = drop_across(held, 8, 8, before=before, emit=emit)
+        decided, before = decide_across(held, 8, 8, before=before, emit=emit)
         framed += decided[:emit]
         held = decided[emit:]
-        before = seen if before is None else pl.concat([before, seen]).group_by("key").agg(pl.col("count").sum())
     _, kept, _ = _both(block)
     got = pl.concat([lines_frame(found.kept, found.first_line, numbered=True) for found in framed if found.kept])
     assert set(kept) <= set(got["line"].to_list())

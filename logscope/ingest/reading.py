@@ -48,8 +48,7 @@ from logscope.ingest.matching import (
 from logscope.ingest.progress_prefilter import reduce_progress
 from logscope.ingest.repeat_prefilter import (
     RepeatsFound,
-    drop_across,
-    groups_per_key,
+    decide_across,
     looks_for_repeats,
     reduce_repeats,
 )
@@ -416,18 +415,13 @@ class _HeldRepeats:
             return
         emit = len(held) - 1 if hold_last and len(held) > 1 else len(held)
         keep = held[0].found.keep
-        founds = [block.found for block in held]
-        framed_now = groups_per_key(founds[:emit]) if all(found.groups is not None for found in founds) else None
-        before = self._before.get(keep)
-        decided = drop_across(founds, *keep, before=before, emit=emit)
+        decided, counts = decide_across([block.found for block in held], *keep, before=self._before.get(keep),
+                                        emit=emit)
         self._held = [replace(block, found=found) for block, found in zip(held[emit:], decided[emit:], strict=True)]
         self._bytes = sum(len(block.found.kept or b"") for block in self._held)
-        if framed_now is not None:  # (else fewer are counted before the next: more kept, never fewer)
-            counts = framed_now if before is None else (pl.concat([before, framed_now])
-                                                        .group_by("key").agg(pl.col("count").sum()))
+        # (None, or too many to hold: fewer are counted before the next blocks, more kept, never fewer)
+        if counts is not None and counts.height <= BEFORE_MAX_KEYS:
             self._before[keep] = counts
-            if counts.height > BEFORE_MAX_KEYS:
-                del self._before[keep]
         for block, found in zip(held[:emit], decided[:emit], strict=True):
             assert found.kept is not None
             lines = lines_frame(found.kept, found.first_line, numbered=True)

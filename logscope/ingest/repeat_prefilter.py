@@ -157,8 +157,13 @@ def counted_frame(rows: bytes, counts: bytes, first_line: int) -> pl.DataFrame:
                          "count": pl.Series(array("I", counts), dtype=pl.Int64)})
 
 
-def drop_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: pl.DataFrame | None = None,
-                emit: int | None = None) -> list[RepeatsFound]:
+def drop_across(blocks: list[RepeatsFound], head: int, tail: int) -> list[RepeatsFound]:
+    """:func:`decide_across` of all ``blocks`` at once, with no blocks before them."""
+    return decide_across(blocks, head, tail)[0]
+
+
+def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: pl.DataFrame | None = None,
+                  emit: int | None = None) -> tuple[list[RepeatsFound], pl.DataFrame | None]:
     """Consecutive blocks of a file, each without its repeats (:func:`reduce_repeats`), without
     the groups the other blocks make repeats too: each block kept the first ``head`` and last
     ``tail`` groups of each key *in the block*, but only the first and last of the blocks together
@@ -168,27 +173,33 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: pl.
     first group of its key kept in them all, in the block that holds that line.
 
     A file's blocks are taken a few at a time (reading holds them in bounded memory): ``before``,
-    each key's groups in the file's blocks before these, already framed (``key``, ``count``:
-    :func:`groups_per_key`), count among those before a group; only the first ``emit`` blocks
-    (all by default) are returned decided, the others were looked at only as the groups after
-    theirs, and are returned as they came, but with the lines of the first counted against their
-    groups (a key none of whose groups is kept in the first: its first group in the others).
+    each key's groups in the file's blocks before these, already framed (``key``, ``count``),
+    count among those before a group; only the first ``emit`` blocks (all by default) are returned
+    decided, the others were looked at only as the groups after theirs, and are returned as they
+    came, but with the lines of the first counted against their groups (a key none of whose groups
+    is kept in the first: its first group in the others). Returned with the blocks: each key's
+    groups in ``before`` and the blocks decided, the next call's ``before`` (None when the blocks
+    could not be decided: their groups are not known).
 
     As coll_prefilter.drop_surplus_across argues for COLL lines, blocks left out (not reduced)
     can only move a group further from both ends: what goes here would go counting them too."""
     emit = len(blocks) if emit is None else emit
-    if (len(blocks) < 2 and before is None) or any(block.groups is None for block in blocks):
-        return blocks
+    if any(block.groups is None for block in blocks):
+        return blocks, None
     groups = _group_records(blocks)  # in file order
     # Each key's groups in the blocks before a block's, and in them all (those framed before too).
     per_block = (groups.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
                  .sort("block")
                  .with_columns((pl.col("count").cum_sum().over("key") - pl.col("count")).alias("before"),
                                pl.col("count").sum().over("key").alias("total")))
+    framed = per_block.filter(pl.col("block") < emit).group_by("key").agg(pl.col("count").sum())
+    counts = framed if before is None else pl.concat([before, framed]).group_by("key").agg(pl.col("count").sum())
+    if len(blocks) < 2 and before is None:
+        return [replace(block, groups=None) for block in blocks], counts
     if before is not None:
-        framed = pl.col("_framed").fill_null(0)
-        per_block = (per_block.join(before.rename({"count": "_framed"}), on="key", how="left")
-                     .with_columns(pl.col("before") + framed, pl.col("total") + framed).drop("_framed"))
+        carried = pl.col("_carried").fill_null(0)
+        per_block = (per_block.join(before.rename({"count": "_carried"}), on="key", how="left")
+                     .with_columns(pl.col("before") + carried, pl.col("total") + carried).drop("_carried"))
     place = pl.col("before") + pl.col("place")
     aside = (pl.col("keyed") & (place >= head) & (place < pl.col("total") - tail)).fill_null(False)
     nth = pl.int_range(pl.len(), dtype=pl.UInt32)
@@ -208,7 +219,7 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: pl.
              .group_by("key").agg(pl.col("line").min().alias("_first")))
     dropped = decided.filter("_dropped")
     if dropped.height == 0:
-        return [replace(block, groups=None) if n < emit else block for n, block in enumerate(blocks)]
+        return [replace(block, groups=None) if n < emit else block for n, block in enumerate(blocks)], counts
     # Each line set aside, here or in its block, and the line it is counted against.
     offsets = pl.int_ranges(0, pl.col("lines"))
     here = (dropped.join(first, on="key", how="left")
@@ -240,15 +251,7 @@ def drop_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: pl.
                                                       rows.cast(pl.UInt32).to_numpy().tobytes(), True, -1))
         out.append(replace(block, kept=kept, kept_count=kept_count, counted=mine.sort("line") if mine.height else None,
                            groups=None))
-    return out
-
-
-def groups_per_key(blocks: list[RepeatsFound]) -> pl.DataFrame:
-    """Each key's groups in ``blocks`` (``key``, ``count``), before :func:`drop_across` (which
-    takes their records): what a file's next blocks count among those before theirs."""
-    records = _group_records(blocks)
-    return (records.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
-            .group_by("key").agg(pl.col("count").sum()))
+    return out, counts
 
 
 def _group_records(blocks: list[RepeatsFound]) -> pl.DataFrame:
@@ -328,8 +331,8 @@ __all__ = [
     "MIN_LINES",
     "RepeatsFound",
     "counted_frame",
+    "decide_across",
     "drop_across",
-    "groups_per_key",
     "looks_for_repeats",
     "reduce_repeats",
 ]
