@@ -14,11 +14,12 @@ import random
 from array import array
 from pathlib import Path
 
+import polars as pl
 import pytest
 from reading_support import assert_same_reads
 
+from logscope.ingest import FileRead, compiled, discover, read_file, reading, thinning
 from logscope.ingest import blocks as blocks_module
-from logscope.ingest import compiled, discover, read_file, reading, thinning
 from logscope.ingest import progress_prefilter as prefilter
 from logscope.ingest.progress_prefilter import digit_blind, digit_relaxed
 
@@ -187,3 +188,47 @@ def test_a_block_of_few_lines_per_writer_is_not_worth_the_pass(tmp_path: Path) -
     # 500 lines of each of 8 ranks ([default0]: ... [default7]:, behind them a time of every second)
     assert prefilter._few_per_writer(body, rows, 500)
     assert not prefilter._few_per_writer(body, rows, 499)
+
+
+def test_what_a_progress_block_keeps_is_looked_at_for_a_loops_repeats(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # A restart loop whose attempts print their steps, then fail alike (MLPerf's DLLogger logs, a
+    # data-loader thread's traceback each time, its thread id its own): the loop pass leaves the
+    # block to this pass (its progress lines are most of its lines), and what this one keeps (the
+    # tracebacks, the last steps) is compared for a loop's repeats: its middle attempts' tracebacks
+    # go, every line still counted; the first failure is the same.
+    from logscope.parsers import lines as engine
+
+    rng = random.Random(3)
+    lines: list[str] = []
+    for attempt in range(160):
+        for step in range(1, 151):
+            seconds = 60 * attempt + step
+            lines.append(_DLL.format(r=0, step=step, ms=600.0, loss=2.5, acc=rng.random() * 100,
+                                     us=rng.randrange(10**6), hh=10 + seconds // 3600, mm=seconds // 60 % 60,
+                                     ss=seconds % 60))
+        thread = 40_000 + 7 * attempt
+        lines += [f"0: Exception in thread Thread-{thread} (SamplingThread):", "0: Traceback (most recent call last):"]
+        lines += [f'0:   File "/workspace/gnn/dataloading/loader{n}.py", line {10 + n}, in run' for n in range(24)]
+        lines.append("0: RuntimeError: Time out when prefetcher wait for sample flag at 60 seconds.")
+    path = tmp_path / "result_7.txt"
+    path.write_text("\n".join(lines) + "\n")
+    set_aside = []
+    surplus = engine.repeat_surplus
+
+    def spy(*args, **kwargs):
+        found = surplus(*args, **kwargs)
+        set_aside.append(0 if found is None else found.surplus.len())
+        return found
+
+    monkeypatch.setattr(engine, "repeat_surplus", spy)
+    looked = read_file(discover([path])[0][0])
+    assert sum(set_aside) > 100 * 27  # the middle attempts' tracebacks
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
+        not_looked = read_file(discover([path])[0][0])
+    assert isinstance(looked, FileRead) and isinstance(not_looked, FileRead)
+    assert (looked.lines_read, looked.lines_recognised) == (not_looked.lines_read, not_looked.lines_recognised)
+    assert looked.events.height < not_looked.events.height
+    first = [read.events.filter(pl.col("event") == "exception").row(0, named=True) for read in (looked, not_looked)]
+    assert first[0]["line"] == first[1]["line"] and first[0]["text"] == first[1]["text"]

@@ -422,13 +422,16 @@ class _HeldRepeats:
         # (None, or too many to hold: fewer are counted before the next blocks, more kept, never fewer)
         if counts is not None and counts.height <= BEFORE_MAX_KEYS:
             self._before[keep] = counts
+        progress = keep != (LOOP_KEEP, LOOP_KEEP)
         for block, found in zip(held[:emit], decided[:emit], strict=True):
             assert found.kept is not None
             lines = lines_frame(found.kept, found.first_line, numbered=True)
             if lines.height != found.kept_count:  # never seen: the lines split in Python
                 lines = _numbered_lines(found.kept)
+            # What a progress block keeps is looked at for a loop's repeats (its other lines, which
+            # the loop pass did not compare: its progress lines were too many of its lines).
             yield _framed(self._reading, lines, 0, 0, len(found.kept), block.size, block.carriage_return, True,
-                          repeats_looked=True, repeated=found.counted, progress=found.keep != (LOOP_KEEP, LOOP_KEEP))
+                          repeats_looked=not progress, repeated=found.counted, progress=progress)
 
 
 def _numbered_lines(kept: bytes) -> pl.DataFrame:

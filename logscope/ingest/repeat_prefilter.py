@@ -23,7 +23,10 @@ with repeats set aside are then held together (a few per cent of their bytes) an
 keeps what one block of them all would keep, not that much per block (a 64 MB file of a loop kept
 twice as many lines as a 32 MB one). A block this module looked at is not looked at again by the
 polars rule (whatever it found): the lines it kept include each run's timed ends, which a second
-pass would count as repeats. A line longer than :data:`~logscope.limits.MATCH_CHARS` bytes is never
+pass would count as repeats. But for a block of progress lines (left to
+:mod:`~logscope.ingest.progress_prefilter`, too few of its lines could go here): once those are set
+aside, the lines it keeps are compared by the polars rule (a loop's attempts that print steps, then
+fail alike, keep their first and last failures). A line longer than :data:`~logscope.limits.MATCH_CHARS` bytes is never
 set aside here (the caller counts the lines it cuts for matching among those it frames).
 ``tests/test_repeat_prefilter.py`` holds this to the polars rule.
 """
