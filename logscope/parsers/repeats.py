@@ -136,14 +136,22 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     # At most count - head - tail lines of a wording can go (a group that goes has head + tail
     # of its key kept, each with that wording): a log without a loop stops here, unsorted.
     bound = (facts["_wording"].value_counts()["count"].cast(pl.Int64) - (head + tail)).clip(lower_bound=0).sum()
-    if ((bound < SAMPLE_SHARE * sample.height
-         or _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height)
-            and not _far_sample_recurs(lines, facts, own, wordings)):
-        return None
+    far = None  # the facts and own-rule rows of the chunk's last SAMPLE_LINES lines, when looked at
+    if (bound < SAMPLE_SHARE * sample.height
+            or _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height):
+        far = _far_sample(lines, wordings)
+        if far is None or not _far_sample_recurs(facts, own, *far):
+            return None
     if lines.height > sample.height:  # the sample's facts and own-rule rows are the first of the chunk's
-        rest = lines.slice(sample.height)
-        found = _surplus(lines, head, tail, pl.concat([facts, line_facts(rest, wordings)], how="vertical_relaxed"),
-                         pl.concat([own, _own_rule_rows(rest) + sample.height]))
+        if far is None:
+            rest = lines.slice(sample.height)
+            rest_facts, rest_own = line_facts(rest, wordings), _own_rule_rows(rest) + sample.height
+        else:  # and the far sample's its last (a line's facts are its own: read once)
+            middle = lines.slice(sample.height, lines.height - 2 * SAMPLE_LINES)
+            rest_facts = pl.concat([line_facts(middle, wordings), far[0]], how="vertical_relaxed")
+            rest_own = pl.concat([_own_rule_rows(middle) + sample.height, far[1] + (lines.height - SAMPLE_LINES)])
+        found = _surplus(lines, head, tail, pl.concat([facts, rest_facts], how="vertical_relaxed"),
+                         pl.concat([own, rest_own]))
     else:
         found = _surplus(sample, head, tail, facts, own)
     if found.height == 0:
@@ -154,17 +162,21 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     return Repeats(found["_row"], counted)
 
 
-def _far_sample_recurs(lines: pl.DataFrame, facts: pl.DataFrame, own: pl.Series, wordings: Wordings | None) -> bool:
-    """The gate's second look, for a chunk whose sample shows no loop (:func:`far_recurs`): its
-    last SAMPLE_LINES lines against its sample (``facts``, ``own``: the sample's)."""
+def _far_sample(lines: pl.DataFrame, wordings: Wordings | None) -> tuple[pl.DataFrame, pl.Series] | None:
+    """The facts and own-rule rows of the chunk's last SAMPLE_LINES lines, for the gate's second
+    look (:func:`far_recurs`); None when the chunk has fewer than twice as many lines."""
     if lines.height < 2 * SAMPLE_LINES:
-        return False
+        return None
     far = lines.tail(SAMPLE_LINES)
-    far_own = set(_own_rule_rows(far).to_list())
-    own_rows = set(own.to_list())
+    return line_facts(far, wordings), _own_rule_rows(far)
+
+
+def _far_sample_recurs(facts: pl.DataFrame, own: pl.Series, far_facts: pl.DataFrame, far_own: pl.Series) -> bool:
+    """:func:`far_recurs` of the sample's facts and own-rule rows and the far sample's."""
+    own_rows, far_own_rows = set(own.to_list()), set(far_own.to_list())
     sample_words = (h for row, h in enumerate(facts["_wording"].to_list()) if row not in own_rows)
-    far_words = [h for row, h in enumerate(line_facts(far, wordings)["_wording"].to_list()) if row not in far_own]
-    return far_recurs(sample_words, far_words, far.height)
+    far_words = [h for row, h in enumerate(far_facts["_wording"].to_list()) if row not in far_own_rows]
+    return far_recurs(sample_words, far_words, far_facts.height)
 
 
 def far_recurs(sample_words: Iterable[int], far_words: Sequence[int], far_lines: int) -> bool:
