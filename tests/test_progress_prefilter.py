@@ -195,8 +195,9 @@ def test_what_a_progress_block_keeps_is_looked_at_for_a_loops_repeats(tmp_path: 
     # A restart loop whose attempts print their steps, then fail alike (MLPerf's DLLogger logs, a
     # data-loader thread's traceback each time, its thread id its own): the loop pass leaves the
     # block to this pass (its progress lines are most of its lines), and what this one keeps (the
-    # tracebacks, the last steps) is compared for a loop's repeats: its middle attempts' tracebacks
-    # go, every line still counted; the first failure is the same.
+    # tracebacks, the last steps) is compared for a loop's repeats, on its bytes as the polars rule
+    # compares it in its frame: its middle attempts' tracebacks go, every line still counted; the
+    # first failure is the same.
     from logscope.parsers import lines as engine
 
     rng = random.Random(3)
@@ -214,7 +215,7 @@ def test_what_a_progress_block_keeps_is_looked_at_for_a_loops_repeats(tmp_path: 
     path = tmp_path / "result_7.txt"
     path.write_text("\n".join(lines) + "\n")
     set_aside = []
-    surplus = engine.repeat_surplus
+    surplus, reduce = engine.repeat_surplus, reading.reduce_progress
 
     def spy(*args, **kwargs):
         found = surplus(*args, **kwargs)
@@ -222,13 +223,18 @@ def test_what_a_progress_block_keeps_is_looked_at_for_a_loops_repeats(tmp_path: 
         return found
 
     monkeypatch.setattr(engine, "repeat_surplus", spy)
-    looked = read_file(discover([path])[0][0])
-    assert sum(set_aside) > 100 * 27  # the middle attempts' tracebacks
-    with monkeypatch.context() as patch:
+    on_bytes = read_file(discover([path])[0][0])
+    assert sum(set_aside) == 0  # the polars rule was not asked again
+    with monkeypatch.context() as patch:  # what is kept left to the polars rule
+        patch.setattr(reading, "reduce_progress",
+                      lambda *args, **kwargs: reduce(*args, **{**kwargs, "loop_keep": None}))
+        in_polars = read_file(discover([path])[0][0])
+        assert sum(set_aside) > 100 * 27  # the middle attempts' tracebacks
         patch.setattr(engine, "repeat_surplus", lambda *_, **__: None)
         not_looked = read_file(discover([path])[0][0])
-    assert isinstance(looked, FileRead) and isinstance(not_looked, FileRead)
-    assert (looked.lines_read, looked.lines_recognised) == (not_looked.lines_read, not_looked.lines_recognised)
-    assert looked.events.height < not_looked.events.height
-    first = [read.events.filter(pl.col("event") == "exception").row(0, named=True) for read in (looked, not_looked)]
+    assert_same_reads([in_polars], [on_bytes])
+    assert isinstance(on_bytes, FileRead) and isinstance(not_looked, FileRead)
+    assert (on_bytes.lines_read, on_bytes.lines_recognised) == (not_looked.lines_read, not_looked.lines_recognised)
+    assert on_bytes.events.height < not_looked.events.height
+    first = [read.events.filter(pl.col("event") == "exception").row(0, named=True) for read in (on_bytes, not_looked)]
     assert first[0]["line"] == first[1]["line"] and first[0]["text"] == first[1]["text"]

@@ -62,7 +62,7 @@ import polars as pl
 from logscope.ingest import compiled
 from logscope.ingest.blocks import Controls, for_csv_reader
 from logscope.ingest.line_frames import lines_frame
-from logscope.ingest.repeat_prefilter import GROUP_RECORD, MIN_LINES, RepeatsFound, counted_frame
+from logscope.ingest.repeat_prefilter import GROUP_RECORD, MIN_LINES, RepeatsFound, counted_frame, loop_aside
 from logscope.knowledge import RECOGNISERS, Message
 from logscope.limits import MATCH_CHARS
 from logscope.parsers.claims import certain, holds, regex
@@ -105,12 +105,13 @@ class _Shapes:
 
 
 def reduce_progress(block: bytes | memoryview, first_line: int, controls: Controls, reference_year: int,
-                    head: int, tail: int) -> RepeatsFound | None:
+                    head: int, tail: int, loop_keep: tuple[int, int] | None = None) -> RepeatsFound | None:
     """``block`` (lines numbered from ``first_line + 1``, read as
     :func:`~logscope.ingest.line_frames.lines_frame` reads it) without the progress lines the
     thinning drops (see the module's docstring), as a :class:`RepeatsFound` whose ``keep`` is
-    ``(head, tail)``; None when it sets none aside. Only when
-    :func:`~logscope.ingest.repeat_prefilter.looks_for_repeats`."""
+    ``(head, tail)``; None when it sets none aside. ``loop_keep``: what is left is then compared
+    for a loop's repeats (:func:`~logscope.ingest.repeat_prefilter.loop_aside`, the first and last
+    of each wording kept). Only when :func:`~logscope.ingest.repeat_prefilter.looks_for_repeats`."""
     import numpy as np
 
     text = for_csv_reader(block, controls.unit_separator, first=first_line == 0)
@@ -181,10 +182,38 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
         np.flatnonzero(own[asked]).astype(np.uint32).tobytes(), head, tail, True)
     if not aside:
         return None
-    aside, counted, groups = _in_the_block(asked, aside, counted, groups)
-    kept, kept_count = compiled.scanner.lines_of(body, aside, True, first_line)
-    return RepeatsFound(kept, kept_count, count, counted_frame(counted, tallies, first_line), first_line, groups,
-                        keep=(head, tail))
+    rows = asked[np.frombuffer(aside, dtype=np.uint32)].astype(np.uint32)  # as rows of the block
+    counted_rows = asked[np.frombuffer(counted, dtype=np.uint32)].astype(np.uint32)
+    # What is left is compared for a loop's repeats (the loop pass did not: this block's progress
+    # lines were too many of its lines), as the polars rule would compare it.
+    loop = _loop_in_kept(body, rows, count, loop_keep) if loop_keep is not None else None
+    loop_counted = None
+    if loop is not None and len(loop[0]):
+        rows = np.union1d(rows, loop[0]).astype(np.uint32)
+        loop_counted = counted_frame(loop[1].tobytes(), loop[2], first_line)
+    kept, kept_count = compiled.scanner.lines_of(body, rows.tobytes(), True, first_line)
+    return RepeatsFound(kept, kept_count, count, counted_frame(counted_rows.tobytes(), tallies, first_line),
+                        first_line, _in_the_block(asked, groups, rows), keep=(head, tail),
+                        loops_looked=loop is not None, loop_counted=loop_counted)
+
+
+def _loop_in_kept(body: memoryview, aside: np.ndarray, count: int,
+                  keep: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+    """The rule of a loop's repeats (repeat_prefilter.loop_aside, first and last ``keep``) on the
+    block's lines but those at ``aside``: the rows it sets aside and the rows they are counted
+    against (as rows of the block), and how many each; None when they are too few to be looked at
+    (the polars rule may then look)."""
+    import numpy as np
+
+    kept = np.ones(count, dtype=bool)
+    kept[aside] = False
+    kept_rows = np.flatnonzero(kept).astype(np.uint32)
+    text, _ = compiled.scanner.lines_of(body, kept_rows.tobytes(), False, 0)
+    found = loop_aside(memoryview(text), *keep)
+    if found is None:
+        return None
+    return (kept_rows[np.frombuffer(found.rows, dtype=np.uint32)],
+            kept_rows[np.frombuffer(found.counted, dtype=np.uint32)], found.tallies)
 
 
 # The leading bytes of a line that _few_per_writer reads, and the bytes behind which a digit is
@@ -238,19 +267,17 @@ def _may_be_candidates(body: memoryview, rows: np.ndarray, count: int) -> np.nda
     return mask
 
 
-def _in_the_block(asked: np.ndarray, aside: bytes, counted: bytes, groups: bytes) -> tuple[bytes, bytes, bytes]:
-    """``_collscan.aside``'s rows, counted rows and group records (with_groups) over the lines at
-    ``asked`` of a block, as rows of the block: a group's first line, and its place among the
-    lines the block keeps (those not asked are kept)."""
+def _in_the_block(asked: np.ndarray, groups: bytes, aside: np.ndarray) -> bytes:
+    """``_collscan.aside``'s group records (with_groups) over the lines at ``asked`` of a block, as
+    the block's: a group's first line, and its place among the lines the block keeps (all but
+    ``aside``, its rows set aside: those not asked are kept)."""
     import numpy as np
 
-    rows = asked[np.frombuffer(aside, dtype=np.uint32)].astype(np.uint32)
-    counted_rows = asked[np.frombuffer(counted, dtype=np.uint32)].astype(np.uint32)
     records = np.frombuffer(groups, dtype=np.uint32).reshape(-1, GROUP_RECORD).copy()
     first = asked[records[:, 0]]
     records[:, 0] = first
-    records[:, 2] = first - np.searchsorted(rows, first)
-    return rows.tobytes(), counted_rows.tobytes(), records.tobytes()
+    records[:, 2] = first - np.searchsorted(aside, first)
+    return records.tobytes()
 
 
 def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_line: int,

@@ -347,7 +347,8 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole | _R
     if found is not None and found.kept is None:
         # No loop: its progress lines, set aside on the block's bytes when they are most of it
         # (the polars rule's repeats are looked for no more either way, as without).
-        found = reduce_progress(block, first_line, controls, reading.year, COLL_HEAD, PROGRESS_TAIL) or found
+        found = reduce_progress(block, first_line, controls, reading.year, COLL_HEAD, PROGRESS_TAIL,
+                                loop_keep=(LOOP_KEEP, LOOP_KEEP)) or found
     if found is not None and found.kept is not None:
         reading.result.lines_read += found.lines_read  # the next block's lines are numbered after them
         return _Repeated(found, controls.carriage_return, len(block))
@@ -428,10 +429,13 @@ class _HeldRepeats:
             lines = lines_frame(found.kept, found.first_line, numbered=True)
             if lines.height != found.kept_count:  # never seen: the lines split in Python
                 lines = _numbered_lines(found.kept)
-            # What a progress block keeps is looked at for a loop's repeats (its other lines, which
-            # the loop pass did not compare: its progress lines were too many of its lines).
+            # What a progress block keeps was compared for a loop's repeats there, or is by the
+            # polars rule (the loop pass did not: its progress lines were too many of its lines).
+            counted = [c for c in (found.counted, found.loop_counted) if c is not None]
             yield _framed(self._reading, lines, 0, 0, len(found.kept), block.size, block.carriage_return, True,
-                          repeats_looked=not progress, repeated=found.counted, progress=progress)
+                          repeats_looked=found.loops_looked,
+                          repeated=pl.concat(counted).sort("line") if len(counted) > 1 else next(iter(counted), None),
+                          progress=progress)
 
 
 def _numbered_lines(kept: bytes) -> pl.DataFrame:

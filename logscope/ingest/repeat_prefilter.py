@@ -70,6 +70,12 @@ class RepeatsFound:
     # The first and last groups of each key kept (progress_prefilter's keep more than a loop's):
     # drop_across keeps as many of the blocks together.
     keep: tuple[int, int] = (0, 0)
+    # Whether the lines kept were compared for a loop's repeats here (a progress block's are, after
+    # its progress lines are set aside: progress_prefilter), so that the polars rule does not again;
+    # and the lines kept that a loop's lines set aside then are counted against (as ``counted``, but
+    # of no group of ``groups``: drop_across leaves them as they are).
+    loops_looked: bool = True
+    loop_counted: pl.DataFrame | None = None
 
 
 def looks_for_repeats(controls: Controls) -> bool:
@@ -86,7 +92,34 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
     restart loop repeats (see the module docstring); None when it has too few lines to be looked
     at (the polars rule may then look). Only when :func:`looks_for_repeats`."""
     text = for_csv_reader(block, controls.unit_separator, first=first_line == 0)
-    body = memoryview(text)[:-1] if text[-1:] == b"\n" else memoryview(text)
+    found = loop_aside(memoryview(text)[:-1] if text[-1:] == b"\n" else memoryview(text), head, tail)
+    if found is None:
+        return None
+    if not found.rows:
+        return RepeatsFound(None)
+    kept, kept_count = compiled.scanner.lines_of(found.body, found.rows, True, first_line)
+    return RepeatsFound(kept, kept_count, found.lines, counted_frame(found.counted, found.tallies, first_line),
+                        first_line, found.groups, keep=(head, tail))
+
+
+@dataclass
+class LoopAside:
+    """What the rule sets aside of the lines of ``body`` (``_collscan.aside``'s, native uint32
+    each): ``rows``, ascending (empty: the lines were compared, none goes), the rows they are
+    counted against and how many (``counted``, ``tallies``), the groups kept (``groups``, see
+    drop_across); ``lines``: the body's lines, when some go."""
+
+    body: memoryview
+    rows: bytes = b""
+    counted: bytes = b""
+    tallies: bytes = b""
+    groups: bytes = b""
+    lines: int = 0
+
+
+def loop_aside(body: memoryview, head: int, tail: int) -> LoopAside | None:
+    """The rule on the lines of ``body`` (no newline at its end, as :func:`reduce_repeats` reads
+    a block's): what goes, or None when they are too few to be looked at."""
     needles = _needles()
     # What the sample's lines hold first (a fifth of the cost of their wordings): a block of
     # progress (or COLL) lines stops there, too few of its lines could go.
@@ -94,7 +127,7 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
     sample = len(flags)
     if end == len(body) and sample <= MIN_LINES:
         return None
-    whole = RepeatsFound(None)
+    whole = LoopAside(body)
     own = _own_rows(body, held, 0)
     if sample - len(own) < SAMPLE_SHARE * sample:
         return whole
@@ -114,9 +147,7 @@ def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Control
         rows, counted, tallies, groups = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
         if not rows:
             return whole
-    kept, kept_count = compiled.scanner.lines_of(body, rows, True, first_line)
-    return RepeatsFound(kept, kept_count, len(flags), counted_frame(counted, tallies, first_line), first_line, groups,
-                        keep=(head, tail))
+    return LoopAside(body, rows, counted, tallies, groups, len(flags))
 
 
 def _far_sample_recurs(body: memoryview, end: int, hashes: bytes, own: array[int]) -> bool:
@@ -332,10 +363,12 @@ def _needle_bits() -> tuple[int, int]:
 __all__ = [
     "GROUP_RECORD",
     "MIN_LINES",
+    "LoopAside",
     "RepeatsFound",
     "counted_frame",
     "decide_across",
     "drop_across",
     "looks_for_repeats",
+    "loop_aside",
     "reduce_repeats",
 ]
