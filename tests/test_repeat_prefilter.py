@@ -249,6 +249,14 @@ def test_blocks_decided_a_few_at_a_time_keep_what_the_file_keeps_and_count_every
             assert found.counted["line"].is_between(found.first_line + 1, found.first_line + found.lines_read).all()
 
 
+def _counted_alike(whole: FileRead | object, *others: FileRead | object) -> None:
+    """Each of ``others`` read and recognised the lines ``whole`` did."""
+    assert isinstance(whole, FileRead)
+    for other in others:
+        assert isinstance(other, FileRead)
+        assert (other.lines_read, other.lines_recognised) == (whole.lines_read, whole.lines_recognised)
+
+
 def test_a_file_whose_held_blocks_are_framed_in_rounds_counts_every_line_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The reader frames the blocks it holds once they keep REPEATS_HELD_BYTES, all but the last:
@@ -264,9 +272,7 @@ def test_a_file_whose_held_blocks_are_framed_in_rounds_counts_every_line_once(
     rounds = read_file(discover([path])[0][0])
     monkeypatch.setattr(reading, "BEFORE_MAX_KEYS", 0)  # each round as if the file began there
     forgetting = read_file(discover([path])[0][0])
-    for other in (rounds, forgetting):
-        assert isinstance(other, FileRead) and isinstance(whole, FileRead)
-        assert (other.lines_read, other.lines_recognised) == (whole.lines_read, whole.lines_recognised)
+    _counted_alike(whole, rounds, forgetting)
     assert isinstance(rounds, FileRead) and isinstance(forgetting, FileRead)
     assert rounds.events.height < forgetting.events.height
 
@@ -282,9 +288,7 @@ def test_a_file_read_in_blocks_counts_every_line_once(tmp_path: Path, monkeypatc
     cut = read_file(discover([path])[0][0])
     without_repeats(monkeypatch)
     plain = read_file(discover([path])[0][0])
-    for other in (cut, plain):
-        assert isinstance(other, FileRead) and isinstance(whole, FileRead)
-        assert (other.lines_read, other.lines_recognised) == (whole.lines_read, whole.lines_recognised)
+    _counted_alike(whole, cut, plain)
     assert isinstance(plain, FileRead) and isinstance(cut, FileRead)
     assert cut.events.height < plain.events.height
 
