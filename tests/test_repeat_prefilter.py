@@ -140,6 +140,51 @@ def test_a_loop_of_attempts_longer_than_the_sample_is_found_as_the_polars_rule_f
     assert found is not None and found.kept is None
 
 
+def test_a_later_block_of_a_loops_file_is_compared_whole_without_the_gate(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A block whose sample says nothing twice (a long stretch of its own words) and whose loop
+    # comes after it: alone, the gate leaves it whole; in a file whose earlier block was a loop's,
+    # it is compared whole (gated=False), its loop's middle attempts set aside. A block mostly of
+    # progress lines is still left to the progress pass.
+    own_words = [f"loaded shard {n:x} of the dataset" for n in range(20_000)]
+    loop = [f"gpu-node01:{{pid}}:{{tid}} [{a}] NCCL INFO Channel {c:02d}/0 : {a}[{a}] -> {(a + 1) % 8}[{(a + 1) % 8}]"
+            " via P2P/IPC" for a, c in (divmod(n, 32) for n in range(200))]
+    later = "\n".join(own_words + ["\n".join(loop).format(pid=40_000 + 7 * a, tid=50_000 + 7 * a)
+                                   for a in range(40)]).encode() + b"\n"
+    gated = reduce_repeats(later, 0, control_bytes(later), 8, 8)
+    assert gated is not None and gated.kept is None
+    ungated = reduce_repeats(later, 0, control_bytes(later), 8, 8, gated=False)
+    assert ungated is not None and ungated.kept is not None
+    assert ungated.lines_read - ungated.kept_count >= 20 * 200  # attempts 9 to 32, but their runs' ends
+    progress = "".join(f"[default0]: iteration {n:8d}/ 500000 | consumed samples: {64 * n:10d} | lm loss: 2.5E+00 |\n"
+                       for n in range(20_000)).encode()
+    found = reduce_repeats(progress, 0, control_bytes(progress), 8, 8, gated=False)
+    assert found is not None and found.kept is None
+    # Read as a file's second block, after a block of the loop: every line counted as without.
+    from logscope.ingest import reading
+
+    first = "\n".join("\n".join(loop).format(pid=30_000 + 7 * a, tid=31_000 + 7 * a) for a in range(60)).encode()
+    path = tmp_path / "loop.out"
+    path.write_bytes(first + b"\n" + later)
+    monkeypatch.setattr(blocks_module, "CHUNK_BYTES", len(first) + 1)
+    reduce, seen = reading.reduce_repeats, []
+
+    def spy(*args, gated: bool = True, force: bool | None = None) -> RepeatsFound | None:
+        found = reduce(*args, gated=gated if force is None else force)
+        seen.append((gated, found is not None and found.kept is not None))
+        return found
+
+    monkeypatch.setattr(reading, "reduce_repeats", spy)
+    looping = read_file(discover([path])[0][0])
+    assert seen == [(True, True), (False, True)]  # the second block compared whole, its loop's repeats set aside
+    seen.clear()
+    monkeypatch.setattr(reading, "reduce_repeats", lambda *args, **kwargs: spy(*args, **kwargs, force=True))
+    always_gated = read_file(discover([path])[0][0])
+    assert seen == [(True, True), (False, False)]
+    _counted_alike(always_gated, looping)
+    assert isinstance(looping, FileRead) and looping.lines_recognised > 0
+
+
 def test_a_block_without_a_loop_is_left_whole_and_a_small_one_unread() -> None:
     own = "\n".join(f"loaded shard {n:x}-{n * 7 % 13}.bin in {n % 97} s" for n in range(20_000)).encode()
     found = reduce_repeats(own, 0, control_bytes(own), 8, 8)

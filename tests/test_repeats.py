@@ -227,8 +227,8 @@ class _SetAside:
             self.lines += 0 if found is None else found.surplus.len()
             return found
 
-        def counted_on_bytes(*args: Any) -> RepeatsFound | None:
-            found = on_bytes(*args)
+        def counted_on_bytes(*args: Any, **kwargs: Any) -> RepeatsFound | None:
+            found = on_bytes(*args, **kwargs)
             self.lines += 0 if found is None or found.kept is None else found.lines_read - found.kept_count
             return found
 

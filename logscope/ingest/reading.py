@@ -203,6 +203,9 @@ class _Reading:
         self.parts: list[pl.DataFrame] = []
         self.waiting = 0  # blocks (or pieces of blocks) read but not yet classified
         self.cut = 0  # lines cut for matching
+        # A block of it was a restart loop's: its next blocks are compared whole for the loop's
+        # repeats, without the gate's samples (repeat_prefilter.reduce_repeats' gated).
+        self.looping = False
 
     def add(self, chunk: ChunkResult) -> None:
         self.waiting -= 1
@@ -343,7 +346,9 @@ def _frame(reading: _Reading, block: bytes, last: bool) -> _Framed | _Whole | _R
         return _framed(reading, kept, reduced.lines_read, reduced.set_aside, len(reduced.kept), len(block),
                        controls.carriage_return, True)
     # Not COLL-heavy: a restart loop's repeats, set aside on the block's bytes when it is one.
-    found = reduce_repeats(block, first_line, controls, LOOP_KEEP, LOOP_KEEP) if looks_for_repeats(controls) else None
+    found = (reduce_repeats(block, first_line, controls, LOOP_KEEP, LOOP_KEEP, gated=not reading.looping)
+             if looks_for_repeats(controls) else None)
+    reading.looping = reading.looping or (found is not None and found.kept is not None)
     if found is not None and found.kept is None:
         # No loop: its progress lines, set aside on the block's bytes when they are most of it
         # (the polars rule's repeats are looked for no more either way, as without).

@@ -86,13 +86,15 @@ def looks_for_repeats(controls: Controls) -> bool:
 
 
 def reduce_repeats(block: bytes | memoryview, first_line: int, controls: Controls,
-                   head: int, tail: int) -> RepeatsFound | None:
+                   head: int, tail: int, gated: bool = True) -> RepeatsFound | None:
     """``block`` (lines numbered from ``first_line + 1``, read as
     :func:`~logscope.ingest.line_frames.lines_frame` reads it) without the groups of lines a
     restart loop repeats (see the module docstring); None when it has too few lines to be looked
-    at (the polars rule may then look). Only when :func:`looks_for_repeats`."""
+    at (the polars rule may then look). ``gated=False``: compared whole whatever its sample (an
+    earlier block of its file was a loop's), unless its sample is mostly progress or COLL lines.
+    Only when :func:`looks_for_repeats`."""
     text = for_csv_reader(block, controls.unit_separator, first=first_line == 0)
-    found = loop_aside(memoryview(text)[:-1] if text[-1:] == b"\n" else memoryview(text), head, tail)
+    found = loop_aside(memoryview(text)[:-1] if text[-1:] == b"\n" else memoryview(text), head, tail, gated)
     if found is None:
         return None
     if not found.rows:
@@ -117,9 +119,10 @@ class LoopAside:
     lines: int = 0
 
 
-def loop_aside(body: memoryview, head: int, tail: int) -> LoopAside | None:
+def loop_aside(body: memoryview, head: int, tail: int, gated: bool = True) -> LoopAside | None:
     """The rule on the lines of ``body`` (no newline at its end, as :func:`reduce_repeats` reads
-    a block's): what goes, or None when they are too few to be looked at."""
+    a block's): what goes, or None when they are too few to be looked at. ``gated``: only when
+    its sample shows a loop (else: only when its sample is not mostly own-rule lines)."""
     needles = _needles()
     # What the sample's lines hold first (a fifth of the cost of their wordings): a block of
     # progress (or COLL) lines stops there, too few of its lines could go.
@@ -132,18 +135,21 @@ def loop_aside(body: memoryview, head: int, tail: int) -> LoopAside | None:
     if sample - len(own) < SAMPLE_SHARE * sample:
         return whole
     hashes, flags, _, _ = compiled.scanner.wordings(body, (), MATCH_CHARS, SAMPLE_LINES)
-    counts: dict[int, int] = {}
-    for value in array("Q", hashes):
-        counts[value] = counts.get(value, 0) + 1
-    often = sum(max(0, count - head - tail) for count in counts.values()) >= SAMPLE_SHARE * sample
-    rows, counted, tallies, groups = (compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
-                                      if often else (b"", b"", b"", b""))  # else no wording comes often enough
-    if len(rows) // 4 < SAMPLE_SHARE * sample and not _far_sample_recurs(body, end, hashes, own):
-        return whole  # no loop
-    if end < len(body):  # the sample passed: the whole block
-        more_hashes, more_flags, more_held, _ = compiled.scanner.wordings(body[end:], needles, MATCH_CHARS)
-        hashes, flags = hashes + more_hashes, flags + more_flags
-        own.extend(_own_rows(body[end:], more_held, sample))
+    rows, counted, tallies, groups = b"", b"", b"", b""
+    if gated:
+        counts: dict[int, int] = {}
+        for value in array("Q", hashes):
+            counts[value] = counts.get(value, 0) + 1
+        if sum(max(0, count - head - tail) for count in counts.values()) >= SAMPLE_SHARE * sample:
+            rows, counted, tallies, groups = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
+        # (else no wording comes often enough)
+        if len(rows) // 4 < SAMPLE_SHARE * sample and not _far_sample_recurs(body, end, hashes, own):
+            return whole  # no loop
+    if end < len(body) or not gated:  # the whole block
+        if end < len(body):
+            more_hashes, more_flags, more_held, _ = compiled.scanner.wordings(body[end:], needles, MATCH_CHARS)
+            hashes, flags = hashes + more_hashes, flags + more_flags
+            own.extend(_own_rows(body[end:], more_held, sample))
         rows, counted, tallies, groups = compiled.scanner.aside(hashes, flags, own.tobytes(), head, tail, True)
         if not rows:
             return whole
