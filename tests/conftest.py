@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,19 @@ def plain_console() -> tuple[Console, io.StringIO]:
     console = Console(width=120, force_terminal=False, file=buffer, color_system=None, _environ={},
                       legacy_windows=False, highlight=False)
     return console, buffer
+
+
+@pytest.fixture
+def sigint_heard() -> Iterator[None]:
+    """SIGINT not ignored by the processes the test starts, whatever this run inherited: a shell's
+    background job (``pytest ... &`` in a script) starts with SIGINT ignored, and a process keeps
+    an ignored signal ignored across exec, so the watch or scan a test sends Ctrl-C's SIGINT would
+    never see it (a handler, unlike SIG_IGN, is reset to the default in the child)."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

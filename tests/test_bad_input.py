@@ -805,6 +805,7 @@ def test_merge_of_a_table_with_the_right_columns_and_wrong_types(capsys: pytest.
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the scan's workers start")
+@pytest.mark.usefixtures("sigint_heard")
 def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
     import signal
     import subprocess
@@ -826,13 +827,10 @@ def test_ctrl_c_during_a_scan_is_one_line_and_exit_130(tmp_path: Path) -> None:
     logs.mkdir()
     for n in range(40):
         (logs / f"train-{100 + n}-node1.out").write_text(GOOD)
-    # As from a terminal: Ctrl-C's default action, whatever this test run inherited (a shell's
-    # background job starts with SIGINT ignored, and so would the scan, which would then never
-    # see it).
+    # As from a terminal: Ctrl-C's default action, whatever this test run inherited (sigint_heard).
     proc = subprocess.Popen([sys.executable, "-m", "logscope", "scan", str(logs), "-j", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), *sys.path])})
     try:
         # Once the workers run (children of the scan), the stalled job keeps the scan from ending.
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")

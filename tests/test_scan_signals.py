@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from accounting_support import job_folder
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+pytestmark = [pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc"),
+              pytest.mark.usefixtures("sigint_heard")]  # the scan hears the SIGINT sent to it
 
 # Hang guards, not timing assertions: how long the test waits for what must happen.
 GUARD_S = 60.0

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+pytestmark = pytest.mark.usefixtures("sigint_heard")  # the watch hears the Ctrl-C sent to it
 STOP = re.compile(r"Watchdog caught|CANCELLED AT|Job step aborted|SignalException")
 STALL_WITHIN_S = 30.0
 END_WITHIN_S = 60.0
