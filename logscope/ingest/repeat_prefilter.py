@@ -165,10 +165,7 @@ def _far_sample_recurs(body: memoryview, end: int, hashes: bytes, own: array[int
         return False
     far = body[start:]
     far_hashes, _, far_held, _ = compiled.scanner.wordings(far, _needles(), MATCH_CHARS, SAMPLE_LINES, True)
-    far_own = set(_own_rows(far, far_held, 0))
-    own_rows = set(own)
-    return far_recurs((word for row, word in enumerate(array("Q", hashes)) if row not in own_rows),
-                      [word for row, word in enumerate(array("Q", far_hashes)) if row not in far_own], SAMPLE_LINES)
+    return far_recurs(array("Q", hashes), own, array("Q", far_hashes), _own_rows(far, far_held, 0))
 
 
 def _far_start(body: memoryview, end: int) -> int | None:

@@ -140,7 +140,8 @@ def repeat_surplus(lines: pl.DataFrame, head: int, tail: int, wordings: Wordings
     if (bound < SAMPLE_SHARE * sample.height
             or _surplus(sample, head, tail, facts, own).height < SAMPLE_SHARE * sample.height):
         far = _far_sample(lines, wordings)
-        if far is None or not _far_sample_recurs(facts, own, *far):
+        if far is None or not far_recurs(facts["_wording"].to_list(), own.to_list(), far[0]["_wording"].to_list(),
+                                         far[1].to_list()):
             return None
     if lines.height > sample.height:  # the sample's facts and own-rule rows are the first of the chunk's
         if far is None:
@@ -171,25 +172,21 @@ def _far_sample(lines: pl.DataFrame, wordings: Wordings | None) -> tuple[pl.Data
     return line_facts(far, wordings), _own_rule_rows(far)
 
 
-def _far_sample_recurs(facts: pl.DataFrame, own: pl.Series, far_facts: pl.DataFrame, far_own: pl.Series) -> bool:
-    """:func:`far_recurs` of the sample's facts and own-rule rows and the far sample's."""
-    own_rows, far_own_rows = set(own.to_list()), set(far_own.to_list())
-    sample_words = (h for row, h in enumerate(facts["_wording"].to_list()) if row not in own_rows)
-    far_words = [h for row, h in enumerate(far_facts["_wording"].to_list()) if row not in far_own_rows]
-    return far_recurs(sample_words, far_words, far_facts.height)
-
-
-def far_recurs(sample_words: Iterable[int], far_words: Sequence[int], far_lines: int) -> bool:
+def far_recurs(sample_words: Sequence[int], sample_own: Iterable[int], far_words: Sequence[int],
+               far_own: Iterable[int]) -> bool:
     """Whether a big chunk whose first SAMPLE_LINES lines show no loop is compared whole all the
     same, its far end showing one: at least SAMPLE_SHARE of its last SAMPLE_LINES lines
-    (``far_lines``) are worded as a line of the sample (``far_words``, ``sample_words``: the hashes
-    of their wordings, but their own-rule lines'). A loop whose attempts are longer than the sample
-    says nothing twice in it (a 128-rank job's start-up under NCCL_DEBUG=INFO is ~14,000 lines, each
-    rank's lines once, with its own pid); its last attempt says what its first did. Both the polars
-    rule and the byte pass (logscope.ingest.repeat_prefilter) ask this, of their own hashes; what is
-    set aside is then the rule's, over the whole chunk."""
-    seen = set(sample_words)
-    return sum(word in seen for word in far_words) >= SAMPLE_SHARE * far_lines
+    (``far_words``: the hashes of their wordings) are worded as a line of the sample
+    (``sample_words``), own-rule lines aside (``sample_own``, ``far_own``: their rows). A loop
+    whose attempts are longer than the sample says nothing twice in it (a 128-rank job's start-up
+    under NCCL_DEBUG=INFO is ~14,000 lines, each rank's lines once, with its own pid); its last
+    attempt says what its first did. Both the polars rule and the byte pass
+    (logscope.ingest.repeat_prefilter) ask this, of their own hashes; what is set aside is then
+    the rule's, over the whole chunk."""
+    sample_own, far_own = set(sample_own), set(far_own)
+    seen = {word for row, word in enumerate(sample_words) if row not in sample_own}
+    recurring = sum(word in seen for row, word in enumerate(far_words) if row not in far_own)
+    return recurring >= SAMPLE_SHARE * len(far_words)
 
 
 def _surplus(lines: pl.DataFrame, head: int, tail: int, facts: pl.DataFrame,
