@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +197,7 @@ def test_a_worker_that_starts_after_its_read_was_stopped_is_stopped(monkeypatch:
 
     monkeypatch.setattr(workers, "_start_worker", start_late)
     files, _ = discover([SAMPLES / "oom"])
-    reading = workers._Workers(files, [[0]])
+    reading = workers._Workers(files, [[0]], 1)
     reading.stop()
     go.set()
     deadline = time.monotonic() + 30
@@ -222,6 +223,60 @@ def test_workers_started_early_wait_for_their_files_when_none_can_be_found_yet(
     assert_same_reads(here, read_files(files))
     assert not workers._EARLY
     assert all(proc.poll() is not None for proc in early)
+
+
+def _sized(sizes: list[int]) -> list[SourceFile]:
+    source = discover([SAMPLES / "oom"])[0][0]
+    return [replace(source, display=f"f{n}", size=size) for n, size in enumerate(sizes)]
+
+
+def test_files_are_handed_out_biggest_first_the_small_ones_together() -> None:
+    mb = 1024 * 1024
+    sources = _sized([70 * mb, 10 * mb, 20 * mb, 300 * mb, 40 * mb, 5 * mb, 64 * mb])
+    units = workers._units(sources, 2)
+    assert units == [[3], [0], [6], [4, 5], [1, 2]]  # 300, 70, 64 alone, then 45 and 30 together, in file order
+    assert sorted(i for unit in units for i in unit) == list(range(len(sources)))
+    # Small files only: each worker gets two units at least (a fixed 64 MB would leave one worker
+    # a 60 MB job whole).
+    small = workers._units(_sized([6 * mb] * 10), 2)
+    assert len(small) >= 4 and all(len(unit) <= 3 for unit in small)
+    assert workers._units(_sized([0, 0, 0]), 2) == [[0, 1, 2]]  # empty files: one list
+
+
+# A stand-in worker: each list of sources it is given is answered at once (None for each file:
+# read by the caller), but a list whose first file is named "slow" only once RELEASE exists.
+_SLOW_WORKER = """
+import os, pickle, sys, time
+release = sys.argv[1]
+while True:
+    try:
+        unit = pickle.load(sys.stdin.buffer)
+    except EOFError:
+        break
+    if unit[0].display == "slow":
+        while not os.path.exists(release):
+            time.sleep(0.01)
+    for place in range(len(unit)):
+        pickle.dump((place, None), sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+"""
+
+
+def test_a_worker_free_takes_the_next_file_while_another_reads_a_long_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a file costs is known once it is read: the other worker reads every file left while one
+    # is held by a long one, rather than a share fixed in advance.
+    release = tmp_path / "release"
+    monkeypatch.setattr(workers, "_start_worker", lambda: subprocess.Popen(
+        [sys.executable, "-c", _SLOW_WORKER, str(release)], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    sources = _sized([100, 50, 40, 30, 20])
+    sources[0] = replace(sources[0], display="slow")
+    reading_ = workers._Workers(sources, [[0], [1], [2], [3], [4]], 2)
+    returned = reading_.results()
+    first_four = sorted(next(returned)[0] for _ in range(4))
+    assert first_four == [1, 2, 3, 4]  # all but the long one, while it is still being read
+    release.touch()
+    assert [index for index, _ in returned] == [0]
 
 
 def test_every_name_the_ingest_package_exports_loads() -> None:

@@ -297,6 +297,25 @@ def test_a_worker_takes_coll_heavy_files_leaves_small_ones_and_reads_the_rest(
     assert_same_reads([read_file(f) for f in files[1:]], read_there)  # type: ignore[arg-type]
 
 
+def test_a_worker_reads_lists_of_files_one_after_the_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The files are handed out a list at a time as the worker comes free; what it leaves to the
+    # main process is counted over the lists: past LEFT_HERE_MAX_BYTES, it reads them itself.
+    files = discover([SAMPLES / "crash-cascade"])[0][:2]
+    monkeypatch.setattr(workers, "LEFT_HERE_MAX_BYTES", files[0].size)
+    sent = io.BytesIO()
+    given = io.TextIOWrapper(io.BytesIO(pickle.dumps([files[0]]) + pickle.dumps([files[1]])))
+    taken = io.TextIOWrapper(sent)  # (held: once collected, it would close ``sent``)
+    monkeypatch.setattr(sys, "stdin", given)
+    monkeypatch.setattr(sys, "stdout", taken)
+    worker_main()
+    sent.seek(0)
+    first, second = pickle.load(sent), pickle.load(sent)
+    assert sent.tell() == len(sent.getvalue())
+    assert first == (0, None)  # left here
+    assert second[0] == 0 and isinstance(second[1], FileRead)  # its place in its own list; read there
+    assert_same_reads([read_file(files[1])], [second[1]])
+
+
 def test_a_job_read_by_workers_reads_as_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(3):
         coll_heavy_log(tmp_path / f"coll-gpu{n}.out", 24000 + n)

@@ -1,8 +1,11 @@
 """Read a big job's files in worker processes, one per core, a file at a time.
 
-Workers are plain ``python -c`` subprocesses fed pickled sources on stdin and returning one
-pickled outcome per file on stdout; a file a worker did not return (it could not start, or died)
-is read in this process.
+Workers are plain ``python -c`` subprocesses fed pickled lists of sources on stdin, one list at a
+time, and returning one pickled outcome per file on stdout; a file a worker did not return (it could
+not start, or died) is read in this process. Files are handed out as the workers come free, the
+biggest first (:func:`_units`): what a file costs is known only once it is read (a restart loop's
+file of 358 MB took 6 s, a progress log's of the same size 10 s), so a share fixed in advance by
+size left one core idle while the other read two files.
 
 A worker first takes each of its files through the byte pass (:mod:`logscope.ingest.scanning`),
 which loads no polars: a COLL-heavy file comes back as the few lines the pass kept, parsed here
@@ -49,6 +52,9 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 # A worker leaves the files its byte pass cannot take to this process while they add up to no
 # more than this; beyond it, it reads them itself (and loads polars for them).
 LEFT_HERE_MAX_BYTES = 16 * 1024 * 1024
+# Files smaller than this are handed to a worker together, up to this much, in file order: a
+# worker reads those it cannot leave here in one batch (polars frames small files together).
+UNIT_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 8
 _WORKER_ENV = "LOGSCOPE_READ_WORKER"
 # ``python -c`` puts the working folder first on sys.path: a folder holding another copy of
@@ -82,7 +88,7 @@ def read_files(sources: Sequence[SourceFile],
     if early is None and (cores < 2 or _nested() or sum(s.size for s in sources) < PARALLEL_MIN_BYTES):
         _stop_early_workers()
         return list(read_in_order(sources, on_bytes))
-    workers = early or _Workers(sources, _balance(sources, cores))
+    workers = early or _Workers(sources, _units(sources, cores), cores)
     results: list[FileRead | Skipped | None] = [None] * len(sources)
     handed: deque[int] = deque()  # files given to read_in_order here, in order
     for outcome in read_in_order(_to_read_here(sources, workers, results, handed, on_bytes), on_bytes):
@@ -114,31 +120,45 @@ def _to_read_here(sources: Sequence[SourceFile], workers: _Workers, results: lis
             yield source
 
 
-def _balance(sources: Sequence[SourceFile], count: int) -> list[list[int]]:
-    """``count`` groups of file indexes of about equal total size (biggest first, to the least
-    loaded group), each in file order."""
-    groups: list[list[int]] = [[] for _ in range(count)]
-    load = [0] * count
-    for i in sorted(range(len(sources)), key=lambda i: -sources[i].size):
-        smallest = load.index(min(load))
-        groups[smallest].append(i)
-        load[smallest] += sources[i].size
-    return [sorted(group) for group in groups]
+def _units(sources: Sequence[SourceFile], count: int) -> list[list[int]]:
+    """The files as they are handed to ``count`` workers: each of UNIT_BYTES or more alone, the
+    smaller ones together up to UNIT_BYTES (in file order), or less, so that each worker has two
+    units at least; the biggest units first (of the longest, none is left to start last while the
+    other workers have nothing left to read)."""
+    most = max(1, min(UNIT_BYTES, sum(source.size for source in sources) // (2 * max(1, count))))
+    units: list[list[int]] = []
+    small: list[int] = []
+    small_bytes = 0
+    for i, source in enumerate(sources):
+        if source.size >= most:
+            units.append([i])
+            continue
+        if small and small_bytes + source.size > most:
+            units.append(small)
+            small, small_bytes = [], 0
+        small.append(i)
+        small_bytes += source.size
+    if small:
+        units.append(small)
+    return sorted(units, key=lambda unit: -sum(sources[i].size for i in unit))  # stable: file order among equals
 
 
 class _Workers:
-    """Worker processes reading groups of files, each returning (index, result) per file."""
+    """``count`` worker processes reading ``units`` of files (see _units), each taking the next unit
+    when it has returned the last; (index, result) per file."""
 
-    def __init__(self, sources: Sequence[SourceFile], groups: list[list[int]]) -> None:
+    def __init__(self, sources: Sequence[SourceFile], units: list[list[int]], count: int) -> None:
         self._sources = sources
+        self._units = deque(units)
+        count = max(1, min(count, len(units)))
         self._returned: queue.SimpleQueue[tuple[int, Outcome] | None] = queue.SimpleQueue()
-        self._running = len(groups)
+        self._running = count
         self._processes: list[subprocess.Popen[bytes]] = []  # as they start (see stop)
         self._stopped = False
         self._lock = threading.Lock()
-        started = _take_early_workers(len(groups))
-        for group, proc in zip(groups, started + [None] * (len(groups) - len(started)), strict=True):
-            threading.Thread(target=self._run, args=(group, proc), daemon=True).start()
+        started = _take_early_workers(count)
+        for proc in started + [None] * (count - len(started)):
+            threading.Thread(target=self._run, args=(proc,), daemon=True).start()
 
     def stop(self) -> None:
         """End the workers now, whatever they are doing (a read started early for other files)."""
@@ -159,9 +179,13 @@ class _Workers:
             else:
                 yield item
 
-    def _run(self, group: list[int], proc: subprocess.Popen[bytes] | None) -> None:
+    def _next_unit(self) -> list[int] | None:
+        with self._lock:
+            return self._units.popleft() if self._units and not self._stopped else None
+
+    def _run(self, proc: subprocess.Popen[bytes] | None) -> None:
         # Whatever fails (no interpreter, a worker killed for memory), the files it did not
-        # return are read by the caller.
+        # return are read by the caller (those of the units no worker took too).
         try:
             with proc or _start_worker() as running:
                 with self._lock:
@@ -169,11 +193,13 @@ class _Workers:
                     if self._stopped:  # stopped while it started
                         running.kill()
                 assert running.stdin is not None and running.stdout is not None
-                running.stdin.write(pickle.dumps([self._sources[i] for i in group]))
+                while (unit := self._next_unit()) is not None:
+                    running.stdin.write(pickle.dumps([self._sources[i] for i in unit]))
+                    running.stdin.flush()
+                    for _ in unit:  # one outcome per file, with its place in the unit, as soon as it is read
+                        place, outcome = pickle.load(running.stdout)
+                        self._returned.put((unit[place], outcome))
                 running.stdin.close()
-                for _ in group:  # one outcome per file, with its place in the group, as soon as it is read
-                    place, outcome = pickle.load(running.stdout)
-                    self._returned.put((group[place], outcome))
         except Exception:
             pass
         finally:
@@ -232,7 +258,7 @@ def start_early(inputs: Sequence[Path], exclude: Callable[[Sequence[Path]], Sequ
         return  # the workers wait for read_files to give them their files
     count = min(cores, len(sources))
     if count >= 2 and sum(source.size for source in sources) >= PARALLEL_MIN_BYTES:
-        _EARLY_READ.append((sources, _Workers(sources, _balance(sources, count))))  # the workers not needed stop
+        _EARLY_READ.append((sources, _Workers(sources, _units(sources, count), count)))  # the workers not needed stop
     else:  # too small to share: read_files reads it here, as it decides the same
         _stop_early_workers()
 
@@ -317,21 +343,19 @@ def _nested() -> bool:
 
 
 def worker_main() -> None:
-    """A worker process of :func:`read_files`: pickled sources on stdin, and for each file one
-    pickled (its place among them, its :data:`Outcome`) on stdout. The byte pass is imported first,
-    before the sources arrive (see start_early); an empty stdin (a worker not needed) ends it.
+    """A worker process of :func:`read_files`: pickled lists of sources on stdin, one after the
+    other until it closes, and for each file of a list one pickled (its place in the list, its
+    :data:`Outcome`) on stdout. The byte pass is imported first, before the sources arrive (see
+    start_early); an empty stdin (a worker not needed) ends it.
 
-    Every file goes through the byte pass first; those it cannot take are left to the main process
-    while they add up to at most LEFT_HERE_MAX_BYTES, and read here the usual way beyond that, all
-    together at the end (polars is loaded then, and only then)."""
+    Every file of a list goes through the byte pass first; those it cannot take are left to the
+    main process while they add up (over the lists) to at most LEFT_HERE_MAX_BYTES, and read here
+    the usual way beyond that, all together at the end of the list (polars is loaded then, and only
+    then)."""
     from logscope.collector import collect_less_often
-    from logscope.ingest.scanning import scan_file
+    from logscope.ingest import scanning  # noqa: F401  (imported while no source has come yet)
 
     collect_less_often()
-    try:
-        sources: list[SourceFile] = pickle.load(sys.stdin.buffer)
-    except EOFError:
-        return
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but outcomes may go into the outcomes stream
 
@@ -339,8 +363,20 @@ def worker_main() -> None:
         pickle.dump((place, outcome), out, protocol=pickle.HIGHEST_PROTOCOL)
         out.flush()
 
-    usual: list[int] = []
     left_here = 0
+    while True:
+        try:
+            sources: list[SourceFile] = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return
+        left_here = _read_unit(sources, send, left_here)
+
+
+def _read_unit(sources: list[SourceFile], send: Callable[[int, Outcome], None], left_here: int) -> int:
+    """worker_main's reading of one list of files; the bytes left to the main process so far."""
+    from logscope.ingest.scanning import scan_file
+
+    usual: list[int] = []
     for place, source in enumerate(sources):
         scanned = scan_file(source)
         if scanned is not None:
@@ -355,3 +391,4 @@ def worker_main() -> None:
 
         for place, result in zip(usual, read_in_order([sources[n] for n in usual]), strict=True):
             send(place, result)
+    return left_here
