@@ -338,9 +338,6 @@ def _own_rows(body: memoryview, held: bytes, offset: int) -> array[int]:
 def _rows_holding(held: bytes, bits: int, all_of: bool) -> array[int]:
     """The rows whose held needles (``wordings``' native uint32 by line) include ``bits``
     (``all_of``) or one of them."""
-    if len(held) <= 4 * SAMPLE_LINES:
-        return array("I", (row for row, got in enumerate(array("I", held))
-                           if (got & bits == bits if all_of else got & bits)))
     import numpy as np
 
     got = np.frombuffer(held, dtype=np.uint32) & bits
