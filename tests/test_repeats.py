@@ -284,7 +284,9 @@ _PIECES = ["_81002_", "_12345", "__", "_1234x", "I1105 14:02:13.5", "E1103", "W1
            "1105", "-", "14:00:06", "4:00:06.332", "T14:02:13", "_14:02:13", "1730642406", "1730642406.5", "2.3456",
            "0x7f3a", "0xZZ", "37738", "123", "12345x", "node01", "rank1023", " ", "  ", "\t", ":", "]", "[", ".", ",",
            "x", "_", "T", "0", "9", "é", "\u00a0", "a1", "1:2:3", "12:34:56,789", "99.", ".5", "0x", "00:00:00",
-           "#", "##", "x#y", "1.x", "Epoch "]
+           "#", "##", "x#y", "1.x", "Epoch ",
+           # the same masks with other digits: lines that differ in them alone are one wording
+           "T09:15:27", "_23:59:59", "I1231 01:02:03.7", "W0101  23:11:00", "2025-01-31", "0x1b2c", "98765", "_99999_"]
 
 
 @pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
@@ -299,6 +301,52 @@ def test_the_scanner_reads_wordings_as_polars_does(texts: list[str]) -> None:
     # The same partition of the lines: equal wordings hash alike in each, whatever the hash.
     pairs = set(zip(fast["_wording"].to_list(), plain["_wording"].to_list(), strict=True))
     assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
+
+
+# Pieces that read alike once masked, and some that do not (a letter before the digits, a
+# decimal's other digits): lines made of one or the other of each pair are one wording, or not,
+# as polars reads them.
+_TWIN_PIECES = [("T14:02:13", "T09:15:27"), ("_14:02:13", "_23:59:59"), ("I1105 14:02:13.5", "I1231 01:02:03.7"),
+                ("W1234  12:34:56", "W0101  23:11:00"), ("2026-11-05", "2025-01-31"), ("0x7f3a", "0x1b2c"),
+                ("37738", "98765"), ("_81002_", "_99999_"), ("1730642406", "1799999999.5"), ("14:00:06", "3:01:59"),
+                ("x14:00:06", "x03:01:59"), ("2.5", "2.6"), ("rank12", "rank13"), ("F1234 1", "F4321 1"),
+                ("E1103", "E1104"), ("a", "a"), ("INFO ", "INFO "), (" ", " "), ("T", "T"), ("_", "_"),
+                ("node01:", "node01:"), ("#", "#"), ("0", "0"), ("Iteration ", "Iteration ")]
+
+
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_TWIN_PIECES), min_size=1, max_size=40), min_size=1, max_size=20))
+def test_the_scanner_reads_lines_alike_but_for_their_masks_as_polars_does(templates: list[list[tuple[str, str]]],
+                                                                          ) -> None:
+    # Each template gives two lines, of the first and of the second of each pair: lines longer
+    # than the scanner's buffer of masked text (64 bytes, hashed as it fills) and shorter ones,
+    # their masks anywhere in a run of 16 bytes the scanner reads at once.
+    texts = [line for pairs in templates for line in ("".join(a for a, _ in pairs), "".join(b for _, b in pairs))]
+    lines = pl.DataFrame({"raw": texts})
+    fast, plain = line_facts(lines, compiled.scanner.wordings), line_facts(lines)
+    pairs = set(zip(fast["_wording"].to_list(), plain["_wording"].to_list(), strict=True))
+    assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
+
+
+_NEEDLES = [b"tep", b"te", b"iter", b"Iter", b" NCCL INFO ", b": opCount ", b"'loss': ", b"ab", b"abc", b"b\n"]
+
+
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"step", b"te", b"t", b"iteration", b"Iter ", b" NCCL INFO ", b": opCount 1",
+                                 b"'loss': ", b"a", b"b", b"ab", b"abc", b"\n", b"x" * 13, b"0", b" "]),
+                max_size=80).map(b"".join),
+       st.lists(st.sampled_from(_NEEDLES), min_size=1, max_size=8, unique=True))
+def test_the_scanner_finds_each_needle_within_its_line(text: bytes, needles: list[bytes]) -> None:
+    # Needles are looked for 16 places at a time over the whole text; each is found within a line
+    # only (b"b\n" never is), lines near the text's end included.
+    _, _, held, _ = compiled.scanner.wordings(text, needles)
+    lines = text.split(b"\n")
+    assert list(array("I", held)) == [sum(1 << i for i, needle in enumerate(needles) if needle in line)
+                                      for line in lines]
+    _, _, unhashed, _ = compiled.scanner.wordings(text, needles, 0, 0, False)
+    assert unhashed == held
 
 
 @pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
