@@ -224,27 +224,33 @@ def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: p
     if any(block.groups is None for block in blocks):
         return blocks, None
     groups = _group_records(blocks)  # in file order
-    # Each key's groups in the blocks before a block's, and in them all (those framed before too).
-    per_block = (groups.filter("keyed").group_by("block", "key").agg(pl.col("count").first().cast(pl.Int64))
-                 .sort("block")
-                 .with_columns((pl.col("count").cum_sum().over("key") - pl.col("count")).alias("before"),
-                               pl.col("count").sum().over("key").alias("total")))
-    framed = per_block.filter(pl.col("block") < emit).group_by("key").agg(pl.col("count").sum())
+    # Each key's groups in a block (``count``, on each of its records there), counted on its first
+    # record of the block: their running sum over the file's blocks is then a window over the key,
+    # with no frame of blocks and keys to join back (it cost half of a round).
+    by_key = ("keyed", "key")
+    first_of_block = pl.col("keyed") & (pl.col("block") != pl.col("block").shift(1).over(by_key)).fill_null(True)
+    in_block = pl.when(first_of_block).then(pl.col("count").cast(pl.Int64)).otherwise(0)
+    groups = groups.with_columns(in_block.alias("_own"))
+    framed = (groups.filter(pl.col("keyed") & (pl.col("block") < emit)).group_by("key")
+              .agg(pl.col("_own").sum().alias("count")))
     counts = framed if before is None else pl.concat([before, framed]).group_by("key").agg(pl.col("count").sum())
     if len(blocks) < 2 and before is None:
         return [replace(block, groups=None) for block in blocks], counts
+    records = groups.lazy()
+    carried: pl.Expr = pl.lit(0, dtype=pl.Int64)
     if before is not None:
+        records = records.join(before.lazy().rename({"count": "_carried"}), on="key", how="left", maintain_order="left")
         carried = pl.col("_carried").fill_null(0)
-        per_block = (per_block.join(before.rename({"count": "_carried"}), on="key", how="left")
-                     .with_columns(pl.col("before") + carried, pl.col("total") + carried).drop("_carried"))
-    place = pl.col("before") + pl.col("place")
-    aside = (pl.col("keyed") & (place >= head) & (place < pl.col("total") - tail)).fill_null(False)
+    # Each key's groups in the blocks before a record's (those framed before too), and in them all.
+    before_block = pl.col("_own").cum_sum().over(by_key) - pl.col("count").cast(pl.Int64) + carried
+    total = pl.col("_own").sum().over(by_key) + carried
+    place = pl.col("_before") + pl.col("place")
+    aside = (pl.col("keyed") & (place >= head) & (place < pl.col("_total") - tail)).fill_null(False)
     nth = pl.int_range(pl.len(), dtype=pl.UInt32)
     timed = pl.when(pl.col("_aside") & pl.col("timed")).then(pl.col("_nth"))
     run = (~pl.col("_aside")).cum_sum()
-    decided = (groups.lazy().join(per_block.lazy().select("block", "key", "before", "total"), on=["block", "key"],
-                                  how="left", maintain_order="left")
-               .with_columns(aside.alias("_aside"), nth.alias("_nth"), place.alias("_place"))
+    decided = (records.with_columns(before_block.alias("_before"), total.alias("_total"))
+               .with_columns(aside.alias("_aside"), nth.alias("_nth"))
                .with_columns(((pl.col("_nth") == timed.min().over(run)) | (pl.col("_nth") == timed.max().over(run)))
                              .fill_null(False).alias("_end"))
                .with_columns((pl.col("_aside") & ~pl.col("_end") & (pl.col("block") < emit)).alias("_dropped"))
