@@ -1084,19 +1084,20 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             p++;
             continue;
         }
-        end = stamp_at(s, p, n);  /* a time of day */
-        if (!end && is_digit((char)c) && (p == 0 || !is_word(s[p - 1])) && p + 10 <= n && digits(s + p, 4)
-            && s[p + 4] == '-' && digits(s + p + 5, 2) && s[p + 7] == '-' && digits(s + p + 8, 2))
-            end = p + 10;  /* a date */
-        if (!end && c == '_') {  /* a long number after an underscore, up to one after it or a word's end */
-            Py_ssize_t run = digits_end(s, p + 1, n);
-            if (run - p - 1 >= 4 && (run == n || s[run] == '_' || !is_word(s[run])))
-                end = run < n && s[run] == '_' ? run + 1 : run;
-        }
-        if (!end && c != 'T' && c != '_') {
-            int boundary = p == 0 || !is_word(s[p - 1]);
+        if (is_digit((char)c)) {
+            /* Its run of digits read once: what can start at p follows from its length and the
+             * byte after it (a time of day's hour is one or two digits and a ':', a date's year
+             * four and a '-'), so most runs are none of those without looking further. */
             Py_ssize_t run = digits_end(s, p, n), fraction = fraction_end(s, run, n, 0);
-            if (boundary && run - p >= 10) {  /* epoch seconds */
+            int boundary = p == 0 || !is_word(s[p - 1]);
+            end = 0;
+            if (boundary && run - p <= 2 && run < n && s[run] == ':')
+                end = time_at(s, p, n);  /* a time of day */
+            if (!end && boundary && run - p == 4 && p + 10 <= n && s[run] == '-' && digits(s + p + 5, 2)
+                && s[p + 7] == '-' && digits(s + p + 8, 2))
+                end = p + 10;  /* a date */
+            if (end) {
+            } else if (boundary && run - p >= 10) {  /* epoch seconds */
                 end = fraction;
             } else if (fraction > run) {  /* a decimal: kept */
                 for (; p < fraction; p++)
@@ -1116,6 +1117,15 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
                     put(&m, s[p]);
                 continue;
             }
+            put(&m, '#');
+            p = end;
+            continue;
+        }
+        end = stamp_at(s, p, n);  /* a time of day after a 'T' or '_' */
+        if (!end && c == '_') {  /* a long number after an underscore, up to one after it or a word's end */
+            Py_ssize_t run = digits_end(s, p + 1, n);
+            if (run - p - 1 >= 4 && (run == n || s[run] == '_' || !is_word(s[run])))
+                end = run < n && s[run] == '_' ? run + 1 : run;
         }
         if (end) {
             put(&m, '#');
