@@ -981,6 +981,82 @@ static inline void put(Masked *m, unsigned char c) {
         absorb(m);
 }
 
+/* ``n`` bytes from ``p`` written; ``limit``: how far from ``p`` bytes may be read (the text's end),
+ * so that they are copied 16 at a time where 16 can be read. */
+static inline void put_run(Masked *m, const unsigned char *p, Py_ssize_t n, const unsigned char *limit) {
+#ifdef __SSE2__
+    while (n > 0 && limit - p >= 16) {
+        _mm_storeu_si128((__m128i *)(m->buf + m->fill), _mm_loadu_si128((const __m128i *)p));
+        Py_ssize_t k = MASKED_BYTES - m->fill;
+        if (k > 16)
+            k = 16;
+        if (k > n)
+            k = n;
+        m->fill += (int)k;
+        p += k;
+        n -= k;
+        if (m->fill == MASKED_BYTES)
+            absorb(m);
+    }
+#else
+    (void)limit;
+#endif
+    while (n > 0) {
+        Py_ssize_t k = MASKED_BYTES - m->fill;
+        if (k > n)
+            k = n;
+        memcpy(m->buf + m->fill, p, (size_t)k);
+        m->fill += (int)k;
+        p += k;
+        n -= k;
+        if (m->fill == MASKED_BYTES)
+            absorb(m);
+    }
+}
+
+static inline void masked_start(Masked *m) {
+    m->h = 0xcbf29ce484222325ull;
+    m->len = 0;
+    m->fill = 0;
+}
+
+/* How wording_of wrote a line's masked text, to write another line of its shape the same way
+ * (see Plans): pairs of int32, (start, length) for bytes of the line written as they are, (-1, 0)
+ * for a '#'. ``ops`` holds ``cap`` pairs; a plan that would need more is ``failed``. */
+typedef struct {
+    int32_t *ops;
+    Py_ssize_t count, cap;
+    int failed;
+} Plan;
+
+static inline void plan_kept(Plan *r, Py_ssize_t start, Py_ssize_t len) {
+    if (r == NULL || len <= 0)
+        return;
+    if (r->count && r->ops[2 * r->count - 2] >= 0 && r->ops[2 * r->count - 2] + r->ops[2 * r->count - 1] == start) {
+        r->ops[2 * r->count - 1] += (int32_t)len;  /* it goes on the bytes before */
+        return;
+    }
+    if (r->count == r->cap) {
+        r->failed = 1;
+        return;
+    }
+    r->ops[2 * r->count] = (int32_t)start;
+    r->ops[2 * r->count + 1] = (int32_t)len;
+    r->count++;
+}
+
+static inline void plan_masked(Plan *r) {
+    if (r == NULL)
+        return;
+    if (r->count == r->cap) {
+        r->failed = 1;
+        return;
+    }
+    r->ops[2 * r->count] = -1;
+    r->ops[2 * r->count + 1] = 0;
+    r->count++;
+}
+
 static uint64_t masked_hash(Masked *m) {
     int i = 0;
     for (; i + 8 <= m->fill; i += 8)
@@ -1010,11 +1086,9 @@ static int holds_time(const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
-static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, unsigned char *flag) {
+static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, unsigned char *flag, Plan *plan) {
     Masked m;
-    m.h = 0xcbf29ce484222325ull;
-    m.len = 0;
-    m.fill = 0;
+    masked_start(&m);
     unsigned char f = 0;
     /* repeats.CONTINUATION: the leading non-space run is empty or ends in ':' or ']', and after it
      * an optional space, then two spaces or a tab. */
@@ -1038,6 +1112,7 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             /* A run of bytes where no mask can start: written as it is, 16 bytes at a time while
              * the line has them (SSE2), then up to the buffer's end at a time (the test of each
              * byte and its copy in one loop). */
+            Py_ssize_t from = p;
 #ifdef __SSE2__
             while (p + 16 <= n) {
                 __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
@@ -1051,8 +1126,10 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
                 if (marks)
                     break;
             }
-            if (p + 16 <= n)
+            if (p + 16 <= n) {
+                plan_kept(plan, from, p - from);
                 continue;  /* at a digit, or a letter before one */
+            }
 #endif
             while (p < n) {
                 Py_ssize_t stop = p + (MASKED_BYTES - m.fill);
@@ -1071,16 +1148,20 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
                 if (p < n && (classes[s[p]] & MARK))
                     break;
             }
+            plan_kept(plan, from, p - from);
             continue;
         }
         if ((c == 'I' || c == 'W' || c == 'E' || c == 'F') && (end = glog_at(s, p, n))) {
             put(&m, c);  /* the level letter stays */
             put(&m, '#');
+            plan_kept(plan, p, 1);
+            plan_masked(plan);
             p = end;
             continue;
         }
         if (!is_digit((char)c) && c != 'T' && c != '_') {  /* a glog letter that heads none, or '#' */
             put(&m, c);
+            plan_kept(plan, p, 1);
             p++;
             continue;
         }
@@ -1100,6 +1181,8 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             } else if (boundary && run - p >= 10) {  /* epoch seconds */
                 end = fraction;
             } else if (fraction > run) {  /* a decimal: kept */
+                plan_kept(plan, p, fraction - p);
+                plan_masked(plan);
                 for (; p < fraction; p++)
                     put(&m, s[p]);
                 put(&m, '#');
@@ -1113,11 +1196,13 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
             } else {
                 /* Nothing starts at p, nor anywhere else in its run of digits: none of them has a
                  * word boundary before it, and a decimal from any of them ends where this one's would. */
+                plan_kept(plan, p, run - p);
                 for (; p < run; p++)
                     put(&m, s[p]);
                 continue;
             }
             put(&m, '#');
+            plan_masked(plan);
             p = end;
             continue;
         }
@@ -1129,14 +1214,106 @@ static void wording_of(const unsigned char *s, Py_ssize_t n, uint64_t *hash, uns
         }
         if (end) {
             put(&m, '#');
+            plan_masked(plan);
             p = end;
         } else {
             put(&m, c);
+            plan_kept(plan, p, 1);
             p++;
         }
     }
     *hash = masked_hash(&m);
     *flag = f;
+}
+
+/* Lines of one shape are worded alike: what wording_of masks, and how, follows from where a
+ * line's digits are (every mask is of digits in some places around fixed bytes, a word boundary
+ * is one whatever its digit) and from which '0' comes before an 'x' (a hex number's start), never
+ * from the other digits' values. A line's shape is its bytes with each digit read as '0' (as '1':
+ * a digit but '0' before an 'x'), so that lines of one shape are lines of one plan (Plan): the
+ * first of a shape is worded and its plan kept, the others written by it. In a restart loop's
+ * block 98-99% of the bytes are of lines whose shape came before. Lines longer than
+ * PLAN_MAX_LINE are worded each. Shapes are compared whole, not by their hash. */
+#define PLAN_MAX_LINE 4096
+#define PLAN_BITS 14
+#define PLAN_SLOTS (1 << PLAN_BITS)  /* at most half full */
+#define PLAN_BYTES (4 << 20)         /* the shapes and plans one call keeps, at most */
+#define PLAN_MIN_TEXT (64 * 1024)    /* a shorter text is worded line by line: the plans cost their zeroed slots */
+
+typedef struct {
+    uint64_t hash;
+    uint32_t at;   /* where its shape is in ``arena``, then its plan's pairs (4-byte aligned) */
+    uint32_t ops;  /* its plan's pairs */
+    uint16_t len;  /* its lines' length */
+    unsigned char flag;  /* wording_of's flags of its lines */
+    unsigned char used;
+} PlanEntry;
+
+typedef struct {
+    PlanEntry slot[PLAN_SLOTS];
+    int entries;
+    size_t fill;
+    unsigned char shape[PLAN_MAX_LINE];
+    int32_t ops[2 * (PLAN_MAX_LINE + 1)];  /* a plan never has more pairs than its line bytes, and one */
+    unsigned char arena[PLAN_BYTES];
+} Plans;
+
+static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const unsigned char *limit, uint64_t *hash,
+                   unsigned char *flag) {
+    if (plans == NULL || n == 0 || n > PLAN_MAX_LINE) {
+        wording_of(s, n, hash, flag, NULL);
+        return;
+    }
+    unsigned char *shape = plans->shape;
+    Py_ssize_t i = 0;
+#ifdef __SSE2__
+    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i)), t = _mm_sub_epi8(v, zero);
+        __m128i digit = _mm_cmpeq_epi8(_mm_min_epu8(t, nine), t);
+        _mm_storeu_si128((__m128i *)(shape + i), _mm_or_si128(_mm_andnot_si128(digit, v), _mm_and_si128(digit, zero)));
+    }
+#endif
+    for (; i < n; i++)
+        shape[i] = is_digit((char)s[i]) ? '0' : s[i];
+    for (const unsigned char *x = memchr(s + 1, 'x', (size_t)(n - 1)); x != NULL;
+         x = x + 1 < s + n ? memchr(x + 1, 'x', (size_t)(s + n - x - 1)) : NULL)
+        if (x[-1] >= '1' && x[-1] <= '9')
+            shape[x - s - 1] = '1';
+    uint64_t key = hash_bytes(0x9e3779b97f4a7c15ull, (const char *)shape, n);
+    for (i = (Py_ssize_t)(key >> (64 - PLAN_BITS)); plans->slot[i].used; i = (i + 1) & (PLAN_SLOTS - 1)) {
+        const PlanEntry *e = &plans->slot[i];
+        if (e->hash != key || e->len != n || memcmp(plans->arena + e->at, shape, (size_t)n) != 0)
+            continue;
+        const int32_t *op = (const int32_t *)(plans->arena + e->at + ((n + 3) & ~(Py_ssize_t)3));
+        Masked m;
+        masked_start(&m);
+        for (uint32_t k = 0; k < e->ops; k++) {
+            if (op[2 * k] < 0)
+                put(&m, '#');
+            else
+                put_run(&m, s + op[2 * k], op[2 * k + 1], limit);
+        }
+        *hash = masked_hash(&m);
+        *flag = e->flag;
+        return;
+    }
+    Plan plan = {plans->ops, 0, PLAN_MAX_LINE + 1, 0};
+    wording_of(s, n, hash, flag, &plan);
+    size_t need = (size_t)((n + 3) & ~(Py_ssize_t)3) + (size_t)plan.count * 2 * sizeof(int32_t);
+    if (plan.failed || plans->entries >= PLAN_SLOTS / 2 || plans->fill + need > PLAN_BYTES)
+        return;
+    PlanEntry *e = &plans->slot[i];
+    e->hash = key;
+    e->at = (uint32_t)plans->fill;
+    e->ops = (uint32_t)plan.count;
+    e->len = (uint16_t)n;
+    e->flag = *flag;
+    e->used = 1;
+    memcpy(plans->arena + plans->fill, shape, (size_t)n);
+    memcpy(plans->arena + plans->fill + ((n + 3) & ~(Py_ssize_t)3), plan.ops, (size_t)plan.count * 2 * sizeof(int32_t));
+    plans->fill += need;
+    plans->entries++;
 }
 
 /* Where the needles may start in a text: the places whose first bytes are some needle's (its
@@ -1261,6 +1438,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     int count = 0;
     PyObject *result = NULL, *hashes = NULL, *flags = NULL, *held = NULL;
     Finder *finder = NULL;
+    Plans *plans = NULL;
     if (needles != NULL) {
         PyObject *seq = PySequence_Fast(needles, "needles must be a sequence of bytes");
         if (seq == NULL)
@@ -1296,6 +1474,15 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     if (finder)
         finder_start(finder, s, n, needle, count);
+    if (hashed && n > PLAN_MIN_TEXT && (plans = PyMem_Malloc(sizeof *plans)) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (plans) {
+        memset(plans->slot, 0, sizeof plans->slot);
+        plans->entries = 0;
+        plans->fill = 0;
+    }
     hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
     flags = hashes ? PyBytes_FromStringAndSize(NULL, lines) : NULL;
     held = flags ? PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint32_t)) : NULL;
@@ -1311,7 +1498,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         uint64_t value = 0;
         f[line] = 0;
         if (hashed)
-            wording_of(s + start, end - start, &value, &f[line]);
+            worded(plans, s + start, end - start, s + n, &value, &f[line]);
         if (max_line && end - start > max_line)
             f[line] |= LONG_LINE;
         uint32_t holds = finder ? held_by(finder, start, end) : 0;
@@ -1324,6 +1511,7 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
     result = Py_BuildValue("(OOOn)", hashes, flags, held, start);
 done:
     PyMem_Free(finder);
+    PyMem_Free(plans);
     Py_XDECREF(hashes);
     Py_XDECREF(flags);
     Py_XDECREF(held);
