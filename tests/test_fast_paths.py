@@ -279,6 +279,34 @@ def test_a_worker_free_takes_the_next_file_while_another_reads_a_long_one(
     assert [index for index, _ in returned] == [0]
 
 
+# A stand-in worker that dies when given a list whose first file is named "die", and answers the
+# others at once.
+_DYING_WORKER = """
+import pickle, sys
+while True:
+    try:
+        unit = pickle.load(sys.stdin.buffer)
+    except EOFError:
+        break
+    if unit[0].display == "die":
+        sys.exit(3)
+    for place in range(len(unit)):
+        pickle.dump((place, None), sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+"""
+
+
+def test_the_files_a_dead_worker_held_are_not_returned_and_the_others_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whichever worker takes the file it dies on, the other reads every other file; the one it held
+    # is not returned, and read_files reads such a file in its own process.
+    monkeypatch.setattr(workers, "_start_worker", lambda: subprocess.Popen(
+        [sys.executable, "-c", _DYING_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    sources = _sized([100, 50, 40])
+    sources[0] = replace(sources[0], display="die")
+    returned = sorted(index for index, _ in workers._Workers(sources, [[0], [1], [2]], 2).results())
+    assert returned == [1, 2]
+
+
 def test_every_name_the_ingest_package_exports_loads() -> None:
     # The package loads its names lazily (discovery and the workers' start-up import no polars).
     assert all(getattr(ingest, name) is not None for name in ingest.__all__)
