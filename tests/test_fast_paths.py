@@ -244,8 +244,9 @@ def test_files_are_handed_out_biggest_first_the_small_ones_together() -> None:
 
 
 # A stand-in worker: each list of sources it is given is answered at once (None for each file:
-# read by the caller), but a list whose first file is named "slow" only once RELEASE exists.
-_SLOW_WORKER = """
+# read by the caller), but a list whose first file is named "slow" only once the file argv[1]
+# exists, and one whose first file is named "die" never: the worker dies then.
+_STAND_IN_WORKER = """
 import os, pickle, sys, time
 release = sys.argv[1]
 while True:
@@ -253,6 +254,8 @@ while True:
         unit = pickle.load(sys.stdin.buffer)
     except EOFError:
         break
+    if unit[0].display == "die":
+        sys.exit(3)
     if unit[0].display == "slow":
         while not os.path.exists(release):
             time.sleep(0.01)
@@ -262,13 +265,17 @@ while True:
 """
 
 
+def _stand_in_workers(monkeypatch: pytest.MonkeyPatch, release: Path) -> None:
+    monkeypatch.setattr(workers, "_start_worker", lambda: subprocess.Popen(
+        [sys.executable, "-c", _STAND_IN_WORKER, str(release)], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+
+
 def test_a_worker_free_takes_the_next_file_while_another_reads_a_long_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # What a file costs is known once it is read: the other worker reads every file left while one
     # is held by a long one, rather than a share fixed in advance.
     release = tmp_path / "release"
-    monkeypatch.setattr(workers, "_start_worker", lambda: subprocess.Popen(
-        [sys.executable, "-c", _SLOW_WORKER, str(release)], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    _stand_in_workers(monkeypatch, release)
     sources = _sized([100, 50, 40, 30, 20])
     sources[0] = replace(sources[0], display="slow")
     reading_ = workers._Workers(sources, [[0], [1], [2], [3], [4]], 2)
@@ -279,28 +286,11 @@ def test_a_worker_free_takes_the_next_file_while_another_reads_a_long_one(
     assert [index for index, _ in returned] == [0]
 
 
-# A stand-in worker that dies when given a list whose first file is named "die", and answers the
-# others at once.
-_DYING_WORKER = """
-import pickle, sys
-while True:
-    try:
-        unit = pickle.load(sys.stdin.buffer)
-    except EOFError:
-        break
-    if unit[0].display == "die":
-        sys.exit(3)
-    for place in range(len(unit)):
-        pickle.dump((place, None), sys.stdout.buffer)
-        sys.stdout.buffer.flush()
-"""
-
-
-def test_the_files_a_dead_worker_held_are_not_returned_and_the_others_are(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_files_a_dead_worker_held_are_not_returned_and_the_others_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Whichever worker takes the file it dies on, the other reads every other file; the one it held
     # is not returned, and read_files reads such a file in its own process.
-    monkeypatch.setattr(workers, "_start_worker", lambda: subprocess.Popen(
-        [sys.executable, "-c", _DYING_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    _stand_in_workers(monkeypatch, tmp_path / "release")
     sources = _sized([100, 50, 40])
     sources[0] = replace(sources[0], display="die")
     returned = sorted(index for index, _ in workers._Workers(sources, [[0], [1], [2]], 2).results())
