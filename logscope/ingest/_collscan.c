@@ -960,12 +960,17 @@ static inline void absorb(Masked *m) {  /* the buffer's first MASKED_BYTES, the 
 }
 
 #ifdef __SSE2__
+/* The lanes of ``v`` that hold an ASCII digit (all ones), the others zero. */
+static inline __m128i digit_lanes(__m128i v) {
+    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    return _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
+}
+
 /* Of the 16 bytes ``v`` (``next``: whether the byte after them is a digit), those where wording_of
  * must look, by bit: each digit, and each 'T', '_' or glog letter before one (where none follows,
  * nothing starts at them, and they are written as they are, as '#' is). */
 static inline uint32_t marks_of(__m128i v, int next) {
-    __m128i t = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-    uint32_t digit = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t));
+    uint32_t digit = (uint32_t)_mm_movemask_epi8(digit_lanes(v));
     __m128i letter = _mm_cmpeq_epi8(v, _mm_set1_epi8('T'));
     static const char others[] = "_IWEF";
     for (int i = 0; i < 5; i++)
@@ -1267,10 +1272,9 @@ static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const uns
     unsigned char *shape = plans->shape;
     Py_ssize_t i = 0;
 #ifdef __SSE2__
-    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+    const __m128i zero = _mm_set1_epi8('0');
     for (; i + 16 <= n; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(s + i)), t = _mm_sub_epi8(v, zero);
-        __m128i digit = _mm_cmpeq_epi8(_mm_min_epu8(t, nine), t);
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i)), digit = digit_lanes(v);
         _mm_storeu_si128((__m128i *)(shape + i), _mm_or_si128(_mm_andnot_si128(digit, v), _mm_and_si128(digit, zero)));
     }
 #endif
@@ -1281,11 +1285,12 @@ static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const uns
         if (x[-1] >= '1' && x[-1] <= '9')
             shape[x - s - 1] = '1';
     uint64_t key = hash_bytes(0x9e3779b97f4a7c15ull, (const char *)shape, n);
+    size_t shape_bytes = (size_t)(n + 3) & ~(size_t)3;  /* in the arena: the plan's pairs follow, aligned */
     for (i = (Py_ssize_t)(key >> (64 - PLAN_BITS)); plans->slot[i].used; i = (i + 1) & (PLAN_SLOTS - 1)) {
         const PlanEntry *e = &plans->slot[i];
         if (e->hash != key || e->len != n || memcmp(plans->arena + e->at, shape, (size_t)n) != 0)
             continue;
-        const int32_t *op = (const int32_t *)(plans->arena + e->at + ((n + 3) & ~(Py_ssize_t)3));
+        const int32_t *op = (const int32_t *)(plans->arena + e->at + shape_bytes);
         Masked m;
         masked_start(&m);
         for (uint32_t k = 0; k < e->ops; k++) {
@@ -1300,7 +1305,7 @@ static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const uns
     }
     Plan plan = {plans->ops, 0, PLAN_MAX_LINE + 1, 0};
     wording_of(s, n, hash, flag, &plan);
-    size_t need = (size_t)((n + 3) & ~(Py_ssize_t)3) + (size_t)plan.count * 2 * sizeof(int32_t);
+    size_t need = shape_bytes + (size_t)plan.count * 2 * sizeof(int32_t);
     if (plan.failed || plans->entries >= PLAN_SLOTS / 2 || plans->fill + need > PLAN_BYTES)
         return;
     PlanEntry *e = &plans->slot[i];
@@ -1311,7 +1316,7 @@ static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const uns
     e->flag = *flag;
     e->used = 1;
     memcpy(plans->arena + plans->fill, shape, (size_t)n);
-    memcpy(plans->arena + plans->fill + ((n + 3) & ~(Py_ssize_t)3), plan.ops, (size_t)plan.count * 2 * sizeof(int32_t));
+    memcpy(plans->arena + plans->fill + shape_bytes, plan.ops, (size_t)plan.count * 2 * sizeof(int32_t));
     plans->fill += need;
     plans->entries++;
 }

@@ -124,7 +124,7 @@ def loop_aside(body: memoryview, head: int, tail: int, gated: bool = True) -> Lo
     a block's): what goes, or None when they are too few to be looked at. ``gated``: only when
     its sample shows a loop (else: only when its sample is not mostly own-rule lines)."""
     needles = _needles()
-    # What the sample's lines hold first (a fifth of the cost of their wordings): a block of
+    # What the sample's lines hold first (a quarter of the cost of their wordings): a block of
     # progress (or COLL) lines stops there, too few of its lines could go.
     _, flags, held, end = compiled.scanner.wordings(body, needles, MATCH_CHARS, SAMPLE_LINES, False)
     sample = len(flags)
