@@ -1607,12 +1607,14 @@ static PyObject *shapes(PyObject *Py_UNUSED(self), PyObject *args) {
  *     With ``with_groups`` true, a fourth: for each group kept, in order, GROUP_RECORD native
  *     uint32: its first line, its lines, its first line's place among the lines kept, its place
  *     among the groups of its key, how many groups its key has, its flags (1: a line of it holds
- *     a time, 2: it has no key), and its key (a native uint64 in the last two), so that the
+ *     a time, 2: it has no key; from bit 2 on, its key's number in the block, in the order the block's keys
+ *     first come), and its key (a native uint64 in the last two), so that the
  *     caller can set aside what other blocks of the file make repeats too (repeat_prefilter).
  */
 typedef struct {
     uint64_t key;
     uint32_t count, seen, first_start, used;
+    uint32_t number; /* the key's, in the order the block's keys first come */
 } KeyEntry;
 
 #define GROUP_RECORD 8 /* uint32s a kept group's record takes: see aside */
@@ -1637,7 +1639,8 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
     unsigned char *state = NULL;
     KeyEntry *table = NULL;
     Py_ssize_t lines = flags.len, n_own = own.len / 4;
-    if (hashes.len != lines * 8 || own.len % 4 || head < 0 || tail < 0 || lines >= UINT32_MAX) {
+    /* (a key's number takes a record's flags from bit 2 on: fewer than 2^30 lines) */
+    if (hashes.len != lines * 8 || own.len % 4 || head < 0 || tail < 0 || lines >= ((Py_ssize_t)1 << 30)) {
         PyErr_SetString(PyExc_ValueError, "hashes, flags and own do not fit one another");
         goto done;
     }
@@ -1662,6 +1665,7 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     Py_ssize_t groups = 0, n_aside = 0, n_counted = 0, n_aside_groups = 0;
+    uint32_t keys = 0;
     Py_BEGIN_ALLOW_THREADS;
     /* The groups, their keys (NO_KEY: none) and the entries of their keys. */
     Py_ssize_t next_own = 0;
@@ -1694,6 +1698,7 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
                 table[at].used = 1;
                 table[at].key = key;
                 table[at].first_start = (uint32_t)i;
+                table[at].number = keys++;
             }
             table[at].count++;
             entry_of[groups] = (uint32_t)at;
@@ -1782,7 +1787,7 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
         record[2] = kept_lines;
         record[3] = keyless ? 0 : place_of[g];
         record[4] = keyless ? 0 : table[entry_of[g]].count;
-        record[5] = (uint32_t)(timed | keyless << 1);
+        record[5] = (uint32_t)(timed | keyless << 1) | (keyless ? 0 : table[entry_of[g]].number << 2);
         memcpy(record + 6, &key, 8);
         kept_lines += record[1];
         record += GROUP_RECORD;

@@ -36,6 +36,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -44,6 +45,9 @@ from logscope.ingest.blocks import Controls, for_csv_reader
 from logscope.limits import MATCH_CHARS, WRAP_MAX_LINES
 from logscope.parsers.coll_groups import COLL_INFO, COLL_TRIGGER
 from logscope.parsers.repeats import SAMPLE_LINES, SAMPLE_SHARE, far_recurs, progress_patterns
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # uint32s in a record of ``_collscan.aside``'s groups (its GROUP_RECORD): see drop_across.
 GROUP_RECORD = 8
@@ -220,61 +224,72 @@ def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: p
 
     As coll_prefilter.drop_surplus_across argues for COLL lines, blocks left out (not reduced)
     can only move a group further from both ends: what goes here would go counting them too."""
+    import numpy as np
+
     emit = len(blocks) if emit is None else emit
     if any(block.groups is None for block in blocks):
         return blocks, None
-    groups = _group_records(blocks)  # in file order
-    # Each key's groups in a block (``count``, on each of its records there), counted on its first
-    # record of the block: their running sum over the file's blocks is then a window over the key,
-    # with no frame of blocks and keys to join back (it cost half of a round).
-    by_key = ("keyed", "key")
-    first_of_block = pl.col("keyed") & (pl.col("block") != pl.col("block").shift(1).over(by_key)).fill_null(True)
-    in_block = pl.when(first_of_block).then(pl.col("count").cast(pl.Int64)).otherwise(0)
-    groups = groups.with_columns(in_block.alias("_own"))
-    framed = (groups.filter(pl.col("keyed") & (pl.col("block") < emit)).group_by("key")
-              .agg(pl.col("_own").sum().alias("count")))
+    groups = _Groups.of(blocks)  # in file order
+    keyed = groups.keyed
+    # Each key's groups in each block: every record of a key in a block carries that count, and
+    # a key's groups before a record are those of its blocks before the record's (an array of
+    # keys by blocks: a few blocks, a few thousand keys; no window over the records).
+    keys, key_of = groups.keys()
+    in_block = np.zeros((len(keys), len(blocks)), dtype=np.int64)
+    in_block[key_of, groups.block[keyed]] = groups.count[keyed]
+    framed_keys = in_block[:, :emit].any(axis=1)
+    framed = pl.DataFrame({"key": pl.Series(keys[framed_keys], dtype=pl.UInt64),
+                           "count": in_block[framed_keys, :emit].sum(axis=1)})
     counts = framed if before is None else pl.concat([before, framed]).group_by("key").agg(pl.col("count").sum())
     if len(blocks) < 2 and before is None:
         return [replace(block, groups=None) for block in blocks], counts
-    records = groups.lazy()
-    carried: pl.Expr = pl.lit(0, dtype=pl.Int64)
-    if before is not None:
-        records = records.join(before.lazy().rename({"count": "_carried"}), on="key", how="left", maintain_order="left")
-        carried = pl.col("_carried").fill_null(0)
-    # Each key's groups in the blocks before a record's (those framed before too), and in them all.
-    before_block = pl.col("_own").cum_sum().over(by_key) - pl.col("count").cast(pl.Int64) + carried
-    total = pl.col("_own").sum().over(by_key) + carried
-    place = pl.col("_before") + pl.col("place")
-    aside = (pl.col("keyed") & (place >= head) & (place < pl.col("_total") - tail)).fill_null(False)
-    nth = pl.int_range(pl.len(), dtype=pl.UInt32)
-    timed = pl.when(pl.col("_aside") & pl.col("timed")).then(pl.col("_nth"))
-    run = (~pl.col("_aside")).cum_sum()
-    decided = (records.with_columns(before_block.alias("_before"), total.alias("_total"))
-               .with_columns(aside.alias("_aside"), nth.alias("_nth"))
-               .with_columns(((pl.col("_nth") == timed.min().over(run)) | (pl.col("_nth") == timed.max().over(run)))
-                             .fill_null(False).alias("_end"))
-               .with_columns((pl.col("_aside") & ~pl.col("_end") & (pl.col("block") < emit)).alias("_dropped"))
-               .collect())
+    carried = np.zeros(len(keys), dtype=np.int64)
+    if before is not None and before.height:
+        known = before.sort("key")
+        known_keys, known_counts = known["key"].to_numpy(), known["count"].to_numpy()
+        at = np.minimum(np.searchsorted(known_keys, keys), len(known_keys) - 1)
+        carried = np.where(known_keys[at] == keys, known_counts[at], 0)
+    before_block = carried[:, None] + np.cumsum(in_block, axis=1) - in_block  # before each block
+    total = carried + in_block.sum(axis=1)
+    place = before_block[key_of, groups.block[keyed]] + groups.place[keyed]
+    aside = np.zeros(len(keyed), dtype=bool)
+    aside[keyed] = (place >= head) & (place < total[key_of] - tail)
+    # Of each run of groups set aside back to back, the first and the last with a time stay.
+    ends = np.flatnonzero(aside & groups.timed)
+    if len(ends):
+        run = np.cumsum(~aside)[ends]
+        aside[ends[np.concatenate(([True], run[1:] != run[:-1]))]] = False
+        aside[ends[np.concatenate((run[:-1] != run[1:], [True]))]] = False
+    emitted = groups.block < emit
+    dropped = aside & emitted
     # What the lines set aside are counted against: each key's first group kept in the blocks
     # returned decided, else its first in the others (never set aside: they come again).
-    emitted = pl.col("block") < emit
-    first = (decided.filter(pl.col("keyed") & ((emitted & ~pl.col("_dropped")) | (~emitted & (pl.col("place") == 0))))
-             .group_by("key").agg(pl.col("line").min().alias("_first")))
-    dropped = decided.filter("_dropped")
-    if dropped.height == 0:
+    keyed_at = np.flatnonzero(keyed)
+    candidate = (emitted[keyed] & ~dropped[keyed]) | (~emitted[keyed] & (groups.place[keyed] == 0))
+    no_line = np.iinfo(np.int64).max
+    first = np.full(len(keys), no_line, dtype=np.int64)
+    np.minimum.at(first, key_of[candidate], groups.line[keyed_at[candidate]])
+    if not dropped.any():
         return [replace(block, groups=None) if n < emit else block for n, block in enumerate(blocks)], counts
+    first_of = np.full(len(keyed), no_line, dtype=np.int64)
+    first_of[keyed_at] = first[key_of]
     # Each line set aside, here or in its block, and the line it is counted against.
-    offsets = pl.int_ranges(0, pl.col("lines"))
-    here = (dropped.join(first, on="key", how="left")
-            .select("block", "kept_at", offsets.alias("_offset"), "line", "_first").explode("_offset")
-            .select("block", (pl.col("kept_at") + pl.col("_offset")).alias("_kept_row"),
-                    (pl.col("_first") + pl.col("_offset")).alias("line"), pl.lit(1, dtype=pl.Int64).alias("count")))
+    gone = np.flatnonzero(dropped)
+    sizes = groups.lines[gone].astype(np.int64)
+    which = np.repeat(np.arange(len(gone)), sizes)
+    offset = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    gone_block = groups.block[gone][which]
+    gone_row = groups.kept_at[gone].astype(np.int64)[which] + offset
+    gone_first = first_of[gone][which]
+    gone_line = _lines(gone_first + offset, gone_first == no_line)
     # A block's counted lines are of the first group of their key in the block (its place 0).
-    block_firsts = (decided.filter(pl.col("keyed") & (pl.col("place") == 0) & emitted)
-                    .join(first, on="key", how="left").select("line", "_first").sort("line"))
+    starts = np.flatnonzero(keyed & (groups.place == 0) & emitted)
+    block_firsts = pl.DataFrame({"line": groups.line[starts],
+                                 "_first": _lines(first_of[starts], first_of[starts] == no_line)})
     earlier = [block.counted for block in blocks[:emit] if block.counted is not None]
     moved = [_moved(pl.concat(earlier).sort("line"), block_firsts)] if earlier else []
-    counted = pl.concat([*moved, here.select("line", "count")]).group_by("line").agg(pl.col("count").sum())
+    here = pl.DataFrame({"line": gone_line, "count": pl.Series(np.ones(len(offset), dtype=np.int64))})
+    counted = pl.concat([*moved, here]).group_by("line").agg(pl.col("count").sum())
     out = []
     for n, block in enumerate(blocks):
         assert block.kept is not None
@@ -287,32 +302,69 @@ def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: p
             else:
                 out.append(block)
             continue
-        rows = here.filter(pl.col("block") == n)["_kept_row"].sort()
+        rows = np.sort(gone_row[gone_block == n]).astype(np.uint32)
         # (the kept lines each end in '\n': the last is the one before it)
-        kept, kept_count = ((block.kept, block.kept_count) if rows.len() == 0 else
-                            compiled.scanner.lines_of(memoryview(block.kept)[:-1],
-                                                      rows.cast(pl.UInt32).to_numpy().tobytes(), True, -1))
+        kept, kept_count = ((block.kept, block.kept_count) if len(rows) == 0 else
+                            compiled.scanner.lines_of(memoryview(block.kept)[:-1], rows.tobytes(), True, -1))
         out.append(replace(block, kept=kept, kept_count=kept_count, counted=mine.sort("line") if mine.height else None,
                            groups=None))
     return out, counts
 
 
-def _group_records(blocks: list[RepeatsFound]) -> pl.DataFrame:
-    """The kept groups' records of ``blocks`` (``aside``'s, see GROUP_RECORD), in file order."""
-    import numpy as np
+@dataclass(frozen=True)
+class _Groups:
+    """The kept groups' records of a file's blocks (``aside``'s, see GROUP_RECORD), in file order,
+    a numpy array a field."""
 
-    parts = []
-    for n, block in enumerate(blocks):
-        assert block.groups is not None
-        record = np.frombuffer(block.groups, dtype=np.uint32).reshape(-1, GROUP_RECORD)
-        parts.append(pl.DataFrame({
-            "block": pl.Series(np.full(len(record), n, dtype=np.uint32)),
-            "line": pl.Series(record[:, 0].astype(np.int64) + (block.first_line + 1)),
-            "lines": record[:, 1], "kept_at": record[:, 2], "place": record[:, 3], "count": record[:, 4],
-            "timed": (record[:, 5] & 1) > 0, "keyed": (record[:, 5] & 2) == 0,
-            "key": pl.Series(np.ascontiguousarray(record[:, 6:8]).view(np.uint64).ravel()),
-        }))
-    return pl.concat(parts)
+    block: np.ndarray  # which of the blocks holds it
+    line: np.ndarray  # its first line's number in the file (int64)
+    lines: np.ndarray  # how many lines it holds
+    kept_at: np.ndarray  # its first line's place among the lines its block keeps
+    place: np.ndarray  # its place among the groups of its key in its block
+    count: np.ndarray  # the groups of its key in its block
+    timed: np.ndarray  # whether it has a time (bool)
+    keyed: np.ndarray  # whether it has a key, one of a loop's wordings (bool)
+    key: np.ndarray  # that key (uint64)
+    number: np.ndarray  # that key's number in its block (aside numbers a block's keys as they come)
+
+    @classmethod
+    def of(cls, blocks: list[RepeatsFound]) -> _Groups:
+        import numpy as np
+
+        parts = [np.frombuffer(block.groups or b"", dtype=np.uint32).reshape(-1, GROUP_RECORD) for block in blocks]
+        record = np.concatenate(parts)
+        block = np.repeat(np.arange(len(blocks), dtype=np.int64), [len(part) for part in parts])
+        first_line = np.array([found.first_line + 1 for found in blocks], dtype=np.int64)
+        return cls(block=block, line=record[:, 0].astype(np.int64) + first_line[block], lines=record[:, 1],
+                   kept_at=record[:, 2], place=record[:, 3].astype(np.int64), count=record[:, 4].astype(np.int64),
+                   timed=(record[:, 5] & 1) > 0, keyed=(record[:, 5] & 2) == 0,
+                   key=np.ascontiguousarray(record[:, 6:8]).view(np.uint64).ravel(),
+                   number=(record[:, 5] >> 2).astype(np.int64))
+
+    def keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The keys of the keyed groups, ascending, and the place there of each keyed group's. A
+        block's keys are numbered (a loop's few wordings): each is put in order once, not once a
+        group."""
+        import numpy as np
+
+        keyed = self.keyed
+        block, number = self.block[keyed], self.number[keyed]
+        if not len(block):
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        # (block, number) as one index, then the indices held as 0, 1, 2, ...
+        at = block * (int(number.max()) + 1) + number
+        held = np.zeros(int(at.max()) + 1, dtype=bool)
+        held[at] = True
+        compact = np.cumsum(held) - 1
+        of_block = np.zeros(int(compact[-1]) + 1, dtype=np.uint64)
+        of_block[compact[at]] = self.key[keyed]
+        keys, place = np.unique(of_block, return_inverse=True)
+        return keys, place[compact[at]]
+
+
+def _lines(numbers: np.ndarray, none: np.ndarray) -> pl.Series:
+    """Line numbers as a column, null where ``none`` (a key with no group kept to count against)."""
+    return pl.Series(numbers).set(pl.Series(none), None)
 
 
 def _moved(counted: pl.DataFrame, block_firsts: pl.DataFrame) -> pl.DataFrame:
