@@ -5,7 +5,7 @@ with the prefilter gives the same events, line counts and warnings as without it
 of two trainers' forms with what a progress log also holds between its lines (untimed lines, a
 traceback, NCCL lines, a line whose time is no time), cut into several blocks. Negative: a block
 of few progress lines, or one where a trainer's clock stands behind another clock, is left as it
-is. And the two regex facts it stands on (digit_blind, digit_relaxed), and the scanner's shapes.
+is. And the scanner's shapes (the regex facts it stands on: test_digit_regex.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from reading_support import assert_same_reads
 from logscope.ingest import FileRead, compiled, discover, read_file, reading, thinning
 from logscope.ingest import blocks as blocks_module
 from logscope.ingest import progress_prefilter as prefilter
-from logscope.ingest.progress_prefilter import digit_blind, digit_relaxed
 
 pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner was not built here")
 
@@ -124,6 +123,18 @@ def test_lines_read_behind_a_learned_wrapper(tmp_path: Path, monkeypatch: pytest
     assert sum(f is not None and f.kept is not None for f in found) >= 2
 
 
+def test_lines_read_behind_line_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cat -n` of a progress log: each line's number, learned from a block's first lines, taken off
+    # before its prefixes are read (its digits differ from line to line, as a step's do).
+    path = _progress_log(tmp_path / "train-1-gpu-node01.out", _MEGATRON, steps=2500, ranks=8, extras=False)
+    lines = path.read_text().splitlines()
+    path.write_text("".join(f"{n:6d}\t{line}\n" for n, line in enumerate(lines, 1)))
+    expected, _ = _reads(path, monkeypatch, prefiltered=False)
+    got, found = _reads(path, monkeypatch, prefiltered=True)
+    assert_same_reads(expected, got)
+    assert sum(f is not None and f.kept is not None for f in found) >= 2
+
+
 def test_few_progress_lines_or_two_clocks_are_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     quiet = tmp_path / "quiet-1-gpu-node01.out"
     quiet.write_text("".join(f"[default0]:loading shard {n} of the dataset\n" for n in range(20000)))
@@ -142,9 +153,10 @@ def test_few_progress_lines_or_two_clocks_are_left_alone(tmp_path: Path, monkeyp
 def test_shapes_hash_lines_alike_when_they_differ_in_digits_alone() -> None:
     lines = [b"iteration 12 | loss 2.51", b"iteration 99 | loss 7.00", b"iteration 123 | loss 2.51",
              b"iteratiom 12 | loss 2.51", b"", b"\xff\xfe 0123456789 \x80", b"\xff\xfe 9876543210 \x80"]
-    hashes, end = compiled.scanner.shapes(b"\n".join(lines))
+    hashes, end, starts = compiled.scanner.shapes(b"\n".join(lines))
     got = array("Q", hashes)
     assert end == len(b"\n".join(lines)) and len(got) == len(lines)
+    assert list(array("Q", starts)) == [len(b"\n".join(lines[:n])) + (n > 0) for n in range(len(lines))]
     assert got[0] == got[1] and got[5] == got[6]
     assert len({got[0], got[2], got[3], got[4], got[5]}) == 5
     rng = random.Random(3)
@@ -155,28 +167,6 @@ def test_shapes_hash_lines_alike_when_they_differ_in_digits_alone() -> None:
         masked = bytes(0x30 if 0x30 <= c <= 0x39 else c for c in line)
         assert by_mask.setdefault(masked, value) == value
     assert len(set(by_mask.values())) == len(by_mask)
-
-
-@pytest.mark.parametrize(("pattern", "blind"), [
-    (r"iteration\s+(\d+)/\s*(\d+)", True), (r"[0-9]{2}:\d\d", True), (r"\bloss\b[^|]*\|", True),
-    (r"(?:19|2\d)\d\d-\d\d", False), (r"1[5-9]\d{8}", False), (r"-> 5", False), (r"[^5]x", False),
-    (r"(a)\1", False), (r"[\D]", True), (r"(?i)epoch (?P<e1>\d+)", True),
-])
-def test_digit_blind(pattern: str, blind: bool) -> None:
-    assert digit_blind(pattern) is blind
-
-
-def test_digit_relaxed_matches_where_the_regex_does_and_tells_no_digits_apart() -> None:
-    import re
-
-    for pattern, text, other in [(r"^(?:19|2\d)\d\d-\d\d", "2026-11", "1850-11"), (r"^1[5-9]\d{8}", "1714557600",
-                                                                                    "1014557600")]:
-        relaxed = digit_relaxed(pattern)
-        assert relaxed is not None and digit_blind(relaxed)
-        assert re.search(pattern, text) and not re.search(pattern, other)
-        assert re.search(relaxed, text) and re.search(relaxed, other)
-    assert digit_relaxed(r"[^0-4]") is None and digit_relaxed(r"(a)\1") is None
-    assert digit_relaxed(r"a{1,3}(?P<x1>b)") == r"a{1,3}(?P<x1>b)"
 
 
 def test_a_block_of_few_lines_per_writer_is_not_worth_the_pass(tmp_path: Path) -> None:

@@ -106,8 +106,9 @@ def test_arguments_that_fit_are_still_taken() -> None:
     assert (len(flags), set(array("I", held)), set(flags), end) == (4, {3}, {4}, 4 * (len(coll) + 1))
     unhashed = c.wordings(text, [b"NCCL", b"opCount"], 10, 4, False)  # what the lines hold, no wording
     assert (unhashed[0], unhashed[1:]) == (bytes(32), (flags, held, end))
-    shapes, end = c.shapes(text, 4)
+    shapes, end, starts = c.shapes(text, 4)
     assert (len(shapes), end) == (32, 4 * (len(coll) + 1)) and len(set(array("Q", shapes))) == 1
+    assert list(array("Q", starts)) == [n * (len(coll) + 1) for n in range(4)]
     assert (len(c.shapes(b"")[0]), c.shapes(b"")[1]) == (8, 0)  # one empty line, as wordings counts it
     hashes, flags, _, _ = c.wordings(text)
     assert c.aside(hashes, flags, b"", 1, 2**63 - 1) == (b"", b"", b"")  # no group has that many after it

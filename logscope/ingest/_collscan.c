@@ -1528,12 +1528,14 @@ done:
 
 /* ---- shapes: lines alike but for their digits (logscope/ingest/progress_prefilter.py) ----
  *
- * shapes(text[, max_lines]) -> (hashes, end)
+ * shapes(text[, max_lines]) -> (hashes, end, starts)
  *     For each line of ``text`` (split at '\n' as wordings splits it, the first ``max_lines`` when
  *     it is not 0; ``end`` as wordings'), one native uint64: a hash of the line with each ASCII
  *     digit read as '0', its length included, so that two lines hash alike when, and only when (up
  *     to a hash collision), they are of one length and differ in their digits alone, digit for
  *     digit: the lines of a training loop's progress line, step after step and rank after rank.
+ *     ``starts``: for each line, where it starts in ``text`` (a native uint64), so that the
+ *     caller can read the bytes at given places of given lines.
  */
 static uint64_t shape_of(const unsigned char *s, Py_ssize_t n) {
     uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull);
@@ -1573,21 +1575,24 @@ static PyObject *shapes(PyObject *Py_UNUSED(self), PyObject *args) {
     const unsigned char *s = text.buf;
     Py_ssize_t n = text.len, lines = count_lines(s, n, max_lines);
     PyObject *result = NULL, *hashes = PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t));
-    if (hashes != NULL) {
-        uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);
+    PyObject *starts = hashes ? PyBytes_FromStringAndSize(NULL, lines * (Py_ssize_t)sizeof(uint64_t)) : NULL;
+    if (starts != NULL) {
+        uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes), *at = (uint64_t *)PyBytes_AS_STRING(starts);
         Py_ssize_t start = 0;
         Py_BEGIN_ALLOW_THREADS;
         for (Py_ssize_t line = 0; line < lines; line++) {
             const unsigned char *nl = memchr(s + start, '\n', (size_t)(n - start));
             Py_ssize_t end = nl ? nl - s : n;
-            uint64_t value = shape_of(s + start, end - start);
+            uint64_t value = shape_of(s + start, end - start), place = (uint64_t)start;
             memcpy(&h[line], &value, sizeof value);
+            memcpy(&at[line], &place, sizeof place);
             start = end < n ? end + 1 : n;
         }
         Py_END_ALLOW_THREADS;
-        result = Py_BuildValue("(On)", hashes, start);
-        Py_DECREF(hashes);
+        result = Py_BuildValue("(OnO)", hashes, start, starts);
     }
+    Py_XDECREF(hashes);
+    Py_XDECREF(starts);
     PyBuffer_Release(&text);
     return result;
 }
@@ -1880,7 +1885,8 @@ static PyMethodDef methods[] = {
     {"wordings", wordings, METH_VARARGS, "Per line, the hash of its text with what a restart loop changes masked, "
                                          "its flags (1: goes on the line before, 2: holds a time, 4: longer than "
                                          "max_line) and the needles it holds: (hashes, flags, held, end)."},
-    {"shapes", shapes, METH_VARARGS, "Per line, the hash of its text with each digit read as '0': (hashes, end)."},
+    {"shapes", shapes, METH_VARARGS,
+     "Per line, the hash of its text with each digit read as '0', and where it starts: (hashes, end, starts)."},
     {"aside", aside, METH_VARARGS, "The lines a restart loop repeats, and what they are counted against: "
                                    "(rows, counted_rows, counts)."},
     {"lines_of", lines_of, METH_VARARGS, "A block's lines at rows joined, or its other lines numbered: "

@@ -21,16 +21,23 @@ and the shape is one whose lines can go when that line:
 * carries at most one clock: no outer time in front of another (the offset between a file's two
   clocks is taken over the lines that carry both, and these would change it);
 * holds no trigger with a digit in it, and tries no pattern whose regex tells digits apart (a
-  literal digit, a class of some digits: :func:`digit_blind`), so that every line of the shape
-  is tried by the same patterns with the same outcome.
+  literal digit, a class of some digits: :func:`~logscope.ingest.digit_regex.digit_blind`), so
+  that every line of the shape is tried by the same patterns with the same outcome.
 
-The regexes that read prefixes and times tell digits apart (a year is ``(?:19|2\\d)\\d\\d``), so each
-line of such a shape still has its prefixes read by polars, as the block reads them (behind its
-first lines: :func:`~logscope.parsers.prefixes.split_prefix_of_files`, learned wrappers included):
-the length of its prefixes, of the text they leave once their times are taken out (who wrote it:
-the key its lines are kept by, as progress_aside keys them) and, where the time forms read with
-any digit anywhere (:func:`digit_relaxed`) could say otherwise, whether its body starts with a
-time must be those of the line that described its shape; a line where one is not is kept. What is left is the rule of
+The regexes that read prefixes and times tell digits apart (a year is ``(?:19|2\\d)\\d\\d``), so the
+lines of such a shape are read again, as the block reads them (behind its first lines:
+:func:`~logscope.parsers.prefixes.split_prefix_of_files`, learned wrappers and line numbers
+included): the length of their prefixes, of the text they leave once their times are taken out
+(who wrote it: the key its lines are kept by, as progress_aside keys them) and, where the time
+forms read with any digit anywhere (:func:`~logscope.ingest.digit_regex.digit_relaxed`) could
+say otherwise, whether the body starts with a time must be those of the line that described its
+shape; a line where one is not is kept. Not each line: the lines of a shape are grouped by their
+digits where those regexes may tell them apart (:func:`~logscope.ingest.digit_regex.digit_reads`,
+followed with Python's ``re`` as the block's reading takes them: the stack from the line's start
+and behind each learned head, each search for a time from where the last stopped) and where the
+writer's own digits are (a rank's), and one line of each group is read for all of it, where
+Python's reading of it is polars' (else its group is kept). Where the first lines open an envelope,
+or learn a head that tells digits apart, every line is read. What is left is the rule of
 :mod:`logscope.ingest.repeat_prefilter` (``_collscan.aside``, then ``drop_across`` over a file's
 consecutive blocks): each key's first ``head`` and last ``tail`` lines are kept, and of each run of
 lines set aside back to back the first and the last with a time (a line's time comes from its
@@ -54,13 +61,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from logscope.ingest import compiled
 from logscope.ingest.blocks import Controls, for_csv_reader
+from logscope.ingest.digit_regex import digit_blind, digit_reads, digit_relaxed
 from logscope.ingest.line_frames import lines_frame
 from logscope.ingest.repeat_prefilter import GROUP_RECORD, MIN_LINES, RepeatsFound, counted_frame, loop_aside
 from logscope.knowledge import RECOGNISERS, Message
@@ -68,7 +76,15 @@ from logscope.limits import MATCH_CHARS
 from logscope.parsers.claims import certain, holds, regex
 from logscope.parsers.envelopes import opened
 from logscope.parsers.lines import described, message_triggers
-from logscope.parsers.prefixes import WRAPPER_SAMPLE, split_prefix_of_files, timeless, times_of
+from logscope.parsers.prefix_stack import PREFIX_STACK, TIME_LEAD
+from logscope.parsers.prefixes import (
+    WRAPPER_SAMPLE,
+    Learned,
+    split_prefix_learning,
+    split_prefix_of_files,
+    timeless,
+    times_of,
+)
 from logscope.parsers.progress_aside import prefix_keyed_patterns
 from logscope.parsers.repeats import SAMPLE_LINES
 from logscope.parsers.time_forms import BODY_TIME_START
@@ -142,7 +158,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     rows = np.flatnonzero(may_go)
     if len(rows) <= head + tail:
         return None
-    hashes, _ = compiled.scanner.shapes(body)
+    hashes, _, starts = compiled.scanner.shapes(body)
     shape_of_row = np.frombuffer(hashes, dtype=np.uint64)[rows]
     shapes, first, counts = np.unique(shape_of_row, return_index=True, return_counts=True)
     described_shapes = np.flatnonzero(counts >= MIN_SHAPE_LINES)
@@ -160,7 +176,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     rows, place = rows[known], place[known]
     if len(rows) <= head + tail:
         return None
-    checked = _checked(body, rows, place, told)
+    checked = _checked(body, rows, place, told, np.frombuffer(starts, dtype=np.uint64))
     if checked is None:
         return None
     keys, same = checked
@@ -329,20 +345,71 @@ def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_lin
                    timed=read["lead_time"].is_not_null().to_numpy())
 
 
-def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray,
-             told: _Shapes) -> tuple[np.ndarray, np.ndarray] | None:
-    """For the lines at ``rows`` (of the shapes at ``place`` in ``told``): the key each is kept by
-    (a hash of who wrote it), and whether its prefixes and time read as its shape's line's do. They
-    are read as the block reads them: behind its first WRAPPER_SAMPLE lines, from which wrappers
-    and envelopes are learned (and which are kept: the lines left are read behind them too)."""
+def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shapes,
+             starts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For the lines at ``rows`` (of the shapes at ``place`` in ``told``; ``starts``: where each
+    line of the block starts): the key each is kept by (a hash of who wrote it), and whether its
+    prefixes and time read as its shape's line's do. They are read as the block reads them: behind
+    its first WRAPPER_SAMPLE lines, from which wrappers and envelopes are learned (and which are
+    kept: the lines left are read behind them too). Where those teach nothing (no wrapper, no
+    envelope, no line numbers: the prefixes of a line are its own), one line of each group that
+    :func:`_by_digits` finds is read for all of its group."""
     import numpy as np
 
     lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
+    text, _ = compiled.scanner.lines_of(body, lead.astype(np.uint32).tobytes(), False, 0)
+    lead_lines = lines_frame(text + b"\n", 1)
+    learned = _learned(lead_lines) if lead_lines.height == len(lead) else None
+    if learned is not None:
+        grouped = _by_digits(body, rows, place, told, starts, learned)
+        if grouped is not None:
+            group, reps, readings = grouped
+            found = _read_behind(body, rows[reps], place[reps], told, lead, readings)
+            if found is not None:
+                return found[0][group], found[1][group]
+    return _read_behind(body, rows, place, told, lead)
+
+
+def _learned(lead: pl.DataFrame) -> Learned | None:
+    """What a block's first lines (``lead``) teach the reading of its lines (the heads taken off
+    every line: :class:`~logscope.parsers.prefixes.Learned`), where it can be followed line by
+    line: no envelope opened, and no head that tells digits apart. None otherwise."""
+    if not opened(lead)["raw"].equals(lead["raw"]):
+        return None
+    learned = split_prefix_learning(lead)[1]
+    heads = [learned.numbered, *(head for round_ in learned.rounds for head in round_)]
+    return learned if all(head is None or digit_blind(head) for head in heads) else None
+
+
+def _read_behind(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shapes, lead: np.ndarray,
+                 readings: list[_Reading] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_compared` of the lines at ``rows``, all framed behind the block's first lines; and,
+    given their ``readings`` (one a line, by Python's regexes), not the same where polars reads
+    one otherwise."""
+    import numpy as np
+
     text, _ = compiled.scanner.lines_of(body, np.concatenate([lead, rows]).astype(np.uint32).tobytes(), False, 0)
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(lead) + len(rows):
         return None
     split = split_prefix_of_files(opened(lines)).slice(len(lead))
+    keys, same = _compared(split, place, told)
+    if readings is not None:
+        prefix = split["prefix"].fill_null("")
+        who = split.select(timeless(pl.col("prefix").fill_null(""))).to_series()
+        timed = split.select(pl.col("body").fill_null("").str.contains(BODY_TIME_START)).to_series()
+        check = told.body_check[place]
+        for n, reading in enumerate(readings):
+            if (reading.span, reading.who) != (len(prefix[n]), who[n]) or (check[n] and reading.body_timed != timed[n]):
+                same[n] = False
+    return keys, same
+
+
+def _compared(split: pl.DataFrame, place: np.ndarray, told: _Shapes) -> tuple[np.ndarray, np.ndarray]:
+    """The key of each line of ``split`` (its prefixes split: a line of the shape at ``place`` in
+    ``told``), and whether its prefixes and time read as its shape's line's do."""
+    import numpy as np
+
     prefix = pl.col("prefix").fill_null("")
     read = split.select(
         prefix.str.len_chars().alias("span"), timeless(prefix).str.len_chars().alias("who_chars"),
@@ -356,6 +423,185 @@ def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray,
                  .to_series().to_numpy())
         same[check] &= timed == told.body_timed[place][check]
     return read["key"].to_numpy().astype(np.uint64), same
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How the prefix regexes read one line (Python's ``re``), and where its digits decide it: a
+    line of its shape with the same bytes at ``places`` is read alike, and its writer's digits
+    (those of its prefixes outside their times) are at ``who``."""
+
+    places: tuple[int, ...]  # bytes of the line (offsets) whose digits the regexes may tell apart
+    digits: bytes  # the line's bytes there
+    who: str  # its prefixes without their times (timeless)
+    who_places: tuple[int, ...]  # the offsets of the digits there
+    span: int  # its prefixes' length, in characters
+    body_timed: bool  # whether its body starts with a time
+
+
+# Readings known, by shape (a few a shape: one per writer, mostly), for every block of a run.
+_READINGS: dict[tuple[int, bool, Learned], list[_Reading]] = {}
+_READINGS_MAX = 4096
+# Rounds of grouping a block's lines before their groups are taken as they are (two, mostly).
+_GROUPING_ROUNDS = 4
+
+
+def _by_digits(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shapes, starts: np.ndarray,
+               learned: Learned) -> tuple[np.ndarray, np.ndarray, list[_Reading]] | None:
+    """The lines at ``rows`` in groups read alike: of one shape, and with the same bytes where a
+    line of the group's digits may tell the prefix regexes apart (:func:`digit_reads`) and where
+    its writer's digits are. Each line's group, the first line of each group (rows of ``rows``)
+    and its reading. A shape's places are those of all its groups' lines read: grouped again
+    until they hold every place each group's line is told at. None when they do not settle, or
+    a line cannot be read so."""
+    import numpy as np
+
+    text = np.frombuffer(body, dtype=np.uint8)
+    at = starts[rows].astype(np.int64)
+    places: dict[int, set[int]] = {}
+    for _ in range(_GROUPING_ROUNDS):
+        group, reps = _groups(text, at, place, places)
+        readings = []
+        wider = {shape: set(held) for shape, held in places.items()}
+        for rep in reps:
+            reading = _reading_of(body, int(at[rep]), int(told.shape[place[rep]]), bool(told.body_check[place[rep]]),
+                                  learned)
+            if reading is None:
+                return None
+            readings.append(reading)
+            wider.setdefault(int(place[rep]), set()).update(reading.places, reading.who_places)
+        if wider == places:
+            return group, reps, readings
+        places = wider
+    return None
+
+
+def _groups(text: np.ndarray, at: np.ndarray, place: np.ndarray,
+            places: dict[int, set[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The lines starting at ``at`` of ``text`` grouped by their shape (``place``) and their bytes
+    at their shape's ``places``: each line's group, and the first line of each group."""
+    import numpy as np
+
+    width = max((len(held) for held in places.values()), default=0)
+    offsets = np.full((int(place.max()) + 1, width), -1, dtype=np.int64)
+    for shape, held in places.items():
+        offsets[shape, :len(held)] = sorted(held)
+    offset = offsets[place]
+    bytes_at = np.where(offset >= 0, text[np.where(offset >= 0, at[:, None] + offset, 0)], 0).astype(np.uint64)
+    mixed = place.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    for column in bytes_at.T:
+        mixed = (mixed ^ column) * np.uint64(0xFF51AFD7ED558CCD)
+        mixed ^= mixed >> np.uint64(29)
+    _, reps, group = np.unique(mixed, return_index=True, return_inverse=True)
+    # (exact, not up to a collision: every line has its group's first line's shape and bytes)
+    if not ((place[reps][group] == place).all() and (bytes_at[reps][group] == bytes_at).all()):
+        return np.arange(len(at)), np.arange(len(at))
+    order = np.argsort(reps)  # the groups numbered in the order of their first lines
+    number = np.empty_like(order)
+    number[order] = np.arange(len(order))
+    return number[group], reps[order]
+
+
+def _reading_of(body: memoryview, start: int, shape: int, check: bool, learned: Learned) -> _Reading | None:
+    """The reading of the line at ``start`` of ``body`` (of ``shape``; ``check``: its body's
+    leading time is asked too; ``learned``: what its block's first lines teach): one known for its
+    shape where the line has its bytes at its places, else read now (and known). None where the
+    regexes cannot be followed."""
+    end = bytes(body[start:start + MATCH_CHARS + 1]).find(b"\n")
+    line = bytes(body[start:start + end if end >= 0 else start + MATCH_CHARS + 1])
+    for known in _READINGS.get((shape, check, learned), []):
+        if all(place < len(line) for place in known.places) and \
+                bytes(line[place] for place in known.places) == known.digits:
+            return known
+    reading = _read(line, check, learned)
+    if reading is not None:
+        if len(_READINGS) >= _READINGS_MAX:
+            _READINGS.clear()
+        _READINGS.setdefault((shape, check, learned), []).append(reading)
+    return reading
+
+
+def _read(line: bytes, check: bool, learned: Learned) -> _Reading | None:
+    """:class:`_Reading` of ``line`` as split_prefix_of_files reads it, with what its block's
+    first lines taught it (``learned``): its prefixes (PREFIX_STACK, from its start, and again
+    behind each head taken off), the times among them (TIME_LEAD, each match taken out), and its
+    body's leading time (BODY_TIME_START, where ``check``), read with Python's ``re`` as polars reads
+    them; and the digits each may tell apart: the prefix stack's whatever the line's digits (it is
+    tried where blind heads end, whatever they are), the others' where they were tried on this
+    line (where a search stopped depends on them)."""
+    text = line.decode("utf-8", "replace")
+    if text.encode("utf-8") != line:  # (a byte that is no UTF-8: its places would not be its own)
+        return None
+    masked = _DIGIT.sub("0", text)
+    parts: list[frozenset[int] | None] = []
+    where: list[int] = []  # the place in the line of each character of the prefixes
+
+    def stack(at: int) -> int:
+        parts.append(_stack_reads(masked, at))
+        matched = re.match(PREFIX_STACK, text[at:])
+        end = at + (matched.end() if matched else 0)
+        where.extend(range(at, end))
+        return end
+
+    body_at = stack(_behind(learned.numbered, text, 0))
+    for head, numbered in learned.rounds:
+        body_at = stack(_behind(numbered, text, _behind(head, text, body_at)))
+    prefix = "".join(text[at] for at in where)
+    times = list(re.finditer(TIME_LEAD, prefix))
+    in_lead = digit_reads(TIME_LEAD, prefix, _searched(times, 0, len(prefix)), 0, len(prefix))
+    parts.append(None if in_lead is None else frozenset(where[at] for at in in_lead))
+    body_timed = False
+    if check:
+        first = re.search(BODY_TIME_START, text[body_at:])
+        body_timed = first is not None
+        tried = _searched([first] if first else [], 0, len(text) - body_at, every=False)
+        parts.append(digit_reads(BODY_TIME_START, text, [body_at + at for at in tried], body_at))
+    if any(part is None for part in parts):
+        return None
+    told: set[int] = set().union(*parts)  # type: ignore[arg-type]
+    in_times = {at for time in times for at in range(*time.span())}
+    who = [at for at in range(len(prefix)) if at not in in_times]
+    offset = [0]
+    for char in text:
+        offset.append(offset[-1] + len(char.encode("utf-8")))
+    places = tuple(offset[at] for at in sorted(told))
+    return _Reading(places=places, digits=bytes(line[at] for at in places), who="".join(prefix[at] for at in who),
+                    who_places=tuple(offset[where[at]] for at in who if "0" <= prefix[at] <= "9"),
+                    span=len(prefix), body_timed=body_timed)
+
+
+def _behind(head: str | None, text: str, at: int) -> int:
+    """Where ``text`` goes on behind ``head`` (a regex) at ``at``: at itself where it is not there."""
+    if head is None:
+        return at
+    matched = re.match(f"(?:{head})", text[at:])
+    return at + (matched.end() if matched else 0)
+
+
+_DIGIT = re.compile("[0-9]")
+
+
+@lru_cache(maxsize=1024)
+def _stack_reads(masked: str, start: int) -> frozenset[int] | None:
+    """Where PREFIX_STACK, tried at ``start`` of a line, may tell its digits apart, whatever they
+    are: read with each digit any digit (``masked``: the line, its digits read as ``0``), so the
+    same for every line of its shape."""
+    return digit_reads(PREFIX_STACK, masked, [start], start, any_digit=True)
+
+
+def _searched(matches: list[re.Match[str]], begin: int, end: int, every: bool = True) -> list[int]:
+    """Where a search tried a regex (found at ``matches``, all it finds when ``every``, else the
+    first) over ``begin``..``end``: each place from where it looks on up to the next match's start,
+    and on from its end."""
+    tried: list[int] = []
+    at = begin
+    for match in matches:
+        tried.extend(range(at, match.start() + 1))
+        if not every:
+            return tried
+        at = match.end() if match.end() > match.start() else match.end() + 1
+    tried.extend(range(at, end + 1))
+    return tried
 
 
 @cache
@@ -396,111 +642,4 @@ def _relaxed_leading_time() -> str | None:
     return relaxed if relaxed is not None and digit_blind(relaxed) else None
 
 
-def digit_relaxed(pattern: str) -> str | None:
-    """``pattern`` with each literal digit read as any digit, and each class that holds a digit
-    holding them all: a regex that matches wherever ``pattern`` does, and at every text that
-    differs from one of those in its digits alone. None where it cannot say (a back-reference, a
-    negated class with a digit in it)."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            if i + 1 < n and pattern[i + 1].isdigit():
-                return None
-            out.append(pattern[i:i + 2])
-            i += 2
-        elif c == "{":  # a count, its digits no text's
-            end = pattern.find("}", i)
-            if end < 0:
-                return None
-            out.append(pattern[i:end + 1])
-            i = end + 1
-        elif pattern.startswith("(?P<", i):  # a group's name
-            end = pattern.find(">", i)
-            if end < 0:
-                return None
-            out.append(pattern[i:end + 1])
-            i = end + 1
-        elif c == "[":
-            j = i + 1
-            negated = j < n and pattern[j] == "^"
-            j += 1 if negated else 0
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            if j >= n:
-                return None
-            inside = pattern[i + 1:j]
-            if re.search(r"(?<!\\)[0-9]", inside):
-                if negated:
-                    return None
-                inside += "0-9"
-            out.append("[" + inside + "]")
-            i = j + 1
-        elif c.isdigit():
-            out.append("[0-9]")
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def digit_blind(pattern: str) -> bool:
-    """Whether ``pattern`` (a regex in the syntax Python's and polars' share) matches two texts that
-    differ in their digits alone, digit for digit, at the same places: no literal digit, no class
-    that holds some digits but not all. False when Python cannot read it."""
-    try:
-        from re import _parser as sre  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - Python before 3.11
-        import sre_parse as sre
-    from re import _constants as op  # type: ignore[attr-defined]
-
-    digits = set(range(ord("0"), ord("9") + 1))
-    whole = {op.CATEGORY_DIGIT, op.CATEGORY_WORD, op.CATEGORY_NOT_SPACE}
-    try:
-        tree = sre.parse(pattern)
-    except (re.error, RecursionError):
-        return False
-
-    def blind(items: object) -> bool:
-        for code, value in items:  # type: ignore[attr-defined]
-            if code in (op.LITERAL, op.NOT_LITERAL):
-                if value in digits:
-                    return False
-            elif code is op.IN:
-                held: set[int] = set()
-                for kind, item in value:
-                    if kind is op.LITERAL and item in digits:
-                        held.add(item)
-                    elif kind is op.RANGE:
-                        held |= digits & set(range(item[0], item[1] + 1))
-                    elif kind is op.CATEGORY and item in whole:
-                        held |= digits
-                if held and held != digits:
-                    return False
-            elif code is op.SUBPATTERN:
-                if not blind(value[-1]):
-                    return False
-            elif code in (op.MAX_REPEAT, op.MIN_REPEAT, getattr(op, "POSSESSIVE_REPEAT", op.MAX_REPEAT)):
-                if not blind(value[2]):
-                    return False
-            elif code is op.BRANCH:
-                if not all(blind(branch) for branch in value[1]):
-                    return False
-            elif code in (op.ASSERT, op.ASSERT_NOT):
-                if not blind(value[1]):
-                    return False
-            elif code is getattr(op, "ATOMIC_GROUP", None):
-                if not blind(value):
-                    return False
-            elif code in (op.GROUPREF, op.GROUPREF_EXISTS):
-                return False
-        return True
-
-    return blind(tree)
-
-
-__all__ = ["MIN_SHAPE_LINES", "SAMPLE_SHARE", "digit_blind", "reduce_progress"]
+__all__ = ["MIN_SHAPE_LINES", "SAMPLE_SHARE", "reduce_progress"]

@@ -10,6 +10,8 @@ them (``[default0]:`` ... ``[default7]:``), not one per line.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from logscope.parsers.prefix_stack import (
@@ -69,6 +71,32 @@ def split_prefix_of_files(frame: pl.DataFrame, column: str = "raw", by: str | No
     not know, that head is taken off and the stack read behind it: a line number or a ``grep -n``
     file name cannot hide a launcher's tag or a time. The head is part of neither ``prefix`` nor
     ``body`` (as a terminal's colours are not); messages are looked for in the whole line anyway."""
+    return _split_learning(frame, column, by)[0]
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What :func:`split_prefix_of_files` learned from one file's first lines (regexes, none of
+    which tells one digit from another): the line-number head it takes off each line first (None:
+    none), then, round by round, the head it takes off what follows the prefixes read so far and
+    the line number behind that head (None: none), before it reads the prefix stack again."""
+
+    numbered: str | None
+    rounds: tuple[tuple[str, str | None], ...]
+
+
+def split_prefix_learning(frame: pl.DataFrame, column: str = "raw") -> tuple[pl.DataFrame, Learned]:
+    """:func:`split_prefix_of_files` of one file's lines, and what it learned from them."""
+    split, numbered, rounds = _split_learning(frame, column, None)
+
+    def head(heads: pl.DataFrame) -> str | None:
+        return str(heads["_head"][0]) if heads.height else None
+
+    return split, Learned(head(numbered), tuple((str(head(h)), head(n)) for h, n in rounds))
+
+
+def _split_learning(frame: pl.DataFrame, column: str,
+                    by: str | None) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[pl.DataFrame, pl.DataFrame]]]:
     key = by or "_whole"
     keyed = frame if by is not None else frame.with_columns(pl.lit(0, dtype=pl.UInt32).alias(key))
     numbered = _numbered(keyed, key, column)
@@ -76,7 +104,8 @@ def split_prefix_of_files(frame: pl.DataFrame, column: str = "raw", by: str | No
         split = split_prefix(_without_head(keyed, numbered, key, column, "_numbered"), "_numbered").drop("_numbered")
     else:
         split = split_prefix(keyed, column)
-    return _behind_learned_heads(split, key).select(*frame.columns, "prefix", "body")
+    rounds: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+    return _behind_learned_heads(split, key, rounds).select(*frame.columns, "prefix", "body"), numbered, rounds
 
 
 def _without_head(frame: pl.DataFrame, heads: pl.DataFrame, key: str, column: str, into: str) -> pl.DataFrame:
@@ -96,14 +125,17 @@ def _without_head(frame: pl.DataFrame, heads: pl.DataFrame, key: str, column: st
     return frame.with_columns(text.str.slice(head.fill_null("").str.len_chars()).alias(into))
 
 
-def _behind_learned_heads(work: pl.DataFrame, key: str) -> pl.DataFrame:
-    """``work`` (with ``prefix`` and ``body``) read again behind each head its files' lines share."""
+def _behind_learned_heads(work: pl.DataFrame, key: str,
+                          rounds: list[tuple[pl.DataFrame, pl.DataFrame]]) -> pl.DataFrame:
+    """``work`` (with ``prefix`` and ``body``) read again behind each head its files' lines share
+    (each round's heads and line-number heads put in ``rounds``)."""
     for _ in range(MAX_WRAPPERS):
         heads = _wrapper_heads(work, key)
         if heads.height == 0:
             break
         marked = _without_head(work, heads, key, "body", "_behind")
         numbered = _numbered(marked, key, "_behind")  # `grep -rn`: a file name, then a line number
+        rounds.append((heads, numbered))
         if numbered.height:
             marked = _without_head(marked, numbered, key, "_behind", "_behind")
         marked = marked.with_columns(pl.col("_behind").str.extract(PREFIX_STACK, 0).alias("_stack"))
@@ -264,5 +296,5 @@ def _role_host() -> pl.Expr:
     return pl.when(role.str.contains(r"[\d.-]") & pl.col("role_colon").is_not_null()).then(role).otherwise(None)
 
 
-__all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "prefix_fields", "prefix_rows", "split_prefix",
-           "split_prefix_of_files", "strip_prefixes", "timeless", "times_of"]
+__all__ = ["ONE_PREFIX", "PREFIX_COLUMNS", "PREFIX_STACK", "Learned", "prefix_fields", "prefix_rows", "split_prefix",
+           "split_prefix_learning", "split_prefix_of_files", "strip_prefixes", "timeless", "times_of"]
