@@ -32,6 +32,12 @@ def test_digit_blind(pattern: str, blind: bool) -> None:
     assert digit_blind(pattern) is blind
 
 
+def test_a_group_opened_by_flags_is_read_as_polars_reads_it() -> None:
+    # (Python takes global flags only at a pattern's start; polars for the rest of the group)
+    assert digit_blind(r"(?:(?i)step (\d+))|x") and not digit_blind(r"(?:(?i)step 5)|x")
+    assert digit_reads(r"(?:(?i)STEP 5)", "step 5", [0]) == {5}
+
+
 def test_digit_relaxed_matches_where_the_regex_does_and_tells_no_digits_apart() -> None:
     import re
 

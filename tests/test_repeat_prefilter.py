@@ -32,12 +32,13 @@ from logscope.ingest.repeat_prefilter import (
     MIN_LINES,
     RepeatsFound,
     _needles,
+    _progress_lines,
     decide_across,
     drop_across,
     reduce_repeats,
 )
 from logscope.limits import MATCH_CHARS
-from logscope.parsers.repeats import CONTINUATION, repeat_surplus
+from logscope.parsers.repeats import CONTINUATION, progress_patterns, repeat_surplus
 
 pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner was not built here")
 
@@ -204,6 +205,25 @@ def test_the_scanner_takes_every_progress_trigger_of_the_catalogue() -> None:
     _, flags, held, _ = compiled.scanner.wordings(text, needles)
     assert len(flags) == len(needles)
     assert all(bits >> n & 1 for n, bits in enumerate(array("I", held)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32))
+def test_progress_lines_asked_once_a_shape_are_those_each_line_asked_finds(seed: int) -> None:
+    # The progress regexes tell no digit from another: a line stands for every line of its shape.
+    # Forms that match and near ones that do not, their digits drawn anew line by line.
+    rng = random.Random(seed)
+    forms = ["[default#]: iteration ##/ ### | lm loss: #.##E+## |", "#: DLL ####-##-## ##:##:##.### - Iteration # |"
+             " train_loss : #.#", "Epoch [#/##] Step [##/###] loss: #.###", "step ## loss=#.#",
+             "global_step: ##, loss ##", "Iter ## took #.#s", "iteration ## of the dataloader", "steps: #/# loss"]
+    lines = ["".join(rng.choice("0123456789") if char == "#" else char for char in rng.choice(forms))
+             for _ in range(400)]
+    text = "\n".join(lines).encode()
+    _, regexes = progress_patterns()
+    got = _progress_lines(text, len(lines))
+    assert got is not None and list(got) == [bool(re.search(regexes.replace("(?:(?i)", "(?i:"), line))
+                                              for line in lines]
+    assert any(got) and not all(got)
 
 
 def test_a_line_too_long_to_match_whole_is_never_set_aside() -> None:

@@ -42,7 +42,7 @@ def digit_blind(pattern: str) -> bool:
     differ in their digits alone, digit for digit, at the same places: no literal digit, no class
     that holds some digits but not all. False when Python cannot read it."""
     try:
-        tree = sre.parse(pattern)
+        tree = sre.parse(_in_python(pattern))
     except (re.error, RecursionError):
         return False
 
@@ -144,9 +144,8 @@ def digit_reads(pattern: str, text: str, starts: Iterable[int], begin: int = 0, 
     parsed = _parsed(pattern)
     if parsed is None:
         return None
-    tree, classes = parsed
+    tree, classes, loose = parsed
     stop = len(text) if end is None else end
-    loose = bool(tree.state.flags & re.IGNORECASE)
     told: set[int] = set()
 
     def tested(code: int, value: Any, at: int) -> bool:
@@ -219,21 +218,25 @@ def digit_reads(pattern: str, text: str, starts: Iterable[int], begin: int = 0, 
 
 
 @lru_cache(maxsize=64)
-def _parsed(pattern: str) -> tuple[Any, dict[int, tuple[bool, bool]]] | None:
+def _parsed(pattern: str) -> tuple[Any, dict[int, tuple[bool, bool]], bool] | None:
     """``pattern`` parsed (the prefix stack takes 2 ms), and of each class in it (by its
-    ``id``, the tree kept with it) whether it tells digits apart and whether some digit passes it.
-    None when Python cannot read it."""
+    ``id``, the tree kept with it) whether it tells digits apart and whether some digit passes it,
+    and whether a part of it ignores case (then taken to ignore it all: wide). None when Python
+    cannot read it."""
     try:
-        tree = sre.parse(pattern)
+        tree = sre.parse(_in_python(pattern))
     except (re.error, RecursionError):
         return None
     classes: dict[int, tuple[bool, bool]] = {}
+    loose = bool(tree.state.flags & re.IGNORECASE)
 
     def note(items: Any) -> None:
+        nonlocal loose
         for code, value in items:
             if code is op.IN:
                 classes[id(value)] = (_telling(code, value), any(_in_class(value, chr(d)) for d in sorted(_DIGITS)))
             elif code is op.SUBPATTERN:
+                loose = loose or bool(value[1] & re.IGNORECASE)
                 note(value[-1])
             elif code in _REPEATS:
                 note(value[2])
@@ -246,7 +249,18 @@ def _parsed(pattern: str) -> tuple[Any, dict[int, tuple[bool, bool]]] | None:
                 note(value)
 
     note(tree)
-    return tree, classes
+    return tree, classes, loose
+
+
+# A group opened by flags for the rest of it, ``(?:(?i)...)``: Python takes global flags only at
+# the start of a pattern; polars (Rust's regex) takes them anywhere, for the rest of the group.
+_FLAGS_OPENING = re.compile(r"\(\?:\(\?([aiLmsux]+)\)")
+
+
+def _in_python(pattern: str) -> str:
+    """``pattern`` as Python reads it: a group opened by its flags written as scoped to the group
+    (``(?i:...)``), which it means."""
+    return _FLAGS_OPENING.sub(r"(?\1:", pattern)
 
 
 def _telling(code: int, value: object) -> bool:

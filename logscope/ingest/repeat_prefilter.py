@@ -42,6 +42,7 @@ import polars as pl
 
 from logscope.ingest import compiled
 from logscope.ingest.blocks import Controls, for_csv_reader
+from logscope.ingest.digit_regex import digit_blind
 from logscope.limits import MATCH_CHARS, WRAP_MAX_LINES
 from logscope.parsers.coll_groups import COLL_INFO, COLL_TRIGGER
 from logscope.parsers.repeats import SAMPLE_LINES, SAMPLE_SHARE, far_recurs, progress_patterns
@@ -385,12 +386,35 @@ def _own_rows(body: memoryview, held: bytes, offset: int) -> array[int]:
     rows = coll
     if maybe:
         text, _ = compiled.scanner.lines_of(body, maybe.tobytes(), False, 0)
-        _, regexes = progress_patterns()
-        matched = (pl.Series([text.decode("utf-8", "replace")]).str.split("\n").explode()
-                   .str.contains(regexes))
-        progress = maybe if len(matched) != len(maybe) else array("I", pl.Series(maybe).filter(matched))
+        matched = _progress_lines(text, len(maybe))
+        progress = maybe if matched is None else array("I", pl.Series(maybe).filter(pl.Series(matched)))
         rows = array("I", sorted(coll + progress)) if coll else progress
     return array("I", (row + offset for row in rows)) if offset else rows
+
+
+def _progress_lines(text: bytes, count: int) -> np.ndarray | None:
+    """Of the ``count`` lines of ``text``, which a progress pattern's regex matches (a bool each);
+    None when they are not ``count``. The regexes tell no digit from another: the lines of one
+    shape (alike but for their digits, ``_collscan.shapes``) are asked once, on their first."""
+    import numpy as np
+
+    _, regexes = progress_patterns()
+    lines = pl.Series([text.decode("utf-8", "replace")]).str.split("\n").explode()
+    if len(lines) != count:
+        return None
+    if not _blind_progress():
+        return lines.str.contains(regexes).to_numpy()
+    shapes = np.frombuffer(compiled.scanner.shapes(text)[0], dtype=np.uint64)
+    if len(shapes) != count:
+        return lines.str.contains(regexes).to_numpy()
+    _, first, shape = np.unique(shapes, return_index=True, return_inverse=True)
+    return lines.gather(first).str.contains(regexes).to_numpy()[shape]
+
+
+@cache
+def _blind_progress() -> bool:
+    _, regexes = progress_patterns()
+    return digit_blind(regexes)
 
 
 def _rows_holding(held: bytes, bits: int, all_of: bool) -> array[int]:
