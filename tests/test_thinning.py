@@ -176,14 +176,16 @@ def test_parts_thinned_as_one_frame_keep_what_it_keeps(rows: list[dict[str, Any]
 
 def test_a_file_read_in_many_blocks_keeps_what_it_keeps_read_in_one(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # 30,000 progress lines of 4 ranks: the ranks keep 4 x 4098 lines by their own rule, more than
-    # KIND_KEEP, so the bound across processes drops rows in the middle. Read in blocks (thinned in
-    # parts as they come) the file keeps the rows it keeps read in one block.
+    # Progress lines of enough ranks that they keep more lines by their own rule (COLL_HEAD +
+    # PROGRESS_TAIL each) than KIND_KEEP, so the bound across processes drops rows in the middle.
+    # Read in blocks (thinned in parts as they come) the file keeps the rows it keeps read in one block.
     from logscope.ingest import blocks, discover, read_file
+    from logscope.limits import COLL_HEAD, PROGRESS_TAIL
 
+    ranks = thinning.KIND_KEEP // (COLL_HEAD + PROGRESS_TAIL) + 2
     path = tmp_path / "train-9-node1.out"
-    path.write_text("".join(f"[default{n % 4}]:iteration {n // 4:8d}/ 100000 | lm loss: 2.5E+00 |\n"
-                            for n in range(30_000)))
+    path.write_text("".join(f"[default{n % ranks}]:iteration {n // ranks:8d}/ 100000 | lm loss: 2.5E+00 |\n"
+                            for n in range(ranks * (COLL_HEAD + PROGRESS_TAIL) * 9 // 5)))
     source = discover([path])[0][0]
     monkeypatch.setattr(blocks, "CHUNK_BYTES", 64 * 1024 * 1024)
     whole = read_file(source)

@@ -18,7 +18,8 @@ Why it matters
     rank slows every rank.
 
 Evidence
-    ``progress`` events (their step, their time, ``fields.iteration_time_s``); the timeline's
+    ``progress`` events (their step, their time, ``fields.iteration_time_s``: the first 2 and last
+    1024 of each process are kept, :data:`~logscope.limits.PROGRESS_TAIL`); the timeline's
     warning and error lines within a minute (or one logging interval) of the change. The finding is
     context: it never becomes the root and never changes the verdict of a job, failed or not. It
     names no rank and no host: every rank of a synchronous job slows with the slowest, so the step
