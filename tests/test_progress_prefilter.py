@@ -135,6 +135,31 @@ def test_lines_read_behind_line_numbers(tmp_path: Path, monkeypatch: pytest.Monk
     assert sum(f is not None and f.kept is not None for f in found) >= 2
 
 
+@pytest.mark.parametrize(("form", "ranks", "preamble"), [(_MEGATRON, 8, 0), (_DLL, 2, 0)])
+def test_a_shapes_lines_are_read_once_a_group_of_the_digits_its_regexes_tell(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str, ranks: int, preamble: int) -> None:
+    # A year's first digits and a rank tell the prefix regexes apart, the steps, times and losses
+    # do not: polars reads a few lines per shape and rank, never each line (nor every line of a
+    # block once its lead learned "DLL " for a wrapper), and the file reads as without the pass.
+    lines = 40000
+    path = _progress_log(tmp_path / "train-1-gpu-node01.out", form, steps=lines // ranks, ranks=ranks,
+                         extras=False, preamble=preamble)
+    read: list[tuple[int, bool]] = []
+    behind = prefilter._read_behind
+
+    def spy(body, rows, place, told, lead, readings=None):  # type: ignore[no-untyped-def]
+        read.append((len(rows), readings is not None))
+        return behind(body, rows, place, told, lead, readings)
+
+    expected, _ = _reads(path, monkeypatch, prefiltered=False)
+    monkeypatch.setattr(prefilter, "_read_behind", spy)
+    got, found = _reads(path, monkeypatch, prefiltered=True)
+    assert_same_reads(expected, got)
+    assert read and all(grouped for _, grouped in read)  # each block's lines read by groups
+    assert sum(rows for rows, _ in read) * 100 < lines  # a few lines a shape, rank and block
+    assert sum(f is not None and f.kept is not None for f in found) >= 2
+
+
 def test_few_progress_lines_or_two_clocks_are_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     quiet = tmp_path / "quiet-1-gpu-node01.out"
     quiet.write_text("".join(f"[default0]:loading shard {n} of the dataset\n" for n in range(20000)))

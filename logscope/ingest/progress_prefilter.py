@@ -351,9 +351,9 @@ def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shape
     line of the block starts): the key each is kept by (a hash of who wrote it), and whether its
     prefixes and time read as its shape's line's do. They are read as the block reads them: behind
     its first WRAPPER_SAMPLE lines, from which wrappers and envelopes are learned (and which are
-    kept: the lines left are read behind them too). Where those teach nothing (no wrapper, no
-    envelope, no line numbers: the prefixes of a line are its own), one line of each group that
-    :func:`_by_digits` finds is read for all of its group."""
+    kept: the lines left are read behind them too). Where what they teach can be followed line by
+    line (:func:`_learned`), one line of each group that :func:`_by_digits` finds is read for all
+    of its group."""
     import numpy as np
 
     lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
@@ -435,6 +435,7 @@ class _Reading:
     digits: bytes  # the line's bytes there
     who: str  # its prefixes without their times (timeless)
     who_places: tuple[int, ...]  # the offsets of the digits there
+    who_digits: bytes  # the line's bytes there (a line read alike by another writer has others)
     span: int  # its prefixes' length, in characters
     body_timed: bool  # whether its body starts with a time
 
@@ -510,8 +511,9 @@ def _reading_of(body: memoryview, start: int, shape: int, check: bool, learned: 
     end = bytes(body[start:start + MATCH_CHARS + 1]).find(b"\n")
     line = bytes(body[start:start + end if end >= 0 else start + MATCH_CHARS + 1])
     for known in _READINGS.get((shape, check, learned), []):
-        if all(place < len(line) for place in known.places) and \
-                bytes(line[place] for place in known.places) == known.digits:
+        if all(place < len(line) for place in (*known.places, *known.who_places)) and \
+                bytes(line[place] for place in known.places) == known.digits and \
+                bytes(line[place] for place in known.who_places) == known.who_digits:
             return known
     reading = _read(line, check, learned)
     if reading is not None:
@@ -565,9 +567,10 @@ def _read(line: bytes, check: bool, learned: Learned) -> _Reading | None:
     for char in text:
         offset.append(offset[-1] + len(char.encode("utf-8")))
     places = tuple(offset[at] for at in sorted(told))
+    who_places = tuple(offset[where[at]] for at in who if "0" <= prefix[at] <= "9")
     return _Reading(places=places, digits=bytes(line[at] for at in places), who="".join(prefix[at] for at in who),
-                    who_places=tuple(offset[where[at]] for at in who if "0" <= prefix[at] <= "9"),
-                    span=len(prefix), body_timed=body_timed)
+                    who_places=who_places, who_digits=bytes(line[at] for at in who_places), span=len(prefix),
+                    body_timed=body_timed)
 
 
 def _behind(head: str | None, text: str, at: int) -> int:
