@@ -97,6 +97,8 @@ def split_prefix_learning(frame: pl.DataFrame, column: str = "raw") -> tuple[pl.
 
 def _split_learning(frame: pl.DataFrame, column: str,
                     by: str | None) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[pl.DataFrame, pl.DataFrame]]]:
+    """:func:`split_prefix_of_files`, with the line-number heads it took off first and each
+    round's heads and line-number heads (``key`` -> ``_head`` frames)."""
     key = by or "_whole"
     keyed = frame if by is not None else frame.with_columns(pl.lit(0, dtype=pl.UInt32).alias(key))
     numbered = _numbered(keyed, key, column)
