@@ -160,6 +160,26 @@ def test_a_shapes_lines_are_read_once_a_group_of_the_digits_its_regexes_tell(
     assert sum(f is not None and f.kept is not None for f in found) >= 2
 
 
+def test_lines_whose_told_digits_change_mid_file_read_as_without_the_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The digits the prefix regexes tell apart change between lines of one shape: a year that turns
+    # from 1999 to 2000 (the time forms read 19xx and 2xxx otherwise: a line of each is read), a
+    # clock in epoch seconds behind the rank tag, and ranks of one and two digits.
+    lines = []
+    for step in range(1, 20001):
+        year, day = ("1999", "12-31") if step < 10000 else ("2000", "01-01")
+        for rank in (3, 11):
+            lines.append(f"[default{rank}]:{year}-{day} 23:{step // 60 % 60:02d}:{step % 60:02d},532 - INFO - "
+                         f"iteration {step:8d}/ 100000 | lm loss: 2.{step % 97:02d}E+00 |")
+        lines.append(f"[rank7]: {1714557600 + step}.25 iteration {step:8d}/ 100000 | lm loss: 2.50E+00 |")
+    path = tmp_path / "train-1-gpu-node01.out"
+    path.write_text("\n".join(lines) + "\n")
+    expected, _ = _reads(path, monkeypatch, prefiltered=False)
+    got, found = _reads(path, monkeypatch, prefiltered=True)
+    assert_same_reads(expected, got)
+    assert sum(f is not None and f.kept is not None for f in found) >= 2
+
+
 def test_few_progress_lines_or_two_clocks_are_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     quiet = tmp_path / "quiet-1-gpu-node01.out"
     quiet.write_text("".join(f"[default0]:loading shard {n} of the dataset\n" for n in range(20000)))
