@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from re import _constants as op  # type: ignore[attr-defined]
 from typing import Any
@@ -41,36 +42,8 @@ def digit_blind(pattern: str) -> bool:
     """Whether ``pattern`` (a regex in the syntax Python's and polars' share) matches two texts that
     differ in their digits alone, digit for digit, at the same places: no literal digit, no class
     that holds some digits but not all. False when Python cannot read it."""
-    try:
-        tree = sre.parse(_in_python(pattern))
-    except (re.error, RecursionError):
-        return False
-
-    def blind(items: object) -> bool:
-        for code, value in items:  # type: ignore[attr-defined]
-            if code in (op.LITERAL, op.NOT_LITERAL, op.IN):
-                if _telling(code, value):
-                    return False
-            elif code is op.SUBPATTERN:
-                if not blind(value[-1]):
-                    return False
-            elif code in _REPEATS:
-                if not blind(value[2]):
-                    return False
-            elif code is op.BRANCH:
-                if not all(blind(branch) for branch in value[1]):
-                    return False
-            elif code in (op.ASSERT, op.ASSERT_NOT):
-                if not blind(value[1]):
-                    return False
-            elif code is getattr(op, "ATOMIC_GROUP", None):
-                if not blind(value):
-                    return False
-            elif code in (op.GROUPREF, op.GROUPREF_EXISTS):
-                return False
-        return True
-
-    return blind(tree)
+    parsed = _parsed(pattern)
+    return parsed is not None and parsed.blind
 
 
 def digit_relaxed(pattern: str) -> str | None:
@@ -144,7 +117,7 @@ def digit_reads(pattern: str, text: str, starts: Iterable[int], begin: int = 0, 
     parsed = _parsed(pattern)
     if parsed is None:
         return None
-    tree, classes, loose = parsed
+    tree, classes, loose = parsed.tree, parsed.classes, parsed.loose
     stop = len(text) if end is None else end
     told: set[int] = set()
 
@@ -217,24 +190,38 @@ def digit_reads(pattern: str, text: str, starts: Iterable[int], begin: int = 0, 
     return frozenset(told)
 
 
-@lru_cache(maxsize=64)
-def _parsed(pattern: str) -> tuple[Any, dict[int, tuple[bool, bool]], bool] | None:
-    """``pattern`` parsed (the prefix stack takes 2 ms), and of each class in it (by its
-    ``id``, the tree kept with it) whether it tells digits apart and whether some digit passes it,
-    and whether a part of it ignores case (then taken to ignore it all: wide). None when Python
-    cannot read it."""
+@dataclass(frozen=True)
+class _Parsed:
+    """A pattern as Python's parser reads it, and what the module asks of it."""
+
+    tree: Any
+    # of each class in it (by its ``id``: the tree is kept with it) whether it tells digits apart,
+    # and whether some digit passes it
+    classes: dict[int, tuple[bool, bool]]
+    loose: bool  # whether a part of it ignores case (then taken to ignore it all: wide)
+    blind: bool  # whether nothing in it tells one digit from another (digit_blind)
+
+
+@lru_cache(maxsize=512)
+def _parsed(pattern: str) -> _Parsed | None:
+    """``pattern`` parsed (the prefix stack takes 2 ms) and walked once; None when Python cannot
+    read it."""
     try:
         tree = sre.parse(_in_python(pattern))
     except (re.error, RecursionError):
         return None
     classes: dict[int, tuple[bool, bool]] = {}
     loose = bool(tree.state.flags & re.IGNORECASE)
+    blind = True
 
     def note(items: Any) -> None:
-        nonlocal loose
+        nonlocal loose, blind
         for code, value in items:
-            if code is op.IN:
+            if code in (op.LITERAL, op.NOT_LITERAL):
+                blind = blind and not _telling(code, value)
+            elif code is op.IN:
                 classes[id(value)] = (_telling(code, value), any(_in_class(value, chr(d)) for d in sorted(_DIGITS)))
+                blind = blind and not classes[id(value)][0]
             elif code is op.SUBPATTERN:
                 loose = loose or bool(value[1] & re.IGNORECASE)
                 note(value[-1])
@@ -247,9 +234,11 @@ def _parsed(pattern: str) -> tuple[Any, dict[int, tuple[bool, bool]], bool] | No
                 note(value[1])
             elif code is getattr(op, "ATOMIC_GROUP", None):
                 note(value)
+            elif code in (op.GROUPREF, op.GROUPREF_EXISTS):
+                blind = False
 
     note(tree)
-    return tree, classes, loose
+    return _Parsed(tree, classes, loose, blind)
 
 
 # A group opened by flags for the rest of it, ``(?:(?i)...)``: Python takes global flags only at
