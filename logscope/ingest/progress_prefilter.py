@@ -383,9 +383,10 @@ def _learned(lead: pl.DataFrame) -> Learned | None:
 
 def _read_behind(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shapes, lead: np.ndarray,
                  readings: list[_Reading] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_compared` of the lines at ``rows``, all framed behind the block's first lines; and,
-    given their ``readings`` (one a line, by Python's regexes), not the same where polars reads
-    one otherwise."""
+    """The lines at ``rows`` (of the shapes at ``place`` in ``told``) read behind the block's first
+    lines: the key each is kept by, and whether its prefixes and time read as its shape's line's
+    do; given their ``readings`` (one a line, by Python's regexes), not where polars reads one
+    otherwise than its reading says."""
     import numpy as np
 
     text, _ = compiled.scanner.lines_of(body, np.concatenate([lead, rows]).astype(np.uint32).tobytes(), False, 0)
@@ -393,35 +394,22 @@ def _read_behind(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _S
     if lines.height != len(lead) + len(rows):
         return None
     split = split_prefix_of_files(opened(lines)).slice(len(lead))
-    keys, same = _compared(split, place, told)
-    if readings is not None:
-        prefix = split["prefix"].fill_null("")
-        who = split.select(timeless(pl.col("prefix").fill_null(""))).to_series()
-        timed = split.select(pl.col("body").fill_null("").str.contains(BODY_TIME_START)).to_series()
-        check = told.body_check[place]
-        for n, reading in enumerate(readings):
-            if (reading.span, reading.who) != (len(prefix[n]), who[n]) or (check[n] and reading.body_timed != timed[n]):
-                same[n] = False
-    return keys, same
-
-
-def _compared(split: pl.DataFrame, place: np.ndarray, told: _Shapes) -> tuple[np.ndarray, np.ndarray]:
-    """The key of each line of ``split`` (its prefixes split: a line of the shape at ``place`` in
-    ``told``), and whether its prefixes and time read as its shape's line's do."""
-    import numpy as np
-
     prefix = pl.col("prefix").fill_null("")
     read = split.select(
-        prefix.str.len_chars().alias("span"), timeless(prefix).str.len_chars().alias("who_chars"),
+        prefix.str.len_chars().alias("span"), timeless(prefix).alias("who"),
         # a line with no prefix is keyed by a null, as the polars path keys it
         timeless(pl.col("prefix")).hash(seed=0x6c6f6773).alias("key"))
-    same = ((read["span"].to_numpy() == told.prefix_chars[place])
-            & (read["who_chars"].to_numpy() == told.who_chars[place]))
+    span, who = read["span"].to_numpy(), read["who"]
+    same = (span == told.prefix_chars[place]) & (who.str.len_chars().to_numpy() == told.who_chars[place])
     check = told.body_check[place]
+    timed = np.zeros(len(place), dtype=bool)
     if check.any():
-        timed = (split.filter(pl.Series(check)).select(pl.col("body").fill_null("").str.contains(BODY_TIME_START))
-                 .to_series().to_numpy())
-        same[check] &= timed == told.body_timed[place][check]
+        body_timed = pl.col("body").fill_null("").str.contains(BODY_TIME_START)
+        timed[check] = split.filter(pl.Series(check)).select(body_timed).to_series().to_numpy()
+        same[check] &= timed[check] == told.body_timed[place][check]
+    for n, reading in enumerate(readings or ()):
+        if (reading.span, reading.who) != (span[n], who[n]) or (check[n] and reading.body_timed != timed[n]):
+            same[n] = False
     return read["key"].to_numpy().astype(np.uint64), same
 
 
@@ -508,8 +496,7 @@ def _reading_of(body: memoryview, start: int, shape: int, check: bool, learned: 
     leading time is asked too; ``learned``: what its block's first lines teach): one known for its
     shape where the line has its bytes at its places, else read now (and known). None where the
     regexes cannot be followed."""
-    end = bytes(body[start:start + MATCH_CHARS + 1]).find(b"\n")
-    line = bytes(body[start:start + end if end >= 0 else start + MATCH_CHARS + 1])
+    line = bytes(body[start:start + MATCH_CHARS + 1]).partition(b"\n")[0]
     for known in _READINGS.get((shape, check, learned), []):
         if all(place < len(line) for place in (*known.places, *known.who_places)) and \
                 bytes(line[place] for place in known.places) == known.digits and \
