@@ -330,9 +330,11 @@ def test_the_scanner_reads_lines_alike_but_for_their_masks_as_polars_does(templa
     assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
 
 
-# The test below changes the digits of _PIECES and these: a '0' before an 'x' starts a hex number,
-# another digit there does not.
-_SHAPED_PIECES = [*_PIECES, "0x1f", "9x1f", "10x"]
+# The test below changes the digits of _PIECES and these, and the letters of their hex numbers: a
+# '0' before an 'x' starts a hex number, another digit there does not; one after a decimal's '.' or
+# a time's ',' may be taken with it; a backtrace's addresses vary from line to line.
+_SHAPED_PIECES = [*_PIECES, "0x1f", "9x1f", "10x", "0xdeadBEEF", " + 0x5e (0x7f3a9c in libc10.so)", "(0xa",
+                  "1.0x5f", "12:34:56,0xab", "0xE", "0xF1105 14:02:13", "0x12:34:56", "a0xbc", "0x"]
 
 
 @pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
@@ -341,12 +343,18 @@ _SHAPED_PIECES = [*_PIECES, "0x1f", "9x1f", "10x"]
                 min_size=1, max_size=8), st.integers(0, 2**32))
 def test_lines_of_one_shape_are_worded_as_each_alone(templates: list[str], seed: int) -> None:
     # In a big text, a line of a shape seen before (its digits alone differ, but for a '0' before
-    # an 'x') is written by the plan of the first: its hash and flags are those it gets alone.
+    # an 'x', and the digits and letters of a hex number) is written by the plan of the first: its
+    # hash and flags are those it gets alone.
     rng = random.Random(seed)
     lines: list[bytes] = []
     size = 0
+
+    def hex_digits(match: re.Match[str]) -> str:
+        return match.group(1) + "".join(rng.choice("0123456789abcdefABCDEF") for _ in match.group(2))
+
     while size < 80 * 1024:  # past the size below which a text is worded line by line
-        lines.append(re.sub(r"[0-9]", lambda _: rng.choice("0123456789"), rng.choice(templates)).encode())
+        line = re.sub(r"(0x)([0-9a-fA-F]+)", hex_digits, rng.choice(templates))
+        lines.append(re.sub(r"[0-9]", lambda _: rng.choice("0123456789"), line).encode())
         size += len(lines[-1]) + 1
     text = b"\n".join(lines)
     hashes, flags, _, _ = compiled.scanner.wordings(text, (), 3)
