@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows, srun_lost_hosts
-from logscope.detectors.base import JobView, event_of, place_of
+from logscope.detectors.base import JobView, event_of, order_key, place_of
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, Victims, root_failure
 from logscope.model import Event, Severity
 from logscope.timeline import node_of_host
@@ -36,6 +36,11 @@ FAILURE_EVENTS: tuple[Event, ...] = (*DETAIL_EVENTS, Event.WORKER_FAILED, Event.
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 # "ens3:172.31.12.210<0>", "eth0:10.2.0.4<0>", "ib0:fe80::1%ib0<0>": an interface and its address.
 _IF_ADDRESS = re.compile(r"[\w.-]+:(" + _IPV4 + r"|[0-9a-fA-F:]*:[0-9a-fA-F]+)(?:%[\w.-]+)?<\d+>")
+
+
+# A ChildFailedError record is compared by the time it states, truncated to the second.
+_RECORD = Event.CHILD_FAILURE.value
+_RECORD_SLACK = timedelta(seconds=1)
 
 
 def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -54,15 +59,14 @@ def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     each worker's stdout and stderr separately, every 0.1 s; a CI run had a rank's traceback above
     its own earlier step line).
     """
-    records = (Event.CHILD_FAILURE.value,)
-    same_file = a.get("file") == b.get("file") and a.get("event") not in records and b.get("event") not in records
+    same_file = a.get("file") == b.get("file") and a.get("event") != _RECORD and b.get("event") != _RECORD
     if same_file and _writer(a) == _writer(b):
         return int(a.get("line") or 0) < int(b.get("line") or 0)
     # A ChildFailedError record is written after the death it reports, with that death's time
     # truncated to the second: compare it by that time, never by where it sits in the file.
     latest_a = (a.get("time_latest") or a.get("time")) if a.get("time_inferred") else a.get("time")
-    if latest_a is not None and a.get("event") in records:
-        latest_a = latest_a + timedelta(seconds=1)
+    if latest_a is not None and a.get("event") == _RECORD:
+        latest_a = latest_a + _RECORD_SLACK
     earliest_b = b.get("time")
     above = same_file and int(a.get("line") or 0) < int(b.get("line") or 0)
     if latest_a is None or earliest_b is None:
@@ -101,7 +105,7 @@ def first_failure(job: JobView, *, before: dict[str, Any] | None = None,
     wanted = [e for e in events if e.value not in skip]
     if not wanted:
         return None
-    rows = job.rows_in_order(*wanted)
+    rows = job.rows_in_order(*wanted) if before is None else _may_come_before(job, tuple(wanted), before)
     judge = Victims(job)
     for row in rows:
         if event_of(row) != Event.CANCELLED and judge(row):
@@ -110,6 +114,34 @@ def first_failure(job: JobView, *, before: dict[str, Any] | None = None,
             continue
         return row
     return None
+
+
+def _may_come_before(job: JobView, events: tuple[Event, ...], before: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``events`` that :func:`happened_before` ``before`` can hold for, in failure order
+    (order_key): those of its file (file order may tell), and those whose latest time is before its
+    time (happened_before's other rule asks that, and more). A crash loop's ~19,000 failure rows were
+    each made a dict, judged and compared with the first socket error, for the few of its first
+    attempt; polars picks those now."""
+    file, time = before.get("file"), before.get("time")
+    latest = pl.when(pl.col("time_inferred").fill_null(False)).then(pl.coalesce("time_latest", "time")).otherwise(
+        pl.col("time"))
+    latest = pl.when(pl.col("event") == _RECORD).then(latest + _RECORD_SLACK).otherwise(latest)
+    condition = pl.col("file") == file if file is not None else pl.lit(False)
+    if time is not None:
+        condition = condition | (latest < pl.lit(time, dtype=pl.Datetime("us")))
+
+    def test(row: dict[str, Any]) -> bool:
+        if file is not None and row.get("file") == file:
+            return True
+        seen = (row.get("time_latest") or row.get("time")) if row.get("time_inferred") else row.get("time")
+        if seen is not None and row.get("event") == _RECORD:
+            seen += _RECORD_SLACK
+        return time is not None and seen is not None and seen < time
+
+    rows = job.rows_where(events, condition, test, apart=True)
+    rows.sort(key=order_key)
+    return rows
+
 
 
 def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str | None] = ()) -> dict[str, Any] | None:
