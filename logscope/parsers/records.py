@@ -6,8 +6,9 @@ its own (``child_failure``, ``launch_config``, ``rendezvous`` with ``fields.key`
 ``fields.value``), and :func:`assemble_records` folds the lines of a record into one event that
 carries the fields of all of them, on its header's line. Records of different nodes interleave in
 a shared file: they are kept apart by the writer's srun task and host. The fold is plain Python
-over the record lines alone: few in most logs, a third of a crash loop's rows after thinning
-(~0.8 s of a 100 MB loop, spent in the read workers, file by file: logscope.ingest.file_events).
+over the record lines alone, each read as its line, event, key and value (a header's whole row
+beside): few in most logs, a third of a crash loop's rows after thinning (~39,000 lines and 0.35 s
+of a 100 MB loop, spent in the read workers, file by file: logscope.ingest.file_events).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def assemble_records(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Data
     built: list[dict[str, object]] = []
     # A record's lines are read for their key and value only, and its event gets fields of its own
     # (_record_event): the ~40-field struct is left out of the dicts (turning it into dicts was
-    # half of what folding cost, ~1.4 s in a crash loop's ~100,000 record lines).
+    # half of what folding cost, ~1.4 s in a crash loop's ~100,000 record lines). Only a record's
+    # header line becomes a whole dict (its columns are the event's): the others are read for their
+    # line, event, key and value (all of each line made a dict was half of what folding cost again).
     said = pl.col("fields").struct
     lines = records.select(pl.exclude("fields"), said.field("key").alias(_KEY), said.field("value").alias(_VALUE))
     # Records interleave between nodes in a shared file; keep them apart by file (``apart``), srun
@@ -42,8 +45,16 @@ def assemble_records(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Data
     # not by polars: a group_by, a sort and a conversion per group cost ~0.5 ms a small job.
     keys = [*apart, "task", "host"]
     groups: dict[tuple[object, ...], list[dict[str, object]]] = {}
-    for row in lines.to_dicts():
-        groups.setdefault(tuple(row[key] for key in keys), []).append(row)
+    starts: list[dict[str, object]] = []
+    at: list[int] = []
+    for n, values in enumerate(lines.select(*keys, *_NARROW).iter_rows()):
+        row = dict(zip(_NARROW, values[len(keys):], strict=True))
+        if _starts_record(row):
+            starts.append(row)
+            at.append(n)
+        groups.setdefault(values[:len(keys)], []).append(row)
+    for row, whole in zip(starts, lines[pl.Series(at, dtype=pl.UInt32)].to_dicts(), strict=True):
+        row[_WHOLE] = whole
     for group in groups.values():
         built.extend(_fold(sorted(group, key=_line_of)))
     rest = events.filter(~is_kv)
@@ -73,12 +84,32 @@ def _stated_times(records: pl.DataFrame) -> pl.DataFrame:
 
 # The key and value a record's line gave (its fields "key" and "value"), beside its other columns.
 _KEY, _VALUE = "_record_key", "_record_value"
+# assemble_records reads a record line as these; the whole row of a line that starts a record is
+# under _WHOLE.
+_NARROW = ("line", "event", _KEY, _VALUE)
+_WHOLE = "_record_whole"
+
+
+def _starts_record(row: dict[str, object]) -> bool:
+    """Whether a record line is a record's header: ChildFailedError's ``[0]:`` (its key the
+    failure's index), a launch configuration's or rendezvous result's first line (no key)."""
+    key = row[_KEY]
+    if row["event"] == Event.CHILD_FAILURE.value:
+        return isinstance(key, str) and key.isdigit()
+    return key is None
 
 
 def _line_of(row: dict[str, object]) -> int:
     line = row["line"]
     assert isinstance(line, int)
     return line
+
+
+def _whole(row: dict[str, object]) -> dict[str, object]:
+    """A record's header line as a whole row (its own copy): the row itself, or the one
+    assemble_records put under _WHOLE."""
+    whole = row.get(_WHOLE)
+    return dict(whole) if isinstance(whole, dict) else dict(row)
 
 
 def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -109,9 +140,9 @@ def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
                 flush()
                 root_next = False
                 continue
-            if isinstance(key, str) and key.isdigit():
+            if _starts_record(row):
                 flush()
-                current = dict(row)
+                current = _whole(row)
                 values = {"index": key, "root": "1" if root_next else "0"}
                 continue
             if current is None or gap:
@@ -119,9 +150,9 @@ def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
             values[str(key)] = str(row[_VALUE] or "")
             continue
         # launch config / rendezvous: a header line, then "  key: value" or "  key=value" lines
-        if key is None:
+        if _starts_record(row):
             flush()
-            current = dict(row)
+            current = _whole(row)
             values = {}
             continue
         if current is None or gap or current["event"] != event:
