@@ -143,7 +143,7 @@ def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
             if _starts_record(row):
                 flush()
                 current = _whole(row)
-                values = {"index": key, "root": "1" if root_next else "0"}
+                values = {"index": str(key), "root": "1" if root_next else "0"}
                 continue
             if current is None or gap:
                 continue
