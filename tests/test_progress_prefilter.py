@@ -11,6 +11,7 @@ is. And the scanner's shapes (the regex facts it stands on: test_digit_regex.py)
 from __future__ import annotations
 
 import random
+import re
 from array import array
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from reading_support import assert_same_reads
 from logscope.ingest import FileRead, compiled, discover, read_file, reading, thinning
 from logscope.ingest import blocks as blocks_module
 from logscope.ingest import progress_prefilter as prefilter
+from logscope.limits import MATCH_CHARS
 
 pytestmark = pytest.mark.skipif(not compiled.COMPILED, reason="the compiled scanner was not built here")
 
@@ -212,6 +214,26 @@ def test_shapes_hash_lines_alike_when_they_differ_in_digits_alone() -> None:
         masked = bytes(0x30 if 0x30 <= c <= 0x39 else c for c in line)
         assert by_mask.setdefault(masked, value) == value
     assert len(set(by_mask.values())) == len(by_mask)
+
+
+def test_the_needles_a_block_holds_are_asked_of_a_line_of_each_shape() -> None:
+    # Lines alike but for their digits hold the same needles (none holds a digit): asking one line
+    # of each shape gives what asking every line gives, a long line's flag, empty lines and lines
+    # whose shape comes again after others included.
+    import numpy as np
+
+    needles, _ = prefilter._needles()
+    rng = random.Random(11)
+    pieces = [b"iteration ", b"iter", b"Iter 3", b"tep", b"te", b"'loss': 2.5", b"File \"", b"traceback",
+              b": Traceback (most recent call last)", b"Epoch 12", b"DLL ", b"12", b"7", b" ",
+              b"x" * (MATCH_CHARS // 3), b"\xff"]
+    for _ in range(20):
+        lines = [b"".join(rng.choices(pieces, k=rng.randrange(6))) for _ in range(rng.randrange(1, 400))]
+        lines = [re.sub(rb"[0-9]", lambda _: rng.choice(b"0123456789").to_bytes(1, "big"), line) for line in lines]
+        body = memoryview(b"\n".join(lines))
+        shapes = np.frombuffer(compiled.scanner.shapes(body)[0], dtype=np.uint64)
+        _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
+        assert prefilter._held_by_shape(body, shapes, needles) == (flags, held)
 
 
 def test_a_block_of_few_lines_per_writer_is_not_worth_the_pass(tmp_path: Path) -> None:

@@ -143,8 +143,9 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     # Asked of the sample: its share (by its bytes) of what each writer may keep.
     if _few_per_writer(body[:end], progress, (head + tail) * end / max(1, len(body))):
         return None
+    hashes, _, starts = compiled.scanner.shapes(body)
     if end < len(body):
-        _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
+        flags, held = _held_by_shape(body, np.frombuffer(hashes, dtype=np.uint64), needles)
     holding = np.frombuffer(held, dtype=np.uint32)
     count = len(holding)
     may_go = ((holding & progress_bits) != 0) & ((np.frombuffer(flags, dtype=np.uint8) & _LONG_LINE) == 0)
@@ -158,7 +159,6 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     rows = np.flatnonzero(may_go)
     if len(rows) <= head + tail:
         return None
-    hashes, _, starts = compiled.scanner.shapes(body)
     shape_of_row = np.frombuffer(hashes, dtype=np.uint64)[rows]
     shapes, first, counts = np.unique(shape_of_row, return_index=True, return_counts=True)
     described_shapes = np.flatnonzero(counts >= MIN_SHAPE_LINES)
@@ -211,6 +211,30 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     return RepeatsFound(kept, kept_count, count, counted_frame(counted_rows.tobytes(), tallies, first_line),
                         first_line, _in_the_block(asked, groups, rows), keep=(head, tail),
                         loops_looked=loop is not None, loop_counted=loop_counted)
+
+
+def _held_by_shape(body: memoryview, shapes: np.ndarray, needles: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    """``wordings(body, needles, MATCH_CHARS, 0, False)``'s flags and needles held, by line, asked
+    of one line of each shape (``shapes``: ``_collscan.shapes``' hash of each line): lines alike but
+    for their digits hold the same needles where no needle holds a digit, and are as long. A
+    progress block's 138,000 lines are of a few shapes: the needles were looked for in each (~45 ms
+    of a 32 MB block, 2.5 times what its shapes cost)."""
+    import numpy as np
+
+    if any(byte in b"0123456789" for needle in needles for byte in needle):
+        _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
+        return flags, held
+    _, first, shape = np.unique(shapes, return_index=True, return_inverse=True)
+    in_order = np.argsort(first)  # (lines_of takes rows in the block's order)
+    text, _ = compiled.scanner.lines_of(body, first[in_order].astype(np.uint32).tobytes(), False, 0)
+    _, flags, held, _ = compiled.scanner.wordings(text, needles, MATCH_CHARS, 0, False)
+    if len(flags) != len(first):  # (a last line that is empty: not one of the text's lines)
+        _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
+        return flags, held
+    of_shape = np.empty(len(first), dtype=np.intp)
+    of_shape[in_order] = np.arange(len(first))  # each shape's line's place in ``text``
+    at = of_shape[shape]
+    return np.frombuffer(flags, dtype=np.uint8)[at].tobytes(), np.frombuffer(held, dtype=np.uint32)[at].tobytes()
 
 
 def _loop_in_kept(body: memoryview, aside: np.ndarray, count: int,
