@@ -149,9 +149,9 @@ def test_a_shapes_lines_are_read_once_a_group_of_the_digits_its_regexes_tell(
     read: list[tuple[int, bool]] = []
     behind = prefilter._read_behind
 
-    def spy(body, rows, place, told, lead, readings=None):  # type: ignore[no-untyped-def]
+    def spy(body, starts, rows, place, told, lead, readings=None):  # type: ignore[no-untyped-def]
         read.append((len(rows), readings is not None))
-        return behind(body, rows, place, told, lead, readings)
+        return behind(body, starts, rows, place, told, lead, readings)
 
     expected, _ = _reads(path, monkeypatch, prefiltered=False)
     monkeypatch.setattr(prefilter, "_read_behind", spy)
@@ -231,9 +231,10 @@ def test_the_needles_a_block_holds_are_asked_of_a_line_of_each_shape() -> None:
         lines = [b"".join(rng.choices(pieces, k=rng.randrange(6))) for _ in range(rng.randrange(1, 400))]
         lines = [re.sub(rb"[0-9]", lambda _: rng.choice(b"0123456789").to_bytes(1, "big"), line) for line in lines]
         body = memoryview(b"\n".join(lines))
-        shapes = np.frombuffer(compiled.scanner.shapes(body)[0], dtype=np.uint64)
+        hashes, _, starts = compiled.scanner.shapes(body)
+        shapes, line_starts = np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(starts, dtype=np.uint64)
         _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
-        assert prefilter._held_by_shape(body, shapes, needles) == (flags, held)
+        assert prefilter._held_by_shape(body, shapes, line_starts, needles) == (flags, held)
 
 
 def test_a_block_of_few_lines_per_writer_is_not_worth_the_pass(tmp_path: Path) -> None:

@@ -363,6 +363,20 @@ def test_lines_of_one_shape_are_worded_as_each_alone(templates: list[str], seed:
     assert list(flags) == [one[1][0] for one in alone]
 
 
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=30).map(lambda line: line.replace(b"\n", b"")), min_size=1, max_size=60),
+       st.data())
+def test_lines_found_from_their_starts_are_the_lines_found_by_reading(lines: list[bytes], data: st.DataObject) -> None:
+    # lines_of given where each line starts (as shapes gives them) copies the same lines as when it
+    # reads the block to them: empty lines, the last line, no line at all.
+    body = b"\n".join(lines)
+    rows = sorted(data.draw(st.sets(st.integers(0, len(lines) - 1))))
+    wanted = array("I", rows).tobytes()
+    starts = compiled.scanner.shapes(body)[2]
+    assert compiled.scanner.lines_of(body, wanted, False, 0, starts) == compiled.scanner.lines_of(body, wanted, False, 0)
+
+
 _NEEDLES = [b"tep", b"te", b"iter", b"Iter", b" NCCL INFO ", b": opCount ", b"'loss': ", b"ab", b"abc", b"b\n"]
 
 

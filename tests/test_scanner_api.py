@@ -53,6 +53,11 @@ FORGED = {
     "rows not ascending": "c.lines_of(text, uints([3, 3]), False, 0)",
     "a lines_of first line below zero": "c.lines_of(text, b'', True, -2)",
     "a lines_of first line whose numbers overflow": "c.lines_of(text, uints([0]), True, MAX)",
+    "rows past the starts": "c.lines_of(text, uints([6]), False, 0, c.shapes(text)[2])",
+    "rows not ascending with starts": "c.lines_of(text, uints([3, 3]), False, 0, c.shapes(text)[2])",
+    "starts past the block": "c.lines_of(text, uints([0]), False, 0, array.array('Q', [0, 2**40]).tobytes())",
+    "starts that go back": "c.lines_of(text, uints([0]), False, 0, array.array('Q', [9, 3]).tobytes())",
+    "starts cut short": "c.lines_of(text, uints([0]), False, 0, b'\\0\\0\\0')",
     # shapes(text[, max_lines])
     "a negative shapes max_lines": "c.shapes(text, -1)",
 }
@@ -117,6 +122,9 @@ def test_arguments_that_fit_are_still_taken() -> None:
     assert c.lines_of(text, rows, False, 0) == (b"\n".join([coll] * 4), 4)
     assert c.lines_of(text, rows, True, 9) == (b"10\x1f" + coll + b"\n15\x1f" + coll + b"\n", 2)
     assert c.lines_of(text, rows, True, -1) == (coll + b"\n" + coll + b"\n", 2)  # a text numbered already
+    starts = c.shapes(text)[2]  # the lines found from where they start: the same lines
+    assert c.lines_of(text, rows, False, 0, starts) == c.lines_of(text, rows, False, 0)
+    assert c.lines_of(text, rows, True, 9, starts) == c.lines_of(text, rows, True, 9)  # (keep: starts unread)
     rows, counted, counts, groups = c.aside(hashes, flags, b"", 1, 1, True)
     # the groups kept: the first (its first line 0, 1 line, first kept, place 0 of 6) and the last
     records = [list(memoryview(groups).cast("I")[n:n + 6]) for n in range(0, len(groups) // 4, 8)]

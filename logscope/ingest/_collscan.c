@@ -1835,14 +1835,57 @@ done:
  *     other line, each as "<number>\x1f<line>\n" (its number ``first_line`` + 1 + its index, as
  *     reduce writes kept lines; with ``first_line`` -1, each as "<line>\n": the lines of a text so
  *     numbered already). ``count``: the lines written.
+ *     ``starts`` (optional, with ``keep`` false): where each line of ``block`` starts (native uint64
+ *     each, as ``shapes`` gives them), so that the lines at ``rows`` are copied without reading
+ *     the lines before them: a few lines of a 32 MB block cost ~5 ms, their bytes alone so.
  */
+static PyObject *lines_at_starts(Py_buffer *block, Py_buffer *rows, Py_buffer *starts) {
+    const char *s = block->buf;
+    Py_ssize_t n = block->len, n_rows = rows->len / 4, lines = starts->len / 8, size = 0;
+    const uint32_t *row = rows->buf;
+    const uint64_t *start = starts->buf;
+    int fits = rows->len % 4 == 0 && starts->len % 8 == 0;
+    for (Py_ssize_t i = 0; fits && i < n_rows; i++) {
+        uint32_t r = row[i];
+        fits = r < (uint64_t)lines && (i == 0 || r > row[i - 1]);
+        if (!fits)
+            break;
+        uint64_t end = r + 1 < (uint64_t)lines ? start[r + 1] - 1 : (uint64_t)n;
+        fits = start[r] <= end && end <= (uint64_t)n;
+        size += (Py_ssize_t)(end - start[r]) + (i > 0);
+    }
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "rows out of range or not ascending, or starts not of the block");
+        return NULL;
+    }
+    PyObject *text = PyBytes_FromStringAndSize(NULL, size);
+    if (text == NULL)
+        return NULL;
+    char *to = PyBytes_AS_STRING(text);
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        uint32_t r = row[i];
+        uint64_t end = r + 1 < (uint64_t)lines ? start[r + 1] - 1 : (uint64_t)n;
+        if (i > 0)
+            *to++ = '\n';
+        memcpy(to, s + start[r], (size_t)(end - start[r]));
+        to += end - start[r];
+    }
+    PyObject *result = Py_BuildValue("(On)", text, n_rows);
+    Py_DECREF(text);
+    return result;
+}
+
 static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
-    Py_buffer block, rows;
+    Py_buffer block, rows, starts = {0};
     int keep;
     Py_ssize_t first_line;
-    if (!PyArg_ParseTuple(args, "y*y*pn", &block, &rows, &keep, &first_line))
+    if (!PyArg_ParseTuple(args, "y*y*pn|y*", &block, &rows, &keep, &first_line, &starts))
         return NULL;
     PyObject *result = NULL, *text = NULL;
+    if (starts.buf != NULL && !keep) {
+        result = lines_at_starts(&block, &rows, &starts);
+        goto done;
+    }
     const char *s = block.buf;
     Py_ssize_t n = block.len, n_rows = rows.len / 4, lines = 1;
     const uint32_t *row = rows.buf;
@@ -1888,6 +1931,8 @@ done:
     Py_XDECREF(text);
     PyBuffer_Release(&block);
     PyBuffer_Release(&rows);
+    if (starts.buf != NULL)
+        PyBuffer_Release(&starts);
     return result;
 }
 

@@ -144,8 +144,9 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     if _few_per_writer(body[:end], progress, (head + tail) * end / max(1, len(body))):
         return None
     hashes, _, starts = compiled.scanner.shapes(body)
+    line_starts = np.frombuffer(starts, dtype=np.uint64)
     if end < len(body):
-        flags, held = _held_by_shape(body, np.frombuffer(hashes, dtype=np.uint64), needles)
+        flags, held = _held_by_shape(body, np.frombuffer(hashes, dtype=np.uint64), line_starts, needles)
     holding = np.frombuffer(held, dtype=np.uint32)
     count = len(holding)
     may_go = ((holding & progress_bits) != 0) & ((np.frombuffer(flags, dtype=np.uint8) & _LONG_LINE) == 0)
@@ -165,7 +166,8 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     if counts[described_shapes].sum() <= head + tail:
         return None
     by_row = np.argsort(first[described_shapes])  # the lines that describe them, in the block's order
-    told = _described(body, rows[first[described_shapes][by_row]], shapes[described_shapes][by_row], first_line,
+    told = _described(body, line_starts, rows[first[described_shapes][by_row]], shapes[described_shapes][by_row],
+                      first_line,
                       reference_year)
     if told is None:
         return None
@@ -176,7 +178,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     rows, place = rows[known], place[known]
     if len(rows) <= head + tail:
         return None
-    checked = _checked(body, rows, place, told, np.frombuffer(starts, dtype=np.uint64))
+    checked = _checked(body, rows, place, told, line_starts)
     if checked is None:
         return None
     keys, same = checked
@@ -192,7 +194,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     # The rule is asked of the lines that matter to it only: those that may go, and the others that
     # can be candidates (a line that holds no trigger is none: its time is no neighbour's concern,
     # and a run of lines set aside goes on across it; it is kept all the same).
-    asked = np.flatnonzero(~own | _may_be_candidates(body, np.flatnonzero(own), count))
+    asked = np.flatnonzero(~own | _may_be_candidates(body, line_starts, np.flatnonzero(own), count))
     aside, counted, tallies, groups = compiled.scanner.aside(
         line_keys[asked].tobytes(), line_flags[asked].tobytes(),
         np.flatnonzero(own[asked]).astype(np.uint32).tobytes(), head, tail, True)
@@ -202,7 +204,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     counted_rows = asked[np.frombuffer(counted, dtype=np.uint32)].astype(np.uint32)
     # What is left is compared for a loop's repeats (the loop pass did not: this block's progress
     # lines were too many of its lines), as the polars rule would compare it.
-    loop = _loop_in_kept(body, rows, count, loop_keep) if loop_keep is not None else None
+    loop = _loop_in_kept(body, line_starts, rows, count, loop_keep) if loop_keep is not None else None
     loop_counted = None
     if loop is not None and len(loop[0]):
         rows = np.union1d(rows, loop[0]).astype(np.uint32)
@@ -213,7 +215,18 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
                         loops_looked=loop is not None, loop_counted=loop_counted)
 
 
-def _held_by_shape(body: memoryview, shapes: np.ndarray, needles: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+def _lines(body: memoryview, starts: np.ndarray, rows: np.ndarray) -> bytes:
+    """The lines at ``rows`` (ascending) of ``body``, joined by '\\n', copied from where they start
+    (``starts``: ``_collscan.shapes``' of each line), not found by reading the block up to them: a
+    few lines of a 32 MB block cost ~5 ms that way, and a block asks for some six times."""
+    import numpy as np
+
+    text, _ = compiled.scanner.lines_of(body, rows.astype(np.uint32).tobytes(), False, 0, starts.data)
+    return text
+
+
+def _held_by_shape(body: memoryview, shapes: np.ndarray, starts: np.ndarray,
+                   needles: tuple[bytes, ...]) -> tuple[bytes, bytes]:
     """``wordings(body, needles, MATCH_CHARS, 0, False)``'s flags and needles held, by line, asked
     of one line of each shape (``shapes``: ``_collscan.shapes``' hash of each line): lines alike but
     for their digits hold the same needles where no needle holds a digit, and are as long. A
@@ -226,7 +239,7 @@ def _held_by_shape(body: memoryview, shapes: np.ndarray, needles: tuple[bytes, .
         return flags, held
     _, first, shape = np.unique(shapes, return_index=True, return_inverse=True)
     in_order = np.argsort(first)  # (lines_of takes rows in the block's order)
-    text, _ = compiled.scanner.lines_of(body, first[in_order].astype(np.uint32).tobytes(), False, 0)
+    text = _lines(body, starts, first[in_order])
     _, flags, held, _ = compiled.scanner.wordings(text, needles, MATCH_CHARS, 0, False)
     if len(flags) != len(first):  # (a last line that is empty: not one of the text's lines)
         _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
@@ -237,7 +250,7 @@ def _held_by_shape(body: memoryview, shapes: np.ndarray, needles: tuple[bytes, .
     return np.frombuffer(flags, dtype=np.uint8)[at].tobytes(), np.frombuffer(held, dtype=np.uint32)[at].tobytes()
 
 
-def _loop_in_kept(body: memoryview, aside: np.ndarray, count: int,
+def _loop_in_kept(body: memoryview, starts: np.ndarray, aside: np.ndarray, count: int,
                   keep: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """The rule of a loop's repeats (repeat_prefilter.loop_aside, first and last ``keep``) on the
     block's lines but those at ``aside``: the rows it sets aside and the rows they are counted
@@ -248,7 +261,7 @@ def _loop_in_kept(body: memoryview, aside: np.ndarray, count: int,
     kept = np.ones(count, dtype=bool)
     kept[aside] = False
     kept_rows = np.flatnonzero(kept).astype(np.uint32)
-    text, _ = compiled.scanner.lines_of(body, kept_rows.tobytes(), False, 0)
+    text = _lines(body, starts, kept_rows)
     found = loop_aside(memoryview(text), *keep)
     if found is None:
         return None
@@ -287,7 +300,7 @@ def _few_per_writer(body: memoryview, rows: np.ndarray, most: float) -> bool:
     return bool(counts.max() <= most)
 
 
-def _may_be_candidates(body: memoryview, rows: np.ndarray, count: int) -> np.ndarray:
+def _may_be_candidates(body: memoryview, starts: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
     """A mask over the block's ``count`` lines: True at each line of ``rows`` that may be a
     candidate once framed, as _candidates asks it (it holds a trigger of the table), or that holds
     a backslash (an envelope may unescape one into it)."""
@@ -296,7 +309,7 @@ def _may_be_candidates(body: memoryview, rows: np.ndarray, count: int) -> np.nda
     mask = np.zeros(count, dtype=bool)
     if not len(rows):
         return mask
-    text, _ = compiled.scanner.lines_of(body, rows.astype(np.uint32).tobytes(), False, 0)
+    text = _lines(body, starts, rows)
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(rows):
         mask[rows] = True
@@ -320,7 +333,7 @@ def _in_the_block(asked: np.ndarray, groups: bytes, aside: np.ndarray) -> bytes:
     return records.tobytes()
 
 
-def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_line: int,
+def _described(body: memoryview, starts: np.ndarray, rows: np.ndarray, shapes: np.ndarray, first_line: int,
                reference_year: int) -> _Shapes | None:
     """What one line of each shape (at ``rows`` of ``body``; ``shapes``: their hashes) says, read
     behind the block's first WRAPPER_SAMPLE lines as the block is read; only the shapes whose lines
@@ -329,7 +342,7 @@ def _described(body: memoryview, rows: np.ndarray, shapes: np.ndarray, first_lin
 
     lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
     framed_rows = np.concatenate([lead, rows]).astype(np.uint32)
-    text, _ = compiled.scanner.lines_of(body, framed_rows.tobytes(), False, 0)
+    text = _lines(body, starts, framed_rows)
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(framed_rows):
         return None
@@ -381,17 +394,17 @@ def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shape
     import numpy as np
 
     lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
-    text, _ = compiled.scanner.lines_of(body, lead.astype(np.uint32).tobytes(), False, 0)
+    text = _lines(body, starts, lead)
     lead_lines = lines_frame(text + b"\n", 1)
     learned = _learned(lead_lines) if lead_lines.height == len(lead) else None
     if learned is not None:
         grouped = _by_digits(body, rows, place, told, starts, learned)
         if grouped is not None:
             group, reps, readings = grouped
-            found = _read_behind(body, rows[reps], place[reps], told, lead, readings)
+            found = _read_behind(body, starts, rows[reps], place[reps], told, lead, readings)
             if found is not None:
                 return found[0][group], found[1][group]
-    return _read_behind(body, rows, place, told, lead)
+    return _read_behind(body, starts, rows, place, told, lead)
 
 
 def _learned(lead: pl.DataFrame) -> Learned | None:
@@ -405,7 +418,8 @@ def _learned(lead: pl.DataFrame) -> Learned | None:
     return learned if all(head is None or digit_blind(head) for head in heads) else None
 
 
-def _read_behind(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shapes, lead: np.ndarray,
+def _read_behind(body: memoryview, starts: np.ndarray, rows: np.ndarray, place: np.ndarray, told: _Shapes,
+                 lead: np.ndarray,
                  readings: list[_Reading] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The lines at ``rows`` (of the shapes at ``place`` in ``told``) read behind the block's first
     lines: the key each is kept by, and whether its prefixes and time read as its shape's line's
@@ -413,7 +427,7 @@ def _read_behind(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _S
     otherwise than its reading says."""
     import numpy as np
 
-    text, _ = compiled.scanner.lines_of(body, np.concatenate([lead, rows]).astype(np.uint32).tobytes(), False, 0)
+    text = _lines(body, starts, np.concatenate([lead, rows]))
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(lead) + len(rows):
         return None
