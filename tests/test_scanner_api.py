@@ -50,6 +50,8 @@ FORGED = {
     "own rows cut short": "c.aside(hashes, flags, b'\\0\\0', 1, 1)",
     "a negative aside head": "c.aside(hashes, flags, b'', -1, 1)",
     "rows past the block": "c.lines_of(text, uints([6]), True, 0)",
+    "rows past the block, joined": "c.lines_of(text, uints([2, 6]), False, 0)",
+    "rows past an empty block": "c.lines_of(b'', uints([1]), False, 0)",
     "rows not ascending": "c.lines_of(text, uints([3, 3]), False, 0)",
     "a lines_of first line below zero": "c.lines_of(text, b'', True, -2)",
     "a lines_of first line whose numbers overflow": "c.lines_of(text, uints([0]), True, MAX)",

@@ -1887,13 +1887,17 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     const char *s = block.buf;
-    Py_ssize_t n = block.len, n_rows = rows.len / 4, lines = 1;
+    Py_ssize_t n = block.len, n_rows = rows.len / 4, lines = PY_SSIZE_T_MAX;
     const uint32_t *row = rows.buf;
-    for (const char *q = s; (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
-        lines++;
-    int fits = rows.len % 4 == 0 && first_line >= -1 && first_line < PY_SSIZE_T_MAX - lines;
+    if (keep) {  /* every other line is written: all are counted first. The lines asked alone are
+                  * read up to the last of them (the first of a 32 MB block: not the whole block) */
+        lines = 1;
+        for (const char *q = s; (q = memchr(q, '\n', (size_t)(s + n - q))) != NULL; q++)
+            lines++;
+    }
+    int fits = rows.len % 4 == 0 && first_line >= -1 && (!keep || first_line < PY_SSIZE_T_MAX - lines);
     for (Py_ssize_t i = 0; fits && i < n_rows; i++)
-        fits = row[i] < (uint64_t)lines && (i == 0 || row[i] > row[i - 1]);
+        fits = (!keep || row[i] < (uint64_t)lines) && (i == 0 || row[i] > row[i - 1]);
     if (!fits) {
         PyErr_SetString(PyExc_ValueError, "rows out of range or not ascending");
         goto done;
@@ -1904,9 +1908,11 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     char *to = PyBytes_AS_STRING(text);
     Py_ssize_t written = 0, next = 0, begin = 0;
+    int past = 0;  /* the block's last line was read */
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t line = 0; line < lines; line++) {
+    for (Py_ssize_t line = 0; keep ? line < lines : next < n_rows && !past; line++) {
         const char *nl = memchr(s + begin, '\n', (size_t)(n - begin));
+        past = nl == NULL;
         Py_ssize_t end = nl ? nl - s : n;
         int listed = next < n_rows && row[next] == (uint32_t)line;
         next += listed;
@@ -1924,6 +1930,10 @@ static PyObject *lines_of(PyObject *Py_UNUSED(self), PyObject *args) {
         begin = end < n ? end + 1 : n;
     }
     Py_END_ALLOW_THREADS;
+    if (next < n_rows && !keep) {  /* a row past the block's lines */
+        PyErr_SetString(PyExc_ValueError, "rows out of range or not ascending");
+        goto done;
+    }
     if (_PyBytes_Resize(&text, written) < 0)
         goto done;
     result = Py_BuildValue("(On)", text, count);
