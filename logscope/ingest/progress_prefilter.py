@@ -167,8 +167,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
         return None
     by_row = np.argsort(first[described_shapes])  # the lines that describe them, in the block's order
     told = _described(body, line_starts, rows[first[described_shapes][by_row]], shapes[described_shapes][by_row],
-                      first_line,
-                      reference_year)
+                      first_line, reference_year)
     if told is None:
         return None
     # The lines of the shapes that may go, each read again where its digits could matter.

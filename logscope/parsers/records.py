@@ -45,15 +45,15 @@ def assemble_records(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Data
     # not by polars: a group_by, a sort and a conversion per group cost ~0.5 ms a small job.
     keys = [*apart, "task", "host"]
     groups: dict[tuple[object, ...], list[dict[str, object]]] = {}
-    starts: list[dict[str, object]] = []
-    at: list[int] = []
+    headers: list[dict[str, object]] = []
+    header_rows: list[int] = []
     for n, values in enumerate(lines.select(*keys, *_NARROW).iter_rows()):
         row = dict(zip(_NARROW, values[len(keys):], strict=True))
         if _starts_record(row):
-            starts.append(row)
-            at.append(n)
+            headers.append(row)
+            header_rows.append(n)
         groups.setdefault(values[:len(keys)], []).append(row)
-    for row, whole in zip(starts, lines[pl.Series(at, dtype=pl.UInt32)].to_dicts(), strict=True):
+    for row, whole in zip(headers, lines[pl.Series(header_rows, dtype=pl.UInt32)].to_dicts(), strict=True):
         row[_WHOLE] = whole
     for group in groups.values():
         built.extend(_fold(sorted(group, key=_line_of)))
