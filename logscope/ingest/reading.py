@@ -616,7 +616,10 @@ class _Batch:
                                  coll_keep=(COLL_HEAD, COLL_TAIL) if big else None,
                                  carriage_returns=framed.carriage_returns, join_wraps=not framed.prefiltered,
                                  set_aside_before=framed.set_aside,
-                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big else None, channels_aside=big,
+                                 # (a progress block's progress lines were set aside already: the
+                                 # few it kept beyond a process's ends are thinned as its events)
+                                 progress_keep=(COLL_HEAD, PROGRESS_TAIL) if big and not framed.progress else None,
+                                 channels_aside=big,
                                  repeat_keep=(LOOP_KEEP, LOOP_KEEP) if big and not framed.repeats_looked else None,
                                  wordings=compiled.scanner.wordings if compiled.COMPILED else None,
                                  repeated=framed.repeated)
