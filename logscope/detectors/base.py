@@ -392,7 +392,7 @@ def message_and_text() -> pl.Expr:
                          separator=" ")
 
 
-def _seen_at() -> pl.Expr:
+def seen_at_expr() -> pl.Expr:
     """:func:`seen_at` in polars."""
     return (pl.when(pl.col("time_inferred").fill_null(False)).then(pl.coalesce("time_latest", "time"))
             .otherwise(pl.col("time")))
@@ -401,7 +401,7 @@ def _seen_at() -> pl.Expr:
 def in_order(rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` in :func:`order_key`'s order, sorted by polars (ties keep their order, as in
     ``sorted``)."""
-    return rows.sort(_seen_at(), pl.col("file").fill_null(""), pl.col("line").fill_null(0),
+    return rows.sort(seen_at_expr(), pl.col("file").fill_null(""), pl.col("line").fill_null(0),
                      nulls_last=True, maintain_order=True)
 
 

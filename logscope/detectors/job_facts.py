@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from logscope.detectors.accounting_facts import recorded_failed_node, recorded_failure_rows, srun_lost_hosts
-from logscope.detectors.base import JobView, event_of, order_key, place_of
+from logscope.detectors.base import JobView, event_of, order_key, place_of, seen_at, seen_at_expr
 from logscope.detectors.exit_cascade import DETAIL_EVENTS, Victims, root_failure
 from logscope.model import Event, Severity
 from logscope.timeline import node_of_host
@@ -41,6 +41,14 @@ _IF_ADDRESS = re.compile(r"[\w.-]+:(" + _IPV4 + r"|[0-9a-fA-F:]*:[0-9a-fA-F]+)(?
 # A ChildFailedError record is compared by the time it states, truncated to the second.
 _RECORD = Event.CHILD_FAILURE.value
 _RECORD_SLACK = timedelta(seconds=1)
+
+
+def _latest(row: dict[str, Any]) -> datetime | None:
+    """The latest a row's line can have been written, as happened_before compares it: its seen_at,
+    a second later for a ChildFailedError record (written after the death it reports, that death's
+    time truncated to the second)."""
+    latest = seen_at(row)
+    return latest + _RECORD_SLACK if latest is not None and row.get("event") == _RECORD else latest
 
 
 def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -62,11 +70,8 @@ def happened_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     same_file = a.get("file") == b.get("file") and a.get("event") != _RECORD and b.get("event") != _RECORD
     if same_file and _writer(a) == _writer(b):
         return int(a.get("line") or 0) < int(b.get("line") or 0)
-    # A ChildFailedError record is written after the death it reports, with that death's time
-    # truncated to the second: compare it by that time, never by where it sits in the file.
-    latest_a = (a.get("time_latest") or a.get("time")) if a.get("time_inferred") else a.get("time")
-    if latest_a is not None and a.get("event") == _RECORD:
-        latest_a = latest_a + _RECORD_SLACK
+    # A ChildFailedError record is compared by its time, never by where it sits in the file.
+    latest_a = _latest(a)
     earliest_b = b.get("time")
     above = same_file and int(a.get("line") or 0) < int(b.get("line") or 0)
     if latest_a is None or earliest_b is None:
@@ -123,9 +128,7 @@ def _may_come_before(job: JobView, events: tuple[Event, ...], before: dict[str, 
     each made a dict, judged and compared with the first socket error, for the few of its first
     attempt; polars picks those now."""
     file, time = before.get("file"), before.get("time")
-    latest = pl.when(pl.col("time_inferred").fill_null(False)).then(pl.coalesce("time_latest", "time")).otherwise(
-        pl.col("time"))
-    latest = pl.when(pl.col("event") == _RECORD).then(latest + _RECORD_SLACK).otherwise(latest)
+    latest = pl.when(pl.col("event") == _RECORD).then(seen_at_expr() + _RECORD_SLACK).otherwise(seen_at_expr())
     condition = pl.col("file") == file if file is not None else pl.lit(False)
     if time is not None:
         condition = condition | (latest < pl.lit(time, dtype=pl.Datetime("us")))
@@ -133,15 +136,12 @@ def _may_come_before(job: JobView, events: tuple[Event, ...], before: dict[str, 
     def test(row: dict[str, Any]) -> bool:
         if file is not None and row.get("file") == file:
             return True
-        seen = (row.get("time_latest") or row.get("time")) if row.get("time_inferred") else row.get("time")
-        if seen is not None and row.get("event") == _RECORD:
-            seen += _RECORD_SLACK
-        return time is not None and seen is not None and seen < time
+        latest = _latest(row)
+        return time is not None and latest is not None and latest < time
 
     rows = job.rows_where(events, condition, test, apart=True)
     rows.sort(key=order_key)
     return rows
-
 
 
 def possible_cause(job: JobView, row: dict[str, Any], own_places: Iterable[str | None] = ()) -> dict[str, Any] | None:
