@@ -70,7 +70,15 @@ from logscope.ingest import compiled
 from logscope.ingest.blocks import Controls, for_csv_reader
 from logscope.ingest.digit_regex import digit_blind, digit_reads, digit_relaxed
 from logscope.ingest.line_frames import lines_frame
-from logscope.ingest.repeat_prefilter import GROUP_RECORD, MIN_LINES, RepeatsFound, counted_frame, loop_aside
+from logscope.ingest.repeat_prefilter import (
+    GROUP_RECORD,
+    MIN_LINES,
+    RepeatsFound,
+    counted_frame,
+    first_of_each_shape,
+    lines_at,
+    loop_aside,
+)
 from logscope.knowledge import RECOGNISERS, Message
 from logscope.limits import MATCH_CHARS
 from logscope.parsers.claims import certain, holds, regex
@@ -214,16 +222,6 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
                         loops_looked=loop is not None, loop_counted=loop_counted)
 
 
-def _lines(body: memoryview, starts: np.ndarray, rows: np.ndarray) -> bytes:
-    """The lines at ``rows`` (ascending) of ``body``, joined by '\\n', copied from where they start
-    (``starts``: ``_collscan.shapes``' of each line), not found by reading the block up to them: a
-    few lines of a 32 MB block cost ~5 ms that way, and a block asks for some six times."""
-    import numpy as np
-
-    text, _ = compiled.scanner.lines_of(body, rows.astype(np.uint32).tobytes(), False, 0, starts.data)
-    return text
-
-
 def _held_by_shape(body: memoryview, shapes: np.ndarray, starts: np.ndarray,
                    needles: tuple[bytes, ...]) -> tuple[bytes, bytes]:
     """``wordings(body, needles, MATCH_CHARS, 0, False)``'s flags and needles held, by line, asked
@@ -236,16 +234,11 @@ def _held_by_shape(body: memoryview, shapes: np.ndarray, starts: np.ndarray,
     if any(byte in b"0123456789" for needle in needles for byte in needle):
         _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
         return flags, held
-    _, first, shape = np.unique(shapes, return_index=True, return_inverse=True)
-    in_order = np.argsort(first)  # (lines_of takes rows in the block's order)
-    text = _lines(body, starts, first[in_order])
+    text, at, count = first_of_each_shape(body, shapes, starts)
     _, flags, held, _ = compiled.scanner.wordings(text, needles, MATCH_CHARS, 0, False)
-    if len(flags) != len(first):  # (a last line that is empty: not one of the text's lines)
+    if len(flags) != count:  # (a last line that is empty: not one of the text's lines)
         _, flags, held, _ = compiled.scanner.wordings(body, needles, MATCH_CHARS, 0, False)
         return flags, held
-    of_shape = np.empty(len(first), dtype=np.intp)
-    of_shape[in_order] = np.arange(len(first))  # each shape's line's place in ``text``
-    at = of_shape[shape]
     return np.frombuffer(flags, dtype=np.uint8)[at].tobytes(), np.frombuffer(held, dtype=np.uint32)[at].tobytes()
 
 
@@ -260,7 +253,7 @@ def _loop_in_kept(body: memoryview, starts: np.ndarray, aside: np.ndarray, count
     kept = np.ones(count, dtype=bool)
     kept[aside] = False
     kept_rows = np.flatnonzero(kept).astype(np.uint32)
-    text = _lines(body, starts, kept_rows)
+    text = lines_at(body, starts, kept_rows)
     found = loop_aside(memoryview(text), *keep)
     if found is None:
         return None
@@ -308,7 +301,7 @@ def _may_be_candidates(body: memoryview, starts: np.ndarray, rows: np.ndarray, c
     mask = np.zeros(count, dtype=bool)
     if not len(rows):
         return mask
-    text = _lines(body, starts, rows)
+    text = lines_at(body, starts, rows)
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(rows):
         mask[rows] = True
@@ -341,7 +334,7 @@ def _described(body: memoryview, starts: np.ndarray, rows: np.ndarray, shapes: n
 
     lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
     framed_rows = np.concatenate([lead, rows]).astype(np.uint32)
-    text = _lines(body, starts, framed_rows)
+    text = lines_at(body, starts, framed_rows)
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(framed_rows):
         return None
@@ -393,7 +386,7 @@ def _checked(body: memoryview, rows: np.ndarray, place: np.ndarray, told: _Shape
     import numpy as np
 
     lead = np.arange(min(WRAPPER_SAMPLE, int(rows.min())), dtype=np.int64)
-    text = _lines(body, starts, lead)
+    text = lines_at(body, starts, lead)
     lead_lines = lines_frame(text + b"\n", 1)
     learned = _learned(lead_lines) if lead_lines.height == len(lead) else None
     if learned is not None:
@@ -418,15 +411,14 @@ def _learned(lead: pl.DataFrame) -> Learned | None:
 
 
 def _read_behind(body: memoryview, starts: np.ndarray, rows: np.ndarray, place: np.ndarray, told: _Shapes,
-                 lead: np.ndarray,
-                 readings: list[_Reading] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+                 lead: np.ndarray, readings: list[_Reading] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The lines at ``rows`` (of the shapes at ``place`` in ``told``) read behind the block's first
     lines: the key each is kept by, and whether its prefixes and time read as its shape's line's
     do; given their ``readings`` (one a line, by Python's regexes), not where polars reads one
     otherwise than its reading says."""
     import numpy as np
 
-    text = _lines(body, starts, np.concatenate([lead, rows]))
+    text = lines_at(body, starts, np.concatenate([lead, rows]))
     lines = lines_frame(text + b"\n", 1)
     if lines.height != len(lead) + len(rows):
         return None
