@@ -1839,6 +1839,12 @@ done:
  *     each, as ``shapes`` gives them), so that the lines at ``rows`` are copied without reading
  *     the lines before them: a few lines of a 32 MB block cost ~5 ms, their bytes alone so.
  */
+/* Where line ``r`` of ``lines`` ends (its '\n', or the block's end ``n`` for the last), ``start``
+ * where each starts. */
+static inline uint64_t line_end(const uint64_t *start, Py_ssize_t lines, uint32_t r, Py_ssize_t n) {
+    return r + 1 < (uint64_t)lines ? start[r + 1] - 1 : (uint64_t)n;
+}
+
 static PyObject *lines_at_starts(Py_buffer *block, Py_buffer *rows, Py_buffer *starts) {
     const char *s = block->buf;
     Py_ssize_t n = block->len, n_rows = rows->len / 4, lines = starts->len / 8, size = 0;
@@ -1850,7 +1856,7 @@ static PyObject *lines_at_starts(Py_buffer *block, Py_buffer *rows, Py_buffer *s
         fits = r < (uint64_t)lines && (i == 0 || r > row[i - 1]);
         if (!fits)
             break;
-        uint64_t end = r + 1 < (uint64_t)lines ? start[r + 1] - 1 : (uint64_t)n;
+        uint64_t end = line_end(start, lines, r, n);
         fits = start[r] <= end && end <= (uint64_t)n;
         size += (Py_ssize_t)(end - start[r]) + (i > 0);
     }
@@ -1864,7 +1870,7 @@ static PyObject *lines_at_starts(Py_buffer *block, Py_buffer *rows, Py_buffer *s
     char *to = PyBytes_AS_STRING(text);
     for (Py_ssize_t i = 0; i < n_rows; i++) {
         uint32_t r = row[i];
-        uint64_t end = r + 1 < (uint64_t)lines ? start[r + 1] - 1 : (uint64_t)n;
+        uint64_t end = line_end(start, lines, r, n);
         if (i > 0)
             *to++ = '\n';
         memcpy(to, s + start[r], (size_t)(end - start[r]));
