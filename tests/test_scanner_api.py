@@ -138,3 +138,20 @@ def test_arguments_that_fit_are_still_taken() -> None:
     groups = c.aside(hashes, flags, b"", 1, 1, True)[3]
     records = [list(memoryview(groups).cast("I")[n:n + 6]) for n in range(0, len(groups) // 4, 8)]
     assert [(record[0], record[5] >> 2) for record in records] == [(0, 0), (1, 1), (6, 0), (7, 1)]
+
+
+def test_aside_tells_many_keys_apart() -> None:
+    # More wordings than aside's first table holds (it grows as keys come): three rounds of
+    # 5,000 one-line groups, each of its own wording. With a head and a tail of one, the middle
+    # round goes, each line counted against its wording's first; a kept group's flags carry its
+    # key's number, the order its wording first came in.
+    from logscope.ingest import _collscan as c
+
+    keys = 5000
+    hashes = array("Q", [0x9E3779B97F4A7C15 * (n + 1) % 2**64 for n in range(keys)] * 3).tobytes()
+    flags = bytes(3 * keys)
+    rows, counted, counts, groups = c.aside(hashes, flags, b"", 1, 1, True)
+    assert list(array("I", rows)) == list(range(keys, 2 * keys))
+    assert (list(array("I", counted)), set(array("I", counts))) == (list(range(keys)), {1})
+    records = memoryview(groups).cast("I")
+    assert [records[n + 5] >> 2 for n in range(0, len(records), 8)] == [*range(keys), *range(keys)]
