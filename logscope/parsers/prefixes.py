@@ -157,6 +157,28 @@ def _wrapper_heads(frame: pl.DataFrame, key: str) -> pl.DataFrame:
     tool's wrapper, not the wrapper and a launcher's tag that most lines also carry."""
     sample = (frame.group_by(key, maintain_order=True).head(WRAPPER_SAMPLE).select(key, "body")
               .filter(pl.col("body").str.len_chars() > 0))
+    # The heads follow from the sample alone, and a big block's first lines are asked about up to
+    # four times (the progress pass describes its shapes, checks them and reads its lines behind
+    # those first lines, then the block's kept lines are prepared behind them): ~6 ms of regexes
+    # each time, for the same answer.
+    memo = (key, str(sample.schema[key]), tuple(sample[key].to_list()), tuple(sample["body"].to_list()))
+    known = _HEADS_SEEN.get(memo)
+    if known is not None:
+        return known.clone()
+    heads = _heads_of(sample, key)
+    if len(_HEADS_SEEN) >= _HEADS_SEEN_MAX:
+        _HEADS_SEEN.clear()
+    _HEADS_SEEN[memo] = heads
+    return heads.clone()
+
+
+# _wrapper_heads' answers by sample (its key's name and type, then the sample's keys and lines).
+_HEADS_SEEN: dict[tuple[object, ...], pl.DataFrame] = {}
+_HEADS_SEEN_MAX = 64
+
+
+def _heads_of(sample: pl.DataFrame, key: str) -> pl.DataFrame:
+    """:func:`_wrapper_heads` of its sample (``key``, ``body``: each file's first non-empty lines)."""
     before_task = pl.col("body").str.extract(HEAD_BEFORE_TASK_LABEL, 1)
     seen_head = pl.when(~pl.col("body").str.contains(STARTS_WITH_OWN_OUTPUT)).then(
         pl.coalesce(pl.col("body").str.extract(HEAD_BEFORE_OWN_OUTPUT, 1),
