@@ -10,6 +10,7 @@ them (``[default0]:`` ... ``[default7]:``), not one per line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -157,24 +158,29 @@ def _wrapper_heads(frame: pl.DataFrame, key: str) -> pl.DataFrame:
     tool's wrapper, not the wrapper and a launcher's tag that most lines also carry."""
     sample = (frame.group_by(key, maintain_order=True).head(WRAPPER_SAMPLE).select(key, "body")
               .filter(pl.col("body").str.len_chars() > 0))
-    # The heads follow from the sample alone, and a big block's first lines are asked about up to
-    # four times (the progress pass describes its shapes, checks them and reads its lines behind
-    # those first lines, then the block's kept lines are prepared behind them): ~6 ms of regexes
-    # each time, for the same answer.
-    memo = (key, str(sample.schema[key]), tuple(sample[key].to_list()), tuple(sample["body"].to_list()))
-    known = _HEADS_SEEN.get(memo)
-    if known is not None:
-        return known.clone()
-    heads = _heads_of(sample, key)
-    if len(_HEADS_SEEN) >= _HEADS_SEEN_MAX:
-        _HEADS_SEEN.clear()
-    _HEADS_SEEN[memo] = heads
-    return heads.clone()
+    return _by_sample(_heads_of, sample, key)
 
 
-# _wrapper_heads' answers by sample (its key's name and type, then the sample's keys and lines).
-_HEADS_SEEN: dict[tuple[object, ...], pl.DataFrame] = {}
-_HEADS_SEEN_MAX = 64
+def _by_sample(learn: Callable[[pl.DataFrame, str], pl.DataFrame], sample: pl.DataFrame,
+               key: str) -> pl.DataFrame:
+    """``learn(sample, key)``, remembered by the sample's keys and lines (the last 64 samples): what
+    a file's first lines say follows from them alone, and a big block's first lines are asked about
+    up to four times (the progress pass describes its shapes, checks them and reads its lines behind
+    those first lines, then the block's kept lines are prepared behind them): ~6 ms of regexes each
+    time for the wrapper heads, ~3 ms for the line numbers, the same answer."""
+    keys, lines = sample.get_columns()
+    memo = (learn, key, str(keys.dtype), tuple(keys.to_list()), tuple(lines.to_list()))
+    known = _LEARNED.get(memo)
+    if known is None:
+        known = learn(sample, key)
+        if len(_LEARNED) >= _LEARNED_MAX:
+            _LEARNED.clear()
+        _LEARNED[memo] = known
+    return known.clone()
+
+
+_LEARNED: dict[tuple[object, ...], pl.DataFrame] = {}
+_LEARNED_MAX = 64
 
 
 def _heads_of(sample: pl.DataFrame, key: str) -> pl.DataFrame:
@@ -206,6 +212,12 @@ def _numbered(frame: pl.DataFrame, key: str, column: str) -> pl.DataFrame:
     srun's task labels repeat, a counter of one task stays)."""
     sample = (frame.group_by(key, maintain_order=True).head(WRAPPER_SAMPLE).select(key, column)
               .filter(pl.col(column).str.len_chars() > 0))
+    return _by_sample(_numbers_of, sample, key)
+
+
+def _numbers_of(sample: pl.DataFrame, key: str) -> pl.DataFrame:
+    """:func:`_numbered` of its sample (``key`` and each file's first non-empty lines)."""
+    column = sample.columns[1]
     number = pl.col(column).str.extract(LINE_NUMBER, 1).cast(pl.Int64, strict=False)
     steps = sample.with_columns(number.alias("_number")).with_columns(
         (pl.col("_number") - pl.col("_number").shift(1).over(key)).alias("_step"))
