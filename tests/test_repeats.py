@@ -31,6 +31,7 @@ from logscope.parsers.repeats import (
     CONTINUATION,
     MASKED,
     SAMPLE_LINES,
+    TIME_OF_DAY,
     VARYING,
     Repeats,
     Wordings,
@@ -134,20 +135,49 @@ def test_a_loops_middle_attempts_are_set_aside_in_whole_groups(tmp_path: Path) -
     assert not aside.gather(counted_at).any()
 
 
-def test_an_untimed_line_kept_in_a_run_set_aside_keeps_its_own_attempts_time(tmp_path: Path) -> None:
-    # In each run of groups set aside, the first and the last with a time of day stay: a line kept
-    # between two runs (one whose words change in every attempt: a temporary directory) has a timed
-    # line of its own attempt before it.
+def test_an_untimed_line_kept_next_to_a_run_set_aside_keeps_its_own_attempts_time(tmp_path: Path) -> None:
+    # In each run of groups set aside, the first and the last with a time of day stay where a line
+    # kept next to the run needs them: an untimed line kept takes its time from the timed lines kept
+    # nearest it (lines.py), and those are of its own attempt (10 minutes from the next), as the
+    # nearest among all the lines are. A run's end whose kept neighbour holds a time itself goes: the
+    # line after the one a loop's attempt says in words of its own (a temporary directory).
     folder = _loop(tmp_path, attempts=40)
     lines = _frame(sorted(folder.glob("*node01*"))[0])
     found = repeat_surplus(lines, 8, 8)
     assert found is not None
-    kept = lines.filter(~pl.int_range(pl.len(), dtype=pl.UInt32).is_in(found.surplus.implode()))
-    log_dirs = kept.with_row_index("at").filter(pl.col("raw").str.contains("log_dir"))
-    assert log_dirs.height == 40  # the temporary directory differs in every attempt
-    for at, raw in log_dirs.select("at", "raw").rows():
-        before = kept["raw"][at - 1]
-        assert raw[:15] == before[:15]  # the line before it kept is of its own minute
+    clock = lines["raw"].str.extract(r"(\d\d):(\d\d):(\d\d)", 0).to_list()
+    minutes = [None if c is None else int(c[:2]) * 60 + int(c[3:5]) for c in clock]
+    timed = lines["raw"].str.contains(TIME_OF_DAY).to_list()
+    aside = set(found.surplus.to_list())
+    kept = [n for n in range(lines.height) if n not in aside]
+
+    def nearest(rows: list[int]) -> tuple[dict[int, int | None], dict[int, int | None]]:
+        above: dict[int, int | None] = {}
+        below: dict[int, int | None] = {}
+        last = None
+        for n in rows:
+            above[n], last = last, (n if timed[n] and minutes[n] is not None else last)
+        last = None
+        for n in reversed(rows):
+            below[n], last = last, (n if timed[n] and minutes[n] is not None else last)
+        return above, below
+
+    def minute(n: int | None) -> int | None:
+        return None if n is None else minutes[n]
+
+    every_above, every_below = nearest(list(range(lines.height)))
+    kept_above, kept_below = nearest(kept)
+    untimed = [n for n in kept if not timed[n]]
+    assert untimed
+    for n in untimed:
+        for mine, every in ((kept_above[n], every_above[n]), (kept_below[n], every_below[n])):
+            assert (mine is None) == (every is None)
+            if mine is not None:
+                assert abs(minute(mine) - minute(every)) < 5, (n, mine, every)  # type: ignore[operator]
+    log_dirs = [n for n in kept if "log_dir" in lines["raw"][n]]
+    assert len(log_dirs) == 40  # the temporary directory differs in every attempt
+    middle = log_dirs[9:-9]  # (the first and last 8 attempts are kept whole)
+    assert middle and all(timed[n] and n + 1 in aside for n in middle)
 
 
 def test_lines_that_tell_ranks_apart_are_never_set_aside(tmp_path: Path) -> None:

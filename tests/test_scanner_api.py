@@ -131,13 +131,13 @@ def test_arguments_that_fit_are_still_taken() -> None:
     # the groups kept: the first (its first line 0, 1 line, first kept, place 0 of 6) and the last
     records = [list(memoryview(groups).cast("I")[n:n + 6]) for n in range(0, len(groups) // 4, 8)]
     assert records == [[0, 1, 0, 0, 6, 0], [5, 1, 1, 5, 6, 0]]
-    # Two wordings in turn: each group's flags carry its key's number from bit 2 on (0 for the
+    # Two wordings in turn: each group's flags carry its key's number from bit 4 on (0 for the
     # wording that came first, 1 for the other), for repeat_prefilter.decide_across.
     turns = b"\n".join([b"worker failed: connection reset", b"retrying the step"] * 4)
     hashes, flags, _, _ = c.wordings(turns)
     groups = c.aside(hashes, flags, b"", 1, 1, True)[3]
     records = [list(memoryview(groups).cast("I")[n:n + 6]) for n in range(0, len(groups) // 4, 8)]
-    assert [(record[0], record[5] >> 2) for record in records] == [(0, 0), (1, 1), (6, 0), (7, 1)]
+    assert [(record[0], record[5] >> 4) for record in records] == [(0, 0), (1, 1), (6, 0), (7, 1)]
 
 
 def test_aside_tells_many_keys_apart() -> None:
@@ -154,4 +154,4 @@ def test_aside_tells_many_keys_apart() -> None:
     assert list(array("I", rows)) == list(range(keys, 2 * keys))
     assert (list(array("I", counted)), set(array("I", counts))) == (list(range(keys)), {1})
     records = memoryview(groups).cast("I")
-    assert [records[n + 5] >> 2 for n in range(0, len(records), 8)] == [*range(keys), *range(keys)]
+    assert [records[n + 5] >> 4 for n in range(0, len(records), 8)] == [*range(keys), *range(keys)]

@@ -1618,14 +1618,18 @@ static PyObject *shapes(PyObject *Py_UNUSED(self), PyObject *args) {
  *     hashes; a group with an own line, or a LONG_LINE, has none and is never set aside. A group
  *     is set aside when at least ``head`` groups of its key come before it and ``tail`` after it,
  *     but in each run of groups set aside back to back the first and the last that hold a time
- *     (flag 2) stay. ``rows``: native uint32, the lines set aside, ascending. Each is counted
+ *     (flag 2) stay, the first where the group kept before the run ends in a line with no time,
+ *     the last where the group kept after it starts with one (or the run starts, or ends, the
+ *     lines), and each where the other stays and its lines past (before) its time have none.
+ *     ``rows``: native uint32, the lines set aside, ascending. Each is counted
  *     against the line at its place in the first group of its key: ``counted_rows`` (ascending)
  *     and ``counts``, native uint32 each, those lines and how many are counted against each.
  *     With ``with_groups`` true, a fourth: for each group kept, in order, GROUP_RECORD native
  *     uint32: its first line, its lines, its first line's place among the lines kept, its place
  *     among the groups of its key, how many groups its key has, its flags (1: a line of it holds
- *     a time, 2: it has no key; from bit 2 on, its key's number in the block, in the order the block's keys
- *     first come), and its key (a native uint64 in the last two), so that the
+ *     a time, 2: it has no key, 4: its first line holds a time, 8: its last line does; from bit 4
+ *     on, its key's number in the block, in the order the block's keys first come), and its key
+ *     (a native uint64 in the last two), so that the
  *     caller can set aside what other blocks of the file make repeats too (repeat_prefilter).
  */
 /* A block's keys are numbered as they first come (a loop has a few thousand in ~400,000 lines):
@@ -1717,8 +1721,8 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
     unsigned char *state = NULL;
     Keys table = {NULL, 4096, NULL, 0, 0};
     Py_ssize_t lines = flags.len, n_own = own.len / 4;
-    /* (a key's number takes a record's flags from bit 2 on: fewer than 2^30 lines) */
-    if (hashes.len != lines * 8 || own.len % 4 || head < 0 || tail < 0 || lines >= ((Py_ssize_t)1 << 30)) {
+    /* (a key's number takes a record's flags from bit 4 on: fewer than 2^28 lines) */
+    if (hashes.len != lines * 8 || own.len % 4 || head < 0 || tail < 0 || lines >= ((Py_ssize_t)1 << 28)) {
         PyErr_SetString(PyExc_ValueError, "hashes, flags and own do not fit one another");
         goto done;
     }
@@ -1792,7 +1796,11 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
         if ((Py_ssize_t)place >= head && (Py_ssize_t)e->count - (Py_ssize_t)place > tail)
             state[g] |= 1;
     }
-    /* In each run of groups set aside back to back, the first and the last with a time stay. */
+    /* In each run of groups set aside back to back, the first and the last with a time stay: the
+     * first unless the group kept before the run ends in a line holding a time, the last unless the
+     * group kept after it starts with one (an untimed line kept next to a run takes the time of the
+     * timed line nearest it: that group's, then, not one of an attempt hours away), and each where
+     * the other stays with lines that hold no time on its side of its timed line. */
     for (Py_ssize_t g = 0; g < groups;) {
         if (!(state[g] & 1)) {
             g++;
@@ -1809,8 +1817,17 @@ static PyObject *aside(PyObject *Py_UNUSED(self), PyObject *args) {
                 last = x;
             }
         if (first >= 0) {
-            state[first] &= (unsigned char)~1;
-            state[last] &= (unsigned char)~1;
+            /* (a group kept next to the run whose line there holds a time times its own lines;
+             * a kept end whose lines past its time have none keeps the other end for them) */
+            int keep_first = !(g > 0 && (f[start[g] - 1] & 2)), keep_last = !(end < groups && (f[start[end]] & 2));
+            if (first != last && keep_first && !(f[start[first + 1] - 1] & 2))
+                keep_last = 1;
+            if (first != last && keep_last && !(f[start[last]] & 2))
+                keep_first = 1;
+            if (keep_first)
+                state[first] &= (unsigned char)~1;
+            if (keep_last)
+                state[last] &= (unsigned char)~1;
         }
         g = end;
     }
@@ -1865,7 +1882,8 @@ grouped:
         record[2] = kept_lines;
         record[3] = keyless ? 0 : place_of[g];
         record[4] = keyless ? 0 : table.entry[entry_of[g]].count;
-        record[5] = (uint32_t)(timed | keyless << 1) | (keyless ? 0 : entry_of[g] << 2);
+        record[5] = (uint32_t)(timed | keyless << 1 | (f[start[g]] & 2) << 1 | (f[start[g + 1] - 1] & 2) << 2)
+                    | (keyless ? 0 : entry_of[g] << 4);
         memcpy(record + 6, &key, 8);
         kept_lines += record[1];
         record += GROUP_RECORD;

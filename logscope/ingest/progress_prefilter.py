@@ -40,8 +40,9 @@ Python's reading of it is polars' (else its group is kept). Where the first line
 or learn a head that tells digits apart, every line is read. What is left is the rule of
 :mod:`logscope.ingest.repeat_prefilter` (``_collscan.aside``, then ``drop_across`` over a file's
 consecutive blocks): each key's first ``head`` and last ``tail`` lines are kept, and of each run of
-lines set aside back to back the first and the last with a time (a line's time comes from its
-shape's line: its untimed neighbours take their times from those). A line that holds no trigger of
+lines set aside back to back the first and the last with a time where the lines kept next to the
+run need them (a line's time comes from its shape's line: its untimed neighbours take their times
+from those). A line that holds no trigger of
 the table is kept but ends no run: it is never a candidate, so no time of a neighbour is its
 concern (a trainer's own prints between its progress lines would keep most of them otherwise).
 Each line set aside is counted against its key's first line, itself a progress line, so every line

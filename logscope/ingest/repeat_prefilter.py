@@ -2,7 +2,8 @@
 
 :mod:`logscope.parsers.repeats` says the rule: in a chunk of lines, a group of lines (a line and
 the lines that go on it) whose wording came at least ``head`` times before and comes ``tail``
-times after is set aside, but for the first and last timed group of each run set aside and the
+times after is set aside, but for the first and last timed group of each run set aside (where
+the lines kept next to the run take their times from them) and the
 groups with a line another rule keeps the ends of (progress lines, NCCL COLL lines). There, polars
 frames every line of a block first, then the rule takes most of them out again: in a restart
 loop's 64 MB file, framing, then turning the lines back into bytes for the scanner, then grouping
@@ -210,7 +211,8 @@ def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: p
     the groups the other blocks make repeats too: each block kept the first ``head`` and last
     ``tail`` groups of each key *in the block*, but only the first and last of the blocks together
     are kept, as one block of them all would keep them. Kept all the same, as in a block: of each
-    run of groups set aside back to back (across blocks too), the first and the last with a time.
+    run of groups set aside back to back (across blocks too), the first and the last with a time
+    where the groups kept next to it need them (:func:`_keep_ends_of_runs`).
     Every line set aside in any of the blocks is then counted against the line at its place in the
     first group of its key kept in them all, in the block that holds that line.
 
@@ -255,12 +257,7 @@ def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: p
     place = before_block[key_of, groups.block[keyed]] + groups.place[keyed]
     aside = np.zeros(len(keyed), dtype=bool)
     aside[keyed] = (place >= head) & (place < total[key_of] - tail)
-    # Of each run of groups set aside back to back, the first and the last with a time stay.
-    ends = np.flatnonzero(aside & groups.timed)
-    if len(ends):
-        run = np.cumsum(~aside)[ends]
-        aside[ends[np.concatenate(([True], run[1:] != run[:-1]))]] = False
-        aside[ends[np.concatenate((run[:-1] != run[1:], [True]))]] = False
+    _keep_ends_of_runs(aside, groups)
     emitted = groups.block < emit
     dropped = aside & emitted
     # What the lines set aside are counted against: each key's first group kept in the blocks
@@ -312,6 +309,35 @@ def decide_across(blocks: list[RepeatsFound], head: int, tail: int, *, before: p
     return out, counts
 
 
+def _keep_ends_of_runs(aside: np.ndarray, groups: _Groups) -> None:
+    """Of each run of groups set aside back to back (``aside``, by group, in file order: changed in
+    place), the first and the last with a time stay, as in a block (``_collscan.aside``): the first
+    where the group kept before the run does not end in a line holding a time, the last where the
+    one kept after it does not start with one (or no group is kept there), and each where the other
+    stays and its lines after (before) its time hold none."""
+    import numpy as np
+
+    ends = np.flatnonzero(aside & groups.timed)
+    if not len(ends):
+        return
+    run = np.cumsum(~aside)[ends]
+    first = ends[np.concatenate(([True], run[1:] != run[:-1]))]
+    last = ends[np.concatenate((run[:-1] != run[1:], [True]))]
+    kept = np.flatnonzero(~aside)
+    before = np.searchsorted(kept, first) - 1  # the group kept before each run, -1: none
+    after = np.searchsorted(kept, last)  # and after it, len(kept): none
+    if len(kept):
+        before_timed = (before >= 0) & groups.ends_timed[kept[np.maximum(before, 0)]]
+        after_timed = (after < len(kept)) & groups.starts_timed[kept[np.minimum(after, len(kept) - 1)]]
+    else:
+        before_timed = after_timed = np.zeros(len(first), dtype=bool)
+    both = first != last
+    keep_last = ~after_timed | (~before_timed & both & ~groups.ends_timed[first])
+    keep_first = ~before_timed | (keep_last & both & ~groups.starts_timed[last])
+    aside[first[keep_first]] = False
+    aside[last[keep_last]] = False
+
+
 @dataclass(frozen=True)
 class _Groups:
     """The kept groups' records of a file's blocks (``aside``'s, see GROUP_RECORD), in file order,
@@ -323,8 +349,10 @@ class _Groups:
     kept_at: np.ndarray  # its first line's place among the lines its block keeps
     place: np.ndarray  # its place among the groups of its key in its block
     count: np.ndarray  # the groups of its key in its block
-    timed: np.ndarray  # whether it has a time (bool)
+    timed: np.ndarray  # whether a line of it holds a time (bool)
     keyed: np.ndarray  # whether it has a key, one of a loop's wordings (bool)
+    starts_timed: np.ndarray  # whether its first line holds a time (bool)
+    ends_timed: np.ndarray  # whether its last line does (bool)
     key: np.ndarray  # that key (uint64)
     number: np.ndarray  # that key's number in its block (aside numbers a block's keys as they come)
 
@@ -339,8 +367,9 @@ class _Groups:
         return cls(block=block, line=record[:, 0].astype(np.int64) + first_line[block], lines=record[:, 1],
                    kept_at=record[:, 2], place=record[:, 3].astype(np.int64), count=record[:, 4].astype(np.int64),
                    timed=(record[:, 5] & 1) > 0, keyed=(record[:, 5] & 2) == 0,
+                   starts_timed=(record[:, 5] & 4) > 0, ends_timed=(record[:, 5] & 8) > 0,
                    key=np.ascontiguousarray(record[:, 6:8]).view(np.uint64).ravel(),
-                   number=(record[:, 5] >> 2).astype(np.int64))
+                   number=(record[:, 5] >> 4).astype(np.int64))
 
     def keys(self) -> tuple[np.ndarray, np.ndarray]:
         """The keys of the keyed groups, ascending, and the place there of each keyed group's. A

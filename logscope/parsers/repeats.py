@@ -33,7 +33,12 @@ after it: the first and last attempts of a loop stay whole, the ones between go.
 
 * in each run of groups set aside back to back, the first and the last that hold a time of day, so
   that an untimed line kept after the run takes its time from its own attempt, not from one hours
-  before (the lines around take their times from their timed neighbours, lines.py);
+  before (the lines around take their times from their timed neighbours, lines.py). Not where
+  the group kept next to the run has a time on that side itself (it ends, or starts, in a line
+  holding one), unless the run's other end stays with lines past its time that hold none: a loop
+  whose every attempt says one line of its own (torchrun's ``log_dir`` names a new temporary
+  directory) kept that line and the two around it of every attempt, now that line alone (a 1 GB
+  loop: ~9,900 lines kept a 69 MB file, ~8,000);
 * groups with a line another rule keeps the ends of: progress lines (their numbers are what
   changes; progress_aside and the thinning keep each process's) and NCCL COLL lines (coll_aside);
 * every line of a chunk whose lines were split at carriage returns (a line is then several rows,
@@ -205,14 +210,15 @@ def _surplus(lines: pl.DataFrame, head: int, tail: int, facts: pl.DataFrame,
     # aside).
     groups = (rows.lazy().group_by("_group", maintain_order=True)
               .agg(pl.col("_wording"), pl.col("_own_rule").any(), pl.col("_timed").any(),
+                   pl.col("_timed").first().alias("_starts_timed"), pl.col("_timed").last().alias("_ends_timed"),
                    pl.col("_row").first().alias("_start"))
-              .select("_group", "_timed", "_start",
+              .select("_group", "_timed", "_starts_timed", "_ends_timed", "_start",
                       pl.when(~pl.col("_own_rule")).then(pl.col("_wording").hash()).alias("_key"))
               .with_columns(_aside(head, tail), pl.col("_start").first().over("_key").alias("_first_start"))
               # the groups of one run set aside back to back share a number
               .with_columns((~pl.col("_aside")).cum_sum().alias("_run"),
                             pl.int_range(pl.len(), dtype=pl.UInt32).alias("_nth"))
-              # of which the first and the last with a time of day stay
+              # of which the first and the last with a time of day stay (see _ends_of_runs)
               .with_columns(_ends_of_runs().alias("_end"))
               .filter(pl.col("_aside") & ~pl.col("_end"))
               .select("_group", "_start", "_first_start"))
@@ -223,10 +229,22 @@ def _surplus(lines: pl.DataFrame, head: int, tail: int, facts: pl.DataFrame,
 
 
 def _ends_of_runs() -> pl.Expr:
-    """Whether a group is the first or the last with a time of day in its run of groups set aside."""
-    timed = pl.when(pl.col("_aside") & pl.col("_timed")).then(pl.col("_nth"))
+    """Whether a group is the first or the last with a time of day in its run of groups set aside,
+    and kept: the first where the group kept before the run does not end in a line holding a time,
+    the last where the group kept after it does not start with one, and each where the other is
+    kept and its lines after (before) its time hold none (groups in order, ``_nth``)."""
+    aside = pl.col("_aside")
+    timed = pl.when(aside & pl.col("_timed")).then(pl.col("_nth"))
     first, last = timed.min().over("_run"), timed.max().over("_run")
-    return ((pl.col("_nth") == first) | (pl.col("_nth") == last)).fill_null(False)
+    is_first, is_last = pl.col("_nth") == first, pl.col("_nth") == last
+    # (a run's groups take the kept group's above them, and below them, each with a null where none is)
+    before_timed = pl.when(~aside).then(pl.col("_ends_timed")).forward_fill().fill_null(False)
+    after_timed = pl.when(~aside).then(pl.col("_starts_timed")).backward_fill().fill_null(False)
+    first_ends_timed = pl.when(is_first).then(pl.col("_ends_timed")).any().over("_run")
+    last_starts_timed = pl.when(is_last).then(pl.col("_starts_timed")).any().over("_run")
+    keep_last = ~after_timed | (~before_timed & (first != last) & ~first_ends_timed)
+    keep_first = ~before_timed | (keep_last & (first != last) & ~last_starts_timed)
+    return ((is_first & keep_first) | (is_last & keep_last)).fill_null(False)
 
 
 def _aside(head: int, tail: int) -> pl.Expr:
