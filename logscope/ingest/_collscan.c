@@ -1654,12 +1654,19 @@ typedef struct {
     uint32_t keys, capacity;
 } Keys;
 
+/* The slot of ``slot`` (``size`` of them, a power of two) that holds ``key``, or the free one it
+ * would take. */
+static Py_ssize_t key_slot(const KeySlot *slot, Py_ssize_t size, uint64_t key) {
+    Py_ssize_t at = (Py_ssize_t)(key & (uint64_t)(size - 1));
+    while (slot[at].number && slot[at].key != key)
+        at = (at + 1) & (size - 1);
+    return at;
+}
+
 /* The number of ``key`` (a new one numbered next, first at ``first_start``), or UINT32_MAX when
  * out of memory. */
 static uint32_t key_number(Keys *k, uint64_t key, uint32_t first_start) {
-    Py_ssize_t at = (Py_ssize_t)(key & (uint64_t)(k->size - 1));
-    while (k->slot[at].number && k->slot[at].key != key)
-        at = (at + 1) & (k->size - 1);
+    Py_ssize_t at = key_slot(k->slot, k->size, key);
     if (k->slot[at].number)
         return k->slot[at].number - 1;
     if (k->keys == k->capacity) {
@@ -1676,18 +1683,12 @@ static uint32_t key_number(Keys *k, uint64_t key, uint32_t first_start) {
         if (!slot)
             return UINT32_MAX;
         for (Py_ssize_t i = 0; i < k->size; i++)
-            if (k->slot[i].number) {
-                Py_ssize_t to = (Py_ssize_t)(k->slot[i].key & (uint64_t)(size - 1));
-                while (slot[to].number)
-                    to = (to + 1) & (size - 1);
-                slot[to] = k->slot[i];
-            }
+            if (k->slot[i].number)
+                slot[key_slot(slot, size, k->slot[i].key)] = k->slot[i];
         PyMem_Free(k->slot);
         k->slot = slot;
         k->size = size;
-        at = (Py_ssize_t)(key & (uint64_t)(size - 1));
-        while (k->slot[at].number)
-            at = (at + 1) & (size - 1);
+        at = key_slot(slot, size, key);
     }
     uint32_t number = k->keys++;
     k->slot[at].key = key;

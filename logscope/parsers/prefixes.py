@@ -167,9 +167,10 @@ def _by_sample(learn: Callable[[pl.DataFrame, str], pl.DataFrame], sample: pl.Da
     a file's first lines say follows from them alone, and a big block's first lines are asked about
     up to four times (the progress pass describes its shapes, checks them and reads its lines behind
     those first lines, then the block's kept lines are prepared behind them): ~6 ms of regexes each
-    time for the wrapper heads, ~3 ms for the line numbers, the same answer. Only a sample of one
-    file's lines, of at most _LEARNED_BYTES, is remembered (a scan's batch frames many files at
-    once, each batch its own: remembered, 64 of them would hold ~200 MB and never be asked again)."""
+    time for the wrapper heads, ~3 ms for the line numbers, the same answer. Only a sample no
+    bigger than one file's (WRAPPER_SAMPLE lines) and of at most _LEARNED_BYTES is remembered (a
+    scan's batch frames many files at once, each batch its own: remembered, 64 of them would hold
+    ~200 MB and never be asked again)."""
     keys, lines = sample.get_columns()
     if sample.height > WRAPPER_SAMPLE or (lines.str.len_bytes().sum() or 0) > _LEARNED_BYTES:
         return learn(sample, key)
