@@ -429,6 +429,35 @@ def test_the_scanner_finds_each_needle_within_its_line(text: bytes, needles: lis
 
 
 @pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([b"step", b"Epoch ", b"DLL ", b"ITER", b" 0x", b"0x", b"x", b"a", b"E", b"D",
+                                          b"f", b"1", b"9", b" ", b"_", b"'loss': ", b"12:34:56"]),
+                         min_size=1, max_size=12).map(b"".join), min_size=1, max_size=12),
+       st.lists(st.sampled_from([b"tep", b"Epoch ", b"DLL ", b"ITER", b"'loss': ", b"aE", b"fD", b"x1", b"9 "]),
+                min_size=1, max_size=6, unique=True),
+       st.integers(0, 2**32))
+def test_lines_of_one_shape_are_searched_for_each_needle_alike(lines: list[bytes], needles: list[bytes],
+                                                                seed: int) -> None:
+    # A text beyond 64 KB is worded by plans, one per shape (a line with its digits read as '0'),
+    # and the needles found in a shape's first line are those of the others where they differ in
+    # their digits alone: a hex number's letters ("0xDLL " and "0xALL " are of one shape, only the
+    # first holds "DLL ") or a needle with a digit in it are looked for in each line.
+    rnd = random.Random(seed)
+
+    def varied(line: bytes) -> bytes:
+        return bytes(rnd.choice(b"0123456789") if c in b"0123456789" else
+                     rnd.choice(b"abcdefABCDEF0123456789") if c in b"aEDf" and rnd.random() < 0.3 else c for c in line)
+
+    text = b"\n".join(varied(lines[n % len(lines)]) for n in range(70_000 // (sum(map(len, lines)) // len(lines) + 1) + 2000))
+    assert len(text) > 64 * 1024
+    # (A needle with a digit has every line searched: the others are asked alone too.)
+    for asked in (needles, [needle for needle in needles if not re.search(rb"\d", needle)] or [b"DLL "]):
+        _, _, held, _ = compiled.scanner.wordings(text, asked)
+        assert list(array("I", held)) == [sum(1 << i for i, needle in enumerate(asked) if needle in line)
+                                          for line in text.split(b"\n")]
+
+
+@pytest.mark.skipif(not compiled.COMPILED, reason="no compiled scanner: polars alone reads wordings")
 @pytest.mark.parametrize("text", [b"", b"\n", b"a\n", b"\n\n", b"12:34:5", b"12:34:56.", b"T12:34", b"0x", b"1.", b"9",
                                   b"1:", b":", b"\xff\xfe12:34:56 \xc3", b"[x]:", b"[x]: ", b"3:  ", b"\t",
                                   b"x" * 100_000 + b" 12:00:00", b"1" * 100_000])

@@ -1257,10 +1257,13 @@ typedef struct {
     uint64_t hash;
     uint32_t at;   /* where its shape is in ``arena``, then its plan's pairs (4-byte aligned) */
     uint32_t ops;  /* its plan's pairs */
+    uint32_t held; /* the needles its lines hold, where HELD_KNOWN (see wordings) */
     uint16_t len;  /* its lines' length */
     unsigned char flag;  /* wording_of's flags of its lines */
-    unsigned char used;
+    unsigned char used;  /* PLAN_USED, and HELD_KNOWN once held is known */
 } PlanEntry;
+#define PLAN_USED 1
+#define HELD_KNOWN 2
 
 typedef struct {
     PlanEntry slot[PLAN_SLOTS];
@@ -1271,11 +1274,16 @@ typedef struct {
     unsigned char arena[PLAN_BYTES];
 } Plans;
 
-static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const unsigned char *limit, uint64_t *hash,
-                   unsigned char *flag) {
+/* Worded by its shape's plan, or worded and its plan kept; the plan's entry (NULL for a line worded
+ * alone), and in ``digits_alone`` whether the line differs from its shape in its digits alone (no
+ * hex number's letters read as 'f'): then it holds what every such line of its shape holds of
+ * needles without a digit (see wordings). */
+static PlanEntry *worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const unsigned char *limit,
+                         uint64_t *hash, unsigned char *flag, int *digits_alone) {
+    *digits_alone = 0;
     if (plans == NULL || n == 0 || n > PLAN_MAX_LINE) {
         wording_of(s, n, hash, flag, NULL);
-        return;
+        return NULL;
     }
     unsigned char *shape = plans->shape;
     Py_ssize_t i = 0;
@@ -1288,18 +1296,22 @@ static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const uns
 #endif
     for (; i < n; i++)
         shape[i] = is_digit((char)s[i]) ? '0' : s[i];
+    int letters = 0;  /* a hex number's digits read as 'f's */
     for (const unsigned char *x = memchr(s + 1, 'x', (size_t)(n - 1)); x != NULL;
          x = x + 1 < s + n ? memchr(x + 1, 'x', (size_t)(s + n - x - 1)) : NULL)
         if (x[-1] >= '1' && x[-1] <= '9')
             shape[x - s - 1] = '1';
         else if (x[-1] == '0' && x + 1 < s + n && is_hex(x[1])
-                 && (x - 1 == s || (!is_word(x[-2]) && x[-2] != '.' && x[-2] != ',')))
+                 && (x - 1 == s || (!is_word(x[-2]) && x[-2] != '.' && x[-2] != ','))) {
             for (const unsigned char *q = x + 1; q < s + n && is_hex(*q); q++)
                 shape[q - s] = 'f';
+            letters = 1;
+        }
+    *digits_alone = !letters;
     uint64_t key = hash_bytes(0x9e3779b97f4a7c15ull, (const char *)shape, n);
     size_t shape_bytes = (size_t)(n + 3) & ~(size_t)3;  /* in the arena: the plan's pairs follow, aligned */
     for (i = (Py_ssize_t)(key >> (64 - PLAN_BITS)); plans->slot[i].used; i = (i + 1) & (PLAN_SLOTS - 1)) {
-        const PlanEntry *e = &plans->slot[i];
+        PlanEntry *e = &plans->slot[i];
         if (e->hash != key || e->len != n || memcmp(plans->arena + e->at, shape, (size_t)n) != 0)
             continue;
         const int32_t *op = (const int32_t *)(plans->arena + e->at + shape_bytes);
@@ -1313,24 +1325,26 @@ static void worded(Plans *plans, const unsigned char *s, Py_ssize_t n, const uns
         }
         *hash = masked_hash(&m);
         *flag = e->flag;
-        return;
+        return e;
     }
     Plan plan = {plans->ops, 0, PLAN_MAX_LINE + 1, 0};
     wording_of(s, n, hash, flag, &plan);
     size_t need = shape_bytes + (size_t)plan.count * 2 * sizeof(int32_t);
     if (plan.failed || plans->entries >= PLAN_SLOTS / 2 || plans->fill + need > PLAN_BYTES)
-        return;
+        return NULL;
     PlanEntry *e = &plans->slot[i];
     e->hash = key;
     e->at = (uint32_t)plans->fill;
     e->ops = (uint32_t)plan.count;
+    e->held = 0;
     e->len = (uint16_t)n;
     e->flag = *flag;
-    e->used = 1;
+    e->used = PLAN_USED;
     memcpy(plans->arena + plans->fill, shape, (size_t)n);
     memcpy(plans->arena + plans->fill + shape_bytes, plan.ops, (size_t)plan.count * 2 * sizeof(int32_t));
     plans->fill += need;
     plans->entries++;
+    return e;
 }
 
 /* Where the needles may start in a text: the places whose first bytes are some needle's (its
@@ -1342,6 +1356,7 @@ typedef struct {
     Py_ssize_t n;
     int count;
     const Py_buffer *needle;
+    int digit_free;  /* no needle holds a digit */
     uint64_t pairs[1024];  /* a bit for each two bytes (the first in the low byte) a needle starts with */
     uint16_t starts[MAX_NEEDLES];  /* each needle's first two bytes */
     int third[MAX_NEEDLES];  /* its third byte, -1 for a needle of two */
@@ -1358,8 +1373,12 @@ static void finder_start(Finder *f, const unsigned char *s, Py_ssize_t n, const 
     f->count = count;
     f->needle = needle;
     memset(f->pairs, 0, sizeof f->pairs);
+    f->digit_free = 1;
     for (int i = 0; i < count; i++) {
         const unsigned char *b = needle[i].buf;
+        for (Py_ssize_t k = 0; k < needle[i].len; k++)
+            if (is_digit((char)b[k]))
+                f->digit_free = 0;
         f->starts[i] = (uint16_t)(b[0] | (unsigned)b[1] << 8);
         f->pairs[f->starts[i] >> 6] |= 1ull << (f->starts[i] & 63);
         f->third[i] = needle[i].len >= 3 ? b[2] : -1;
@@ -1514,11 +1533,26 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_ssize_t end = nl ? nl - s : n;
         uint64_t value = 0;
         f[line] = 0;
+        PlanEntry *plan = NULL;
+        int digits_alone = 0;
         if (hashed)
-            worded(plans, s + start, end - start, s + n, &value, &f[line]);
+            plan = worded(plans, s + start, end - start, s + n, &value, &f[line], &digits_alone);
         if (max_line && end - start > max_line)
             f[line] |= LONG_LINE;
-        uint32_t holds = finder ? held_by(finder, start, end) : 0;
+        /* Lines that differ from their shape in their digits alone hold the same needles, where no
+         * needle holds a digit: each of them has the same other bytes in the same places. Looked
+         * for in the first of them only (the finder cost as much as the wordings). */
+        int shared = plan != NULL && digits_alone && (finder == NULL || finder->digit_free);
+        uint32_t holds;
+        if (shared && (plan->used & HELD_KNOWN)) {
+            holds = plan->held;
+        } else {
+            holds = finder ? held_by(finder, start, end) : 0;
+            if (shared) {
+                plan->held = holds;
+                plan->used |= HELD_KNOWN;
+            }
+        }
         memcpy(k + line * (Py_ssize_t)sizeof holds, &holds, sizeof holds);
         memcpy(&h[line], &value, sizeof value);
         line++;
