@@ -448,7 +448,8 @@ def test_lines_of_one_shape_are_searched_for_each_needle_alike(lines: list[bytes
         return bytes(rnd.choice(b"0123456789") if c in b"0123456789" else
                      rnd.choice(b"abcdefABCDEF0123456789") if c in b"aEDf" and rnd.random() < 0.3 else c for c in line)
 
-    text = b"\n".join(varied(lines[n % len(lines)]) for n in range(70_000 // (sum(map(len, lines)) // len(lines) + 1) + 2000))
+    count = 70_000 // (sum(map(len, lines)) // len(lines) + 1) + 2000
+    text = b"\n".join(varied(lines[n % len(lines)]) for n in range(count))
     assert len(text) > 64 * 1024
     # (A needle with a digit has every line searched: the others are asked alone too.)
     for asked in (needles, [needle for needle in needles if not re.search(rb"\d", needle)] or [b"DLL "]):
