@@ -64,6 +64,22 @@ def read_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FileRea
 
 
 @needs_scanner
+def test_coll_lines_behind_other_scripts_read_the_same_with_the_scanner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Letters of two bytes before NCCL's own timestamp and in the operation's line: the heads are
+    # cut in bytes (polars 2.2's str.find counts characters, 2.1's bytes: the offsets are bytes).
+    monkeypatch.setattr(coll_prefilter, "MIN_BLOCK_BYTES", 0)
+    line = "{front}gpu0:100:101 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f count 9 comm 0x55aa01 [nranks=8]"
+    rows = [line.format(front="\u00e9[2026-05-05 06:16:47] " if n % 7 == 3 else "\u00fc " if n % 11 == 5 else "", n=n)
+            for n in range(6500)]
+    path = tmp_path / "coll-1-gpu0.out"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    fast, plain, aside = read_both_ways(path, monkeypatch)
+    assert_same_reads([plain], [fast])
+    assert aside > 0
+
+
+@needs_scanner
 @pytest.mark.parametrize("chunk", [1024 * 1024, 4 * 1024 * 1024])
 def test_odd_coll_lines_read_the_same_with_the_scanner(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:

@@ -20,6 +20,8 @@ group's head and pointer once.
 
 from __future__ import annotations
 
+from functools import cache
+
 import polars as pl
 
 from logscope.parsers.coll_groups import (
@@ -64,18 +66,18 @@ def coll_surplus(lines: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
     _untimed_or_unneeded).
     """
     raw = pl.col("raw")
-    data = raw.cast(pl.Binary)  # byte offsets (str.find) need byte slices: lines may hold any UTF-8
+    data = raw.cast(pl.Binary)  # byte offsets (byte_find) need byte slices: lines may hold any UTF-8
     at_info, at_op, at_comm = pl.col("_info"), pl.col("_op"), pl.col("_comm")
     coll = (
         lines.lazy()
         .select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
             raw,
-            raw.str.find(COLL_INFO, literal=True).alias("_info"),
-            raw.str.find(COLL_TRIGGER, literal=True).alias("_op"),
+            byte_find(raw, COLL_INFO).alias("_info"),
+            byte_find(raw, COLL_TRIGGER).alias("_op"),
         )
         .filter(at_info < at_op)
-        .with_columns(raw.str.find(COLL_COMM, literal=True).alias("_comm"))
+        .with_columns(byte_find(raw, COLL_COMM).alias("_comm"))
         .filter(at_comm > at_op)
         .select(
             "idx",
@@ -227,14 +229,29 @@ def _split_at_stamp(groups: pl.LazyFrame) -> pl.LazyFrame:
     NCCL's timestamp (NCCL_DEBUG_TIMESTAMP_LEVELS) changes line by line: split off, it leaves the
     groups a handful."""
     text, at = pl.col("head"), pl.col("_at")
-    stamp_end = text.bin.slice(at).cast(pl.String, strict=False).str.find("] ", literal=True) + 2
+    stamp_end = byte_find(text.bin.slice(at).cast(pl.String, strict=False), "] ") + 2
     return groups.with_columns(
-        text.cast(pl.String, strict=False).str.find(NCCL_STAMP).alias("_at")
+        byte_find(text.cast(pl.String, strict=False), NCCL_STAMP, literal=False).alias("_at")
     ).with_columns(
         pl.when(at.is_null()).then(text).otherwise(text.bin.slice(0, at)),
         text.bin.slice(at + stamp_end).cast(pl.String, strict=False).alias("after"),
         text.bin.slice(at, stamp_end).cast(pl.String, strict=False).alias("_stamp"),
     ).drop("_at")
+
+
+def byte_find(text: pl.Expr, pattern: str, *, literal: bool = True) -> pl.Expr:
+    """Where ``pattern`` first starts in ``text``, in bytes (null where it does not): what
+    ``str.find`` gives up to polars 2.1, which from 2.2 counts characters (``bin.slice`` counts
+    bytes either way)."""
+    found = text.str.find(pattern, literal=literal)
+    if not _find_counts_characters():
+        return found
+    return pl.when(found.is_not_null()).then(text.str.slice(0, found).str.len_bytes())
+
+
+@cache
+def _find_counts_characters() -> bool:
+    return bool(pl.Series(["\u00e9;"]).str.find(";", literal=True).item() == 1)
 
 
 def _unreadable(stamps: pl.Series) -> pl.Series:
