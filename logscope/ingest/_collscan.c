@@ -1526,6 +1526,10 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     uint64_t *h = (uint64_t *)PyBytes_AS_STRING(hashes);
     unsigned char *f = (unsigned char *)PyBytes_AS_STRING(flags), *k = (unsigned char *)PyBytes_AS_STRING(held);
+    /* Lines that differ from their shape in their digits alone hold the same needles, where no
+     * needle holds a digit: each of them has the same other bytes in the same places. Looked for in
+     * the first of them only (the finder cost as much as the wordings). */
+    int digit_free = finder == NULL || finder->digit_free;
     Py_ssize_t start = 0, line = 0;
     Py_BEGIN_ALLOW_THREADS;
     while (line < lines) {
@@ -1533,24 +1537,21 @@ static PyObject *wordings(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_ssize_t end = nl ? nl - s : n;
         uint64_t value = 0;
         f[line] = 0;
-        PlanEntry *plan = NULL;
+        PlanEntry *entry = NULL;
         int digits_alone = 0;
         if (hashed)
-            plan = worded(plans, s + start, end - start, s + n, &value, &f[line], &digits_alone);
+            entry = worded(plans, s + start, end - start, s + n, &value, &f[line], &digits_alone);
         if (max_line && end - start > max_line)
             f[line] |= LONG_LINE;
-        /* Lines that differ from their shape in their digits alone hold the same needles, where no
-         * needle holds a digit: each of them has the same other bytes in the same places. Looked
-         * for in the first of them only (the finder cost as much as the wordings). */
-        int shared = plan != NULL && digits_alone && (finder == NULL || finder->digit_free);
+        int shared = entry != NULL && digits_alone && digit_free;
         uint32_t holds;
-        if (shared && (plan->used & HELD_KNOWN)) {
-            holds = plan->held;
+        if (shared && (entry->used & HELD_KNOWN)) {
+            holds = entry->held;
         } else {
             holds = finder ? held_by(finder, start, end) : 0;
             if (shared) {
-                plan->held = holds;
-                plan->used |= HELD_KNOWN;
+                entry->held = holds;
+                entry->used |= HELD_KNOWN;
             }
         }
         memcpy(k + line * (Py_ssize_t)sizeof holds, &holds, sizeof holds);
