@@ -124,7 +124,9 @@ def test_times_parsed_once_per_text_are_every_lines_times() -> None:
 
 
 def _candidates(lines: list[str]) -> pl.DataFrame:
-    frame = lines_frame(("\n".join(lines) + "\n").encode(), 0)
+    # numbered far into a file (from line 2^20 + 1), where the file's progress sample
+    # (limits.progress_sampled: one line in 16,384 there) holds none of them
+    frame = lines_frame(("\n".join(lines) + "\n").encode(), 1 << 20)
     candidates, _, _ = engine._candidates(frame, 2026, None)
     return candidates
 

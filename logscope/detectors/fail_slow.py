@@ -19,7 +19,9 @@ Why it matters
 
 Evidence
     ``progress`` events (their step, their time, ``fields.iteration_time_s``: the first 2 and last
-    1024 of each process are kept, :data:`~logscope.limits.PROGRESS_TAIL`); the timeline's
+    256 of each process are kept, :data:`~logscope.limits.PROGRESS_TAIL`, and of each file the
+    progress lines at a sample of line numbers spread over the whole run,
+    :func:`~logscope.limits.progress_sampled`: a slowdown long before the last steps shows); the timeline's
     warning and error lines within a minute (or one logging interval) of the change. The finding is
     context: it never becomes the root and never changes the verdict of a job, failed or not. It
     names no rank and no host: every rank of a synchronous job slows with the slowest, so the step

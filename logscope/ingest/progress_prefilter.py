@@ -46,7 +46,8 @@ from those). A line that holds no trigger of
 the table is kept but ends no run: it is never a candidate, so no time of a neighbour is its
 concern (a trainer's own prints between its progress lines would keep most of them otherwise).
 Each line set aside is counted against its key's first line, itself a progress line, so every line
-is still counted as recognised.
+is still counted as recognised. A line of the file's progress sample
+(:func:`~logscope.limits.progress_sampled`) stays, as the thinning keeps it.
 
 Never set aside, as the polars path would read them otherwise: a block's first WRAPPER_SAMPLE
 lines; a line after one holding ``File "`` (a traceback's source line is quoted text); every line
@@ -81,7 +82,7 @@ from logscope.ingest.repeat_prefilter import (
     loop_aside,
 )
 from logscope.knowledge import RECOGNISERS, Message
-from logscope.limits import MATCH_CHARS
+from logscope.limits import MATCH_CHARS, PROGRESS_SAMPLE
 from logscope.parsers.claims import certain, holds, regex
 from logscope.parsers.envelopes import opened
 from logscope.parsers.lines import described, message_triggers
@@ -193,10 +194,15 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     rows, place, keys = rows[same], place[same], keys[same]
     if len(rows) <= head + tail:
         return None
-    line_keys = np.zeros(count, dtype=np.uint64)
-    line_keys[rows] = keys
     line_flags = np.zeros(count, dtype=np.uint8)
     line_flags[rows[told.timed[place]]] = _TIMED
+    # A line of the file's progress sample stays, as its own (keyless: the first and last lines of
+    # its key are taken among the others, as progress_aside takes them), timed as its shape's line.
+    numbers = rows.astype(np.int64) + (first_line + 1)
+    keyed = ~((numbers & -numbers) > (numbers - 1) // PROGRESS_SAMPLE)  # limits.progress_sampled
+    rows, keys = rows[keyed], keys[keyed]
+    line_keys = np.zeros(count, dtype=np.uint64)
+    line_keys[rows] = keys
     own = np.ones(count, dtype=bool)
     own[rows] = False
     # The rule is asked of the lines that matter to it only: those that may go, and the others that

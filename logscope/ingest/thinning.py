@@ -2,7 +2,8 @@
 
 Detectors need where each process started and stopped, not every repetition in between: NCCL
 COLL lines keep the first and last collectives of each communicator, progress lines the last
-steps of each process, channel lines one per (process, peer, transport), and any other line a
+steps of each process and the file's sample of the whole run's (:func:`~logscope.limits.progress_sampled`),
+channel lines one per (process, peer, transport), and any other line a
 process repeats its first and last of each kind. Across processes, each kind of event keeps at
 most :data:`KIND_KEEP` rows per file (its first and last halves), so a log of millions of
 processes each printing one warning cannot grow memory either.
@@ -23,12 +24,14 @@ import polars as pl
 
 from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL
 from logscope.model import Event
+from logscope.parsers.progress_aside import sampled
 from logscope.parsers.records import KV_EVENTS
 from logscope.stacking import positions, stacked, unstacked
 
 # NCCL COLL lines can be most of a multi-GB log; per (file, host, pid, comm) only the first
 # COLL_HEAD and the last COLL_TAIL matter to the detectors (where a rank started and stopped).
-# Progress lines: the first COLL_HEAD and the last PROGRESS_TAIL per process (logscope.limits).
+# Progress lines: the first COLL_HEAD and the last PROGRESS_TAIL per process, and those at the
+# file's sampled line numbers (logscope.limits).
 # Other repeated lines: first and last kept per (process, kind of line); the lines of multi-line
 # records (parsers.records.KV_EVENTS) more.
 REPEAT_KEEP = 64
@@ -163,7 +166,9 @@ def _kept_rows(events: pl.DataFrame, by_file: list[str], *, across_processes: bo
         .select(*by_file, "line", "event", "host", "pid", *text, rule, *read,
                 pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
         .select(*by_file, "line", "event", "host", "pid", *text, "_rule", "_row", *grouped)
-        .filter(_ends(key, first, last))
+        # (a progress line of the sample is kept whatever its place among its process's: a rule
+        # of its line number alone, which thinning a file's parts and the whole agree on)
+        .filter(_ends(key, first, last) | ((pl.col("_rule") == _PROGRESS) & sampled()))
         .sort(*by_file, "line", maintain_order=True)
     )
     if by_wording:

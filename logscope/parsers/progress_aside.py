@@ -3,7 +3,8 @@
 A long run logs a progress line per step and rank (Megatron's ``iteration 1200/ 500000 |
 consumed samples: ... | lm loss: 2.51E+00 | ...``); the timeline keeps the first
 :data:`~logscope.limits.COLL_HEAD` and the last :data:`~logscope.limits.PROGRESS_TAIL` of each
-process of a file (:mod:`logscope.ingest.thinning`). Classifying is most of what such a line
+process of a file, and the file's sample (:func:`~logscope.limits.progress_sampled`;
+:mod:`logscope.ingest.thinning`). Classifying is most of what such a line
 costs (the groups of Megatron's pattern, with its optional parts, take polars ~4-6 us a line; a
 match test without groups ~0.4 us), so the candidate lines of a chunk that cannot be among those
 kept are set aside here, counted as recognised and never classified.
@@ -24,7 +25,8 @@ Lines are grouped by their prefix text, which may split a process in two (two sp
 prefix) but never merges two: a line that is not among the first ``head`` or the last ``tail`` of
 its group in the chunk is not among those of its process in the file either. With at most
 ``head + tail`` lines holding a progress trigger in every group, nothing can be set aside, and no
-regex is tried.
+regex is tried. A line at a number of the file's progress sample (:func:`sampled`) is never set
+aside, and its group's first and last are taken among the others: the thinning keeps it too.
 """
 
 from __future__ import annotations
@@ -35,22 +37,22 @@ from functools import cache
 import polars as pl
 
 from logscope.knowledge import RECOGNISERS, Message
+from logscope.limits import PROGRESS_SAMPLE
 from logscope.model import Event
 from logscope.parsers.claims import certain, holds, others_before
 from logscope.parsers.classify import IDENTITY_SCHEMA
 
 
 def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Series | None:
-    """Row positions of the candidate lines (``who``: the prefix without its times, ``raw``, ``kw``:
-    the triggers each holds)
-    that are progress lines the thinning would drop (see the module docstring); None when there is
-    none."""
+    """Row positions of the candidate lines (``line``, ``who``: the prefix without its times,
+    ``raw``, ``kw``: the triggers each holds) that are progress lines the thinning would drop (see
+    the module docstring); None when there is none."""
     patterns, others = prefix_keyed_patterns()
     if candidates.height <= head + tail or not patterns:
         return None
     triggers = sorted({t for p in patterns for t in p.triggers})
-    held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "who", "raw", "kw")
-            .filter(holds(triggers)).collect())
+    held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "line", "who", "raw", "kw")
+            .filter(holds(triggers) & ~sampled()).collect())
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
@@ -63,6 +65,14 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     return surplus if surplus.len() else None
 
 
+def sampled() -> pl.Expr:
+    """Whether a row's ``line`` is one of the file's progress sample
+    (:func:`logscope.limits.progress_sampled`, whose test this is): its progress line is kept
+    wherever it is among its process's lines."""
+    line = pl.col("line").cast(pl.Int64)  # (signed: the test reads its negation)
+    return (line >= 1) & ((line & -line) > (line - 1) // PROGRESS_SAMPLE)
+
+
 @cache
 def prefix_keyed_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     """The progress patterns whose events take their process from the prefix alone (no identity
@@ -73,4 +83,4 @@ def prefix_keyed_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     return usable, others_before(usable)
 
 
-__all__ = ["prefix_keyed_patterns", "progress_surplus"]
+__all__ = ["prefix_keyed_patterns", "progress_surplus", "sampled"]
