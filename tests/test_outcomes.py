@@ -161,6 +161,21 @@ def test_time_stamped_records_of_one_width_are_no_hard_wrapped_paste(wrapper: st
     assert found.filter(pl.col("event") == "progress").height == 6
 
 
+@pytest.mark.parametrize("label", ["[default{r}]:", "{r}: ", ""])
+def test_one_record_printed_by_every_rank_at_once_is_no_hard_wrapped_paste(label: str) -> None:
+    """A trainer that logs on every rank prints the same progress line on each at the same second:
+    lines of one width, one stamp, wrappers alike but for the rank's digit. The next rank's line
+    says again what this one said behind that wrapper: it is a record of its own, not the rest of
+    this one cut at the width (pairs of them were joined: half the steps lost in a small file)."""
+    stamp = "2026-11-03 11:06:{ss:02d},232 - INFO - "
+    progress = [f"{label.format(r=r)}{stamp.format(ss=10 + step)}iteration {step:>8}/   10000 | consumed samples: "
+                f"{5120 * step:>12} | lm loss: 7.1E+00 | number of nan iterations:   0 |"
+                for step in range(1, 4) for r in range(4)]
+    assert len({len(line) for line in progress}) == 1
+    found = parse_chunk(pl.DataFrame({"line": range(1, len(progress) + 1), "raw": progress}), 2026, None).events
+    assert found.filter(pl.col("event") == "progress").height == len(progress)
+
+
 _paste_line = st.sampled_from(["(Actor pid=7) ", "x" * 40, "y " * 20, "[rank0]: ", "Z", "lower text", " "])
 
 

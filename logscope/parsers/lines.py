@@ -525,6 +525,9 @@ def _body_times(bodies: pl.Series, reference_year: int) -> pl.Series:
 WRAP_WIDTHS = (60, 400)
 WRAP_MIN_CUT = 4
 WRAPPER_MAX = 48  # the longest wrapper a hard-wrapped paste repeats on its continuations
+# Characters behind a shared wrapper that, the same on the next line (digits aside), make it a
+# record said again rather than the rest of a cut line (_with_continuation).
+_SAID_AGAIN = 16
 # How much a tool's head on each line may vary in width (line numbers of 1 to 3 digits, more than
 # a few escapes in a JSON record): the cut lines' own widths then lie within it of the widest.
 WRAPPER_SPREAD = 8
@@ -666,6 +669,13 @@ def _with_continuation(lines: pl.LazyFrame) -> pl.LazyFrame:
     # logger's (an outer one may be a wrapper's, the same on every line).
     stamp = pl.col("_lead").str.extract_all(TIME_TEXT).list.last()
     own_record = stamp.is_not_null() & ~pl.col("raw").str.contains(stamp.fill_null(""), literal=True).fill_null(False)
+    # A next line that says again, behind the wrapper both carry, what this one says behind it is
+    # a record of its own too: another writer's copy at the same moment (every rank of a trainer
+    # printing one progress line at one second, their labels alike but for the rank's digit). The
+    # rest of a cut line does not start as the line does.
+    again = (shared > 0) & (_digits_masked(pl.col("raw").str.slice(shared, _SAID_AGAIN))
+                            == _digits_masked(pl.col("_next").str.slice(shared, _SAID_AGAIN))).fill_null(False)
+    own_record = own_record | again
     return lines.with_columns(
         pl.col("_next").str.slice(pl.when(own_record).then(0).otherwise(shared)).alias("_continuation")
     ).drop("_lead", "_common")
