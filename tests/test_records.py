@@ -60,7 +60,9 @@ def _reference(events: pl.DataFrame, apart: list[str]) -> pl.DataFrame:
                            said.field("value").alias("_record_value"))
     built: list[dict[str, Any]] = []
     for _, group in lines.group_by([*apart, "task", "host"], maintain_order=True):
-        built.extend(_fold(group.sort("line").to_dicts()))
+        rows = group.sort("line").to_dicts()
+        built.extend(_fold([(r["line"], r["event"], r["_record_key"], r["_record_value"], n)
+                            for n, r in enumerate(rows)], dict(enumerate(rows))))
     return _stated_times(pl.DataFrame(built, schema=events.schema))
 
 

@@ -6,9 +6,9 @@ its own (``child_failure``, ``launch_config``, ``rendezvous`` with ``fields.key`
 ``fields.value``), and :func:`assemble_records` folds the lines of a record into one event that
 carries the fields of all of them, on its header's line. Records of different nodes interleave in
 a shared file: they are kept apart by the writer's srun task and host. The fold is plain Python
-over the record lines alone, each read as its line, event, key and value (a header's whole row
-beside): few in most logs, a third of a crash loop's rows after thinning (~39,000 lines and 0.35 s
-of a 100 MB loop, spent in the read workers, file by file: logscope.ingest.file_events).
+over the record lines alone, each read as a tuple of its line, event, key and value (a header's
+whole row beside): few in most logs, a third of a crash loop's rows after thinning (~37,000 lines
+and ~0.17 s of a 100 MB loop, spent in the read workers, file by file: logscope.ingest.file_events).
 """
 
 from __future__ import annotations
@@ -32,37 +32,37 @@ def assemble_records(events: pl.DataFrame, apart: Sequence[str] = ()) -> pl.Data
     records = events.filter(is_kv)
     if records.height == 0:
         return events
-    built: list[dict[str, object]] = []
     # A record's lines are read for their key and value only, and its event gets fields of its own
-    # (_record_event): the ~40-field struct is left out of the dicts (turning it into dicts was
-    # half of what folding cost, ~1.4 s in a crash loop's ~100,000 record lines). Only a record's
-    # header line becomes a whole dict (its columns are the event's): the others are read for their
-    # line, event, key and value (all of each line made a dict was half of what folding cost again).
+    # (_record_event): the ~40-field struct is left out of what is read (turning it into dicts was
+    # half of what folding cost, ~1.4 s in a crash loop's ~100,000 record lines). Each line is read
+    # as a tuple (line, event, key, value, its row), not a dict (a dict a line, and the enum's
+    # values looked up on each, were two thirds of what was left: ~0.26 s of a 105 MB loop); only a
+    # record's header line becomes a whole dict (its columns are the event's).
     said = pl.col("fields").struct
     lines = records.select(pl.exclude("fields"), said.field("key").alias(_KEY), said.field("value").alias(_VALUE))
     # Records interleave between nodes in a shared file; keep them apart by file (``apart``), srun
     # task and host, each group in line order (a file's lines are one event each). Grouped here,
     # not by polars: a group_by, a sort and a conversion per group cost ~0.5 ms a small job.
     keys = [*apart, "task", "host"]
-    groups: dict[tuple[object, ...], list[dict[str, object]]] = {}
-    headers: list[dict[str, object]] = []
+    width = len(keys)
+    groups: dict[tuple[object, ...], list[_Line]] = {}
     header_rows: list[int] = []
-    for n, values in enumerate(lines.select(*keys, *_NARROW).iter_rows()):
-        row = dict(zip(_NARROW, values[len(keys):], strict=True))
-        if _starts_record(row):
-            headers.append(row)
+    for n, values in enumerate(lines.select(*keys, "line", "event", _KEY, _VALUE).iter_rows()):
+        line = (values[width], values[width + 1], values[width + 2], values[width + 3], n)
+        if _starts_record(line[1], line[2]):
             header_rows.append(n)
-        groups.setdefault(values[:len(keys)], []).append(row)
-    for row, whole in zip(headers, lines[pl.Series(header_rows, dtype=pl.UInt32)].to_dicts(), strict=True):
-        row[_WHOLE] = whole
+        groups.setdefault(values[:width], []).append(line)
+    wholes = dict(zip(header_rows, lines[pl.Series(header_rows, dtype=pl.UInt32)].to_dicts(), strict=True))
+    built: list[dict[str, object]] = []
     for group in groups.values():
-        built.extend(_fold(sorted(group, key=_line_of)))
+        group.sort(key=_line_of)
+        built.extend(_fold(group, wholes))
     rest = events.filter(~is_kv)
     if not built:
         return rest
     folded = pl.DataFrame(built, schema=events.schema)
     # (a query that costs ~1 ms, and most jobs hold no record that states a time)
-    if any(row["event"] == Event.CHILD_FAILURE.value and row["fields"]["event_time"]  # type: ignore[index]
+    if any(row["event"] == _CHILD_FAILURE and row["fields"]["event_time"]  # type: ignore[index]
            for row in built):
         folded = _stated_times(folded)
     return pl.concat([rest, folded], how="vertical")
@@ -84,35 +84,27 @@ def _stated_times(records: pl.DataFrame) -> pl.DataFrame:
 
 # The key and value a record's line gave (its fields "key" and "value"), beside its other columns.
 _KEY, _VALUE = "_record_key", "_record_value"
-# assemble_records reads a record line as these; the whole row of a line that starts a record is
-# under _WHOLE.
-_NARROW = ("line", "event", _KEY, _VALUE)
-_WHOLE = "_record_whole"
+# A record line as assemble_records reads it: its line number, event, key, value, and its row
+# among the record lines (where its whole row is, should it start a record).
+_Line = tuple[int, str, str | None, str | None, int]
+_CHILD_FAILURE = Event.CHILD_FAILURE.value
 
 
-def _starts_record(row: dict[str, object]) -> bool:
+def _starts_record(event: str, key: str | None) -> bool:
     """Whether a record line is a record's header: ChildFailedError's ``[0]:`` (its key the
     failure's index), a launch configuration's or rendezvous result's first line (no key)."""
-    key = row[_KEY]
-    if row["event"] == Event.CHILD_FAILURE.value:
-        return isinstance(key, str) and key.isdigit()
+    if event == _CHILD_FAILURE:
+        return key is not None and key.isdigit()
     return key is None
 
 
-def _line_of(row: dict[str, object]) -> int:
-    line = row["line"]
-    assert isinstance(line, int)
-    return line
+def _line_of(line: _Line) -> int:
+    return line[0]
 
 
-def _whole(row: dict[str, object]) -> dict[str, object]:
-    """A record's header line as a whole row (its own copy): the row itself, or the one
-    assemble_records put under _WHOLE."""
-    whole = row.get(_WHOLE)
-    return dict(whole) if isinstance(whole, dict) else dict(row)
-
-
-def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+def _fold(lines: list[_Line], wholes: dict[int, dict[str, object]]) -> list[dict[str, object]]:
+    """The events of one group's record lines, in line order (``wholes``: the whole row of each
+    line that starts a record, by its row)."""
     out: list[dict[str, object]] = []
     current: dict[str, object] | None = None
     values: dict[str, str] = {}
@@ -125,13 +117,10 @@ def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
             out.append(_record_event(current, values))
         current, values = None, {}
 
-    for row in rows:
-        key = row[_KEY]
-        line = int(row["line"])  # type: ignore[call-overload]
-        event = row["event"]
+    for line, event, key, value, row in lines:
         gap = line - last_line > 3
         last_line = line
-        if event == Event.CHILD_FAILURE.value:
+        if event == _CHILD_FAILURE:
             if key == "Root Cause":
                 flush()
                 root_next = True
@@ -140,24 +129,24 @@ def _fold(rows: list[dict[str, object]]) -> list[dict[str, object]]:
                 flush()
                 root_next = False
                 continue
-            if _starts_record(row):
+            if key.isdigit():  # a failure's index: its header
                 flush()
-                current = _whole(row)
-                values = {"index": str(key), "root": "1" if root_next else "0"}
+                current = dict(wholes[row])  # (its own copy)
+                values = {"index": key, "root": "1" if root_next else "0"}
                 continue
             if current is None or gap:
                 continue
-            values[str(key)] = str(row[_VALUE] or "")
+            values[key] = value or ""
             continue
         # launch config / rendezvous: a header line, then "  key: value" or "  key=value" lines
-        if _starts_record(row):
+        if key is None:
             flush()
-            current = _whole(row)
+            current = dict(wholes[row])
             values = {}
             continue
         if current is None or gap or current["event"] != event:
             continue
-        values[str(key)] = str(row[_VALUE] or "")
+        values[key] = value or ""
     flush()
     return out
 
