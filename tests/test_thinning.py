@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from logscope.ingest import FileRead, reading, thinning
+from logscope.limits import progress_sampled
 from logscope.model import FIELD_SCHEMA, TIMELINE_SCHEMA, Event
 
 LIMITS = {"COLL_HEAD": 1, "COLL_TAIL": 2, "PROGRESS_TAIL": 2, "REPEAT_KEEP": 2, "RECORD_KEEP": 3, "KIND_KEEP": 4,
@@ -75,7 +76,10 @@ def _reference(rows: list[dict[str, Any]], lines: list[int] | None = None) -> li
     by_kind = lambda kind: [r for r in numbered if r["event"] == kind]  # noqa: E731
     coll = _ends(by_kind(Event.NCCL_COLL.value), lambda r: (r["host"], r["pid"], r["comm"]),
                  lambda r: (LIMITS["COLL_HEAD"], LIMITS["COLL_TAIL"]))
-    progress = _ends(by_kind(Event.PROGRESS.value), process, lambda r: (LIMITS["COLL_HEAD"], LIMITS["PROGRESS_TAIL"]))
+    # a process's first and last progress rows, and those of the file's sample (limits.progress_sampled)
+    ends = {id(r) for r in _ends(by_kind(Event.PROGRESS.value), process,
+                                 lambda r: (LIMITS["COLL_HEAD"], LIMITS["PROGRESS_TAIL"]))}
+    progress = [r for r in by_kind(Event.PROGRESS.value) if id(r) in ends or progress_sampled(r["line"])]
     seen: set[Hashable] = set()
     channel = []
     for r in by_kind(Event.NCCL_CHANNEL.value):
@@ -116,14 +120,32 @@ def _reference(rows: list[dict[str, Any]], lines: list[int] | None = None) -> li
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(row, max_size=80))
-def test_thinning_keeps_what_its_rules_say(rows: list[dict[str, Any]]) -> None:
+@given(st.lists(row, max_size=80), st.sampled_from([1, 120, 1 << 20]))
+def test_thinning_keeps_what_its_rules_say(rows: list[dict[str, Any]], first: int) -> None:
+    # Numbered from ``first``: a file's first lines are all of its progress sample, its lines past
+    # 2^20 one in 16,384; from 120 the sample thins out (every second line past 128).
+    lines = list(range(first, first + len(rows)))
     with pytest.MonkeyPatch.context() as patch:
         for name, value in LIMITS.items():
             patch.setattr(thinning, name, value)
-        kept = thinning.thin(_frame(rows))
-    assert [_place(text) for text in kept["text"]] == _reference(rows)
+        kept = thinning.thin(_frame(rows, lines))
+    assert [_place(text) for text in kept["text"]] == _reference(rows, lines)
     assert kept.schema == _frame(rows).schema
+
+
+def test_a_process_keeps_its_ends_and_the_files_sample_of_its_progress_lines() -> None:
+    rows = [{"event": Event.PROGRESS.value, "host": "a", "pid": 1, "rank": 0, "comm": None, "transport": "P2P",
+             "comm_rank": 0, "words": "lost"}] * 300
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LIMITS.items():
+            patch.setattr(thinning, name, value)
+        kept = thinning.thin_within_processes(_frame(rows))
+    head, tail = LIMITS["COLL_HEAD"], LIMITS["PROGRESS_TAIL"]
+    expected = sorted({*range(1, head + 1), *range(301 - tail, 301),
+                       *(n for n in range(1, 301) if progress_sampled(n))})
+    assert kept["line"].to_list() == expected
+    # lines 1-128, every second line to 256, every fourth to 300 (11), and the tail's 299
+    assert len(expected) == 128 + 64 + 11 + 1
 
 
 @settings(max_examples=200, deadline=None)
