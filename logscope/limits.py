@@ -7,6 +7,12 @@ processes that never load polars, and so cannot import the modules that act on t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:  # (never imported here: the byte pass's workers load neither)
+    import numpy as np
+    import polars as pl
+
 # logscope.ingest.thinning: the first and last NCCL COLL lines kept per (file, host, pid, comm).
 COLL_HEAD = 2
 COLL_TAIL = 64
@@ -25,16 +31,22 @@ PROGRESS_TAIL = 256
 PROGRESS_SAMPLE = 128
 
 
-def progress_sampled(line: int) -> bool:
+@overload
+def progress_sampled(line: int) -> bool: ...
+@overload
+def progress_sampled(line: np.ndarray) -> np.ndarray: ...
+@overload
+def progress_sampled(line: pl.Expr) -> pl.Expr: ...
+def progress_sampled(line: Any) -> Any:
     """Whether the file's line number ``line`` (from 1) is in the progress sample: it is a
     multiple of the smallest power of two above ``(line - 1) // PROGRESS_SAMPLE`` (1 for the first
     PROGRESS_SAMPLE lines), that is its lowest set bit is above that quotient. A rule of the line's
     number alone, so that every path that sets progress lines aside (the byte pass on a block, polars
     on a chunk, the thinning of a file's parts and of the whole) keeps the same lines, wherever the
-    blocks were cut. The same test on arrays: ``(line & -line) > (line - 1) // PROGRESS_SAMPLE``
-    (numpy in logscope.ingest.progress_prefilter, polars in logscope.parsers.progress_aside and
-    logscope.ingest.thinning; tests/test_progress_sample.py holds them to this)."""
-    return line >= 1 and (line & -line) > (line - 1) // PROGRESS_SAMPLE
+    blocks were cut. The same arithmetic on an int, a numpy array of signed ints (the byte pass:
+    logscope.ingest.progress_prefilter) or a polars expression of a signed column (logscope.parsers.
+    progress_aside, logscope.ingest.thinning); tests/test_progress_sample.py holds them alike."""
+    return (line >= 1) & ((line & -line) > (line - 1) // PROGRESS_SAMPLE)
 
 # logscope.ingest.matching: a longer line is matched on its first (and last) MATCH_CHARS characters.
 MATCH_CHARS = 4096

@@ -4,9 +4,9 @@ spread over the whole run, whatever their place among their process's lines.
 The thinning keeps each process's first COLL_HEAD and last PROGRESS_TAIL progress lines, and the
 progress lines at the sample's line numbers. The rule reads a line's number alone, so that the
 byte pass on a block (numpy), polars on a chunk and the thinning keep the same lines wherever the
-blocks were cut: its three spellings are held to the reference here, the sample to its bound, a
-file read with the byte pass and without it to the same sample, and a slowdown that began long
-before the last steps to LS105.
+blocks were cut: the rule on ints, numpy arrays and polars columns is held to its definition here,
+the sample to its bound, a file read with the byte pass and without it to the same sample, and a
+slowdown that began long before the last steps to LS105.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from logscope.ingest import blocks as blocks_module
 from logscope.ingest import compiled, discover, read_file, reading
 from logscope.limits import COLL_HEAD, PROGRESS_SAMPLE, PROGRESS_TAIL, progress_sampled
 from logscope.model import Event
-from logscope.parsers.progress_aside import sampled
 
 # Megatron-LM's training_log line (megatron/training.py) behind torchrun's --tee prefix (each rank's
 # at its own millisecond: lines of one width and one time read as a paste's hard-wrapped halves).
@@ -39,14 +38,15 @@ def _numbers() -> list[int]:
             *((1 << k) + d for k in range(8, 40) for d in (-1, 0, 1))]
 
 
-def test_the_three_spellings_of_the_rule_agree() -> None:
+def test_the_rule_reads_ints_numpy_arrays_and_polars_columns_alike() -> None:
     numbers = _numbers()
     expected = [progress_sampled(n) for n in numbers]
+    # as its docstring says it: a multiple of the smallest power of two above (line - 1) // 128
+    assert expected == [n >= 1 and n % (1 << ((n - 1) // PROGRESS_SAMPLE).bit_length()) == 0 for n in numbers]
     frame = pl.DataFrame({"line": numbers}, schema={"line": pl.Int64})
-    assert frame.select(sampled()).to_series().to_list() == expected
-    # numpy's, as logscope.ingest.progress_prefilter spells it (rows of a block from first_line)
-    at = np.array(numbers, dtype=np.int64)
-    assert (((at & -at) > (at - 1) // PROGRESS_SAMPLE) & (at >= 1)).tolist() == expected
+    assert frame.select(progress_sampled(pl.col("line"))).to_series().to_list() == expected
+    # on a numpy array, as logscope.ingest.progress_prefilter asks it (rows of a block from first_line)
+    assert progress_sampled(np.array(numbers, dtype=np.int64)).tolist() == expected
 
 
 @pytest.mark.parametrize("lines", [PROGRESS_SAMPLE, 10_000, 620_000, 10_000_000])

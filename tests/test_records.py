@@ -12,7 +12,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from logscope.parsers.lines import parse_chunk
-from logscope.parsers.records import _fold, _stated_times, assemble_records
+from logscope.parsers.records import _fold, _starts_record, _stated_times, assemble_records
 
 # Two nodes' torchrun agents writing into one shared file through srun --label ("0: ", "1: "):
 # their ChildFailedError records interleave line by line.
@@ -62,7 +62,8 @@ def _reference(events: pl.DataFrame, apart: list[str]) -> pl.DataFrame:
     for _, group in lines.group_by([*apart, "task", "host"], maintain_order=True):
         rows = group.sort("line").to_dicts()
         built.extend(_fold([(r["line"], r["event"], r["_record_key"], r["_record_value"], n)
-                            for n, r in enumerate(rows)], dict(enumerate(rows))))
+                            for n, r in enumerate(rows)],
+                           {n: r for n, r in enumerate(rows) if _starts_record(r["event"], r["_record_key"])}))
     return _stated_times(pl.DataFrame(built, schema=events.schema))
 
 

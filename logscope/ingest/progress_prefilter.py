@@ -82,7 +82,7 @@ from logscope.ingest.repeat_prefilter import (
     loop_aside,
 )
 from logscope.knowledge import RECOGNISERS, Message
-from logscope.limits import MATCH_CHARS, PROGRESS_SAMPLE
+from logscope.limits import MATCH_CHARS, progress_sampled
 from logscope.parsers.claims import certain, holds, regex
 from logscope.parsers.envelopes import opened
 from logscope.parsers.lines import described, message_triggers
@@ -198,8 +198,7 @@ def reduce_progress(block: bytes | memoryview, first_line: int, controls: Contro
     line_flags[rows[told.timed[place]]] = _TIMED
     # A line of the file's progress sample stays, as its own (keyless: the first and last lines of
     # its key are taken among the others, as progress_aside takes them), timed as its shape's line.
-    numbers = rows.astype(np.int64) + (first_line + 1)
-    keyed = ~((numbers & -numbers) > (numbers - 1) // PROGRESS_SAMPLE)  # limits.progress_sampled
+    keyed = ~progress_sampled(rows.astype(np.int64) + (first_line + 1))
     rows, keys = rows[keyed], keys[keyed]
     line_keys = np.zeros(count, dtype=np.uint64)
     line_keys[rows] = keys

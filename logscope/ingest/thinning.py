@@ -22,9 +22,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL
+from logscope.limits import COLL_HEAD, COLL_TAIL, PROGRESS_TAIL, progress_sampled
 from logscope.model import Event
-from logscope.parsers.progress_aside import sampled
 from logscope.parsers.records import KV_EVENTS
 from logscope.stacking import positions, stacked, unstacked
 
@@ -168,7 +167,8 @@ def _kept_rows(events: pl.DataFrame, by_file: list[str], *, across_processes: bo
         .select(*by_file, "line", "event", "host", "pid", *text, "_rule", "_row", *grouped)
         # (a progress line of the sample is kept whatever its place among its process's: a rule
         # of its line number alone, which thinning a file's parts and the whole agree on)
-        .filter(_ends(key, first, last) | ((pl.col("_rule") == _PROGRESS) & sampled()))
+        .filter(_ends(key, first, last)
+                | ((pl.col("_rule") == _PROGRESS) & progress_sampled(pl.col("line").cast(pl.Int64))))
         .sort(*by_file, "line", maintain_order=True)
     )
     if by_wording:

@@ -673,8 +673,8 @@ def _with_continuation(lines: pl.LazyFrame) -> pl.LazyFrame:
     # a record of its own too: another writer's copy at the same moment (every rank of a trainer
     # printing one progress line at one second, their labels alike but for the rank's digit). The
     # rest of a cut line does not start as the line does.
-    again = (shared > 0) & (_digits_masked(pl.col("raw").str.slice(shared, _SAID_AGAIN))
-                            == _digits_masked(pl.col("_next").str.slice(shared, _SAID_AGAIN))).fill_null(False)
+    again = (shared > 0) & (mine.str.slice(shared, _SAID_AGAIN)
+                            == theirs.str.slice(shared, _SAID_AGAIN)).fill_null(False)
     own_record = own_record | again
     return lines.with_columns(
         pl.col("_next").str.slice(pl.when(own_record).then(0).otherwise(shared)).alias("_continuation")

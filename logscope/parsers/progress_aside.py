@@ -25,7 +25,8 @@ Lines are grouped by their prefix text, which may split a process in two (two sp
 prefix) but never merges two: a line that is not among the first ``head`` or the last ``tail`` of
 its group in the chunk is not among those of its process in the file either. With at most
 ``head + tail`` lines holding a progress trigger in every group, nothing can be set aside, and no
-regex is tried. A line at a number of the file's progress sample (:func:`sampled`) is never set
+regex is tried. A line at a number of the file's progress sample
+(:func:`~logscope.limits.progress_sampled`) is never set
 aside, and its group's first and last are taken among the others: the thinning keeps it too.
 """
 
@@ -37,7 +38,7 @@ from functools import cache
 import polars as pl
 
 from logscope.knowledge import RECOGNISERS, Message
-from logscope.limits import PROGRESS_SAMPLE
+from logscope.limits import progress_sampled
 from logscope.model import Event
 from logscope.parsers.claims import certain, holds, others_before
 from logscope.parsers.classify import IDENTITY_SCHEMA
@@ -52,7 +53,7 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
         return None
     triggers = sorted({t for p in patterns for t in p.triggers})
     held = (candidates.lazy().select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "line", "who", "raw", "kw")
-            .filter(holds(triggers) & ~sampled()).collect())
+            .filter(holds(triggers) & ~progress_sampled(pl.col("line").cast(pl.Int64))).collect())
     # Most chunks of a log with progress lines hold few of them per process: nothing to set aside.
     if held.height <= head + tail or held.group_by("who").len()["len"].max() <= head + tail:  # type: ignore[operator]
         return None
@@ -65,14 +66,6 @@ def progress_surplus(candidates: pl.DataFrame, head: int, tail: int) -> pl.Serie
     return surplus if surplus.len() else None
 
 
-def sampled() -> pl.Expr:
-    """Whether a row's ``line`` is one of the file's progress sample
-    (:func:`logscope.limits.progress_sampled`, whose test this is): its progress line is kept
-    wherever it is among its process's lines."""
-    line = pl.col("line").cast(pl.Int64)  # (signed: the test reads its negation)
-    return (line >= 1) & ((line & -line) > (line - 1) // PROGRESS_SAMPLE)
-
-
 @cache
 def prefix_keyed_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     """The progress patterns whose events take their process from the prefix alone (no identity
@@ -83,4 +76,4 @@ def prefix_keyed_patterns() -> tuple[tuple[Message, ...], tuple[Message, ...]]:
     return usable, others_before(usable)
 
 
-__all__ = ["prefix_keyed_patterns", "progress_surplus", "sampled"]
+__all__ = ["prefix_keyed_patterns", "progress_surplus"]

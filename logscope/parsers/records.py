@@ -129,7 +129,7 @@ def _fold(lines: list[_Line], wholes: dict[int, dict[str, object]]) -> list[dict
                 flush()
                 root_next = False
                 continue
-            if key.isdigit():  # a failure's index: its header
+            if row in wholes:  # a failure's index: its header (_starts_record)
                 flush()
                 current = dict(wholes[row])  # (its own copy)
                 values = {"index": key, "root": "1" if root_next else "0"}
@@ -139,13 +139,14 @@ def _fold(lines: list[_Line], wholes: dict[int, dict[str, object]]) -> list[dict
             values[key] = value or ""
             continue
         # launch config / rendezvous: a header line, then "  key: value" or "  key=value" lines
-        if key is None:
+        if row in wholes:  # its header (_starts_record)
             flush()
             current = dict(wholes[row])
             values = {}
             continue
         if current is None or gap or current["event"] != event:
             continue
+        assert key is not None  # (a line of these without a key starts a record: _starts_record)
         values[key] = value or ""
     flush()
     return out
