@@ -7,7 +7,10 @@ training-step lines, and a crash on one rank that takes the job down. ``--shape 
 the other shape big logs take instead: 16 nodes x 8 ranks each logging a Megatron-style progress line
 every iteration, and nothing else (:func:`progress_folder`); ``--shape crash-loop`` a job whose
 crash repeats in the same files, as a retry loop in the batch script leaves them
-(:func:`crash_loop_folder`). It runs each tool in a fresh subprocess, ``--repeat`` times,
+(:func:`crash_loop_folder`); ``--shape real`` the long real logs of ``../shared/real_logs``
+repeated as later attempts (:func:`real_folder`), and ``--shape real-one-file`` one of them so in a
+single file, as ``#SBATCH --output`` without ``%N`` leaves a job (:func:`real_one_file_folder`).
+It runs each tool in a fresh subprocess, ``--repeat`` times,
 interleaved, reading every file just before each run (page cache warm):
 
 * ``cat FILES > /dev/null``                 the cost of reading the bytes;
@@ -274,17 +277,18 @@ def shifted(text: bytes, copy: int, hours: int) -> bytes:
     return _NCCL_PID.sub(pid, text)
 
 
-def real_folder(workdir: Path, label: str, size: int) -> Path:
-    """A job folder of about ``size`` bytes built from the long real logs of REAL_SOURCES: each in
-    a file of its own, repeated as later attempts of its job (:func:`shifted`: each copy a day
-    later per 24 hours the log spans, other pids), in equal shares of ``size``. Cached under
+def real_folder(workdir: Path, label: str, size: int, names: tuple[str, ...] = REAL_SOURCES,
+                kind: str = "real") -> Path:
+    """A job folder of about ``size`` bytes built from the long real logs ``names``: each in a
+    file of its own, repeated as later attempts of its job (:func:`shifted`: each copy a day later
+    per 24 hours the log spans, other pids), in equal shares of ``size``. Cached under
     ``workdir``."""
-    sources = [REAL_LOGS / name for name in REAL_SOURCES]
+    sources = [REAL_LOGS / name for name in names]
     if missing := [str(path) for path in sources if not path.is_file()]:
         raise SystemExit(f"the real logs of --shape real are missing: {', '.join(missing)} (LOGSCOPE_REAL_LOGS)")
     stamp = {"sources": [hashlib.sha256(path.read_bytes()).hexdigest() for path in sources], "size": size,
              "bench": hashlib.sha256(inspect.getsource(shifted).encode()).hexdigest()}
-    folder = workdir / f"real-{label}"
+    folder = workdir / f"{kind}-{label}"
     if _cached(folder, stamp):
         return folder
     partial = _start(folder, label)
@@ -299,6 +303,13 @@ def real_folder(workdir: Path, label: str, size: int) -> Path:
             for copy in range(copies):
                 out.write(shifted(text, copy, hours))
     return _publish(partial, folder, stamp)
+
+
+def real_one_file_folder(workdir: Path, label: str, size: int) -> Path:
+    """A job of one file of about ``size`` bytes (``#SBATCH --output`` without ``%N``: every node's
+    output in it): case 108's log (MLPerf R-GAT: DLL progress lines, the OOM on rank 7, the
+    watchdog's timeouts) repeated as later attempts, as :func:`real_folder` repeats it."""
+    return real_folder(workdir, label, size, REAL_SOURCES[2:], "real-one-file")
 
 
 def warm(files: list[Path]) -> tuple[int, int]:
@@ -417,6 +428,7 @@ SHAPES = {
     "crash-loop": Shape(realistic_loop_folder, "NCCL INFO", ("crash", 11)),
     "crash-repeat": Shape(crash_loop_folder, "NCCL INFO", ("crash", 11)),
     "real": Shape(real_folder, "NCCL INFO", REAL_VERDICT),
+    "real-one-file": Shape(real_one_file_folder, "DLL", REAL_VERDICT),
 }
 
 
@@ -574,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="coll: jobsim jobs, mostly NCCL COLL lines; progress: only training-progress lines; "
                          "crash-loop: a crash-restart loop, each attempt with new pids, 10 minutes later; "
                          "crash-repeat: one crash job's files repeated as they are; real: the long real logs "
-                         "of ../shared/real_logs repeated as later attempts")
+                         "of ../shared/real_logs repeated as later attempts; real-one-file: one of them so, "
+                         "in one file (#SBATCH --output without %%N)")
     ap.add_argument("--small", action=argparse.BooleanOptionalAction, default=True,
                     help="also measure the fixed cost per job: a sample job against importing polars, the scan rate")
     ap.add_argument("--small-only", action="store_true", help="only the fixed cost per job (no big folders)")

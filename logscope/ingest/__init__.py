@@ -18,7 +18,8 @@ One concern per module: :mod:`.discovery` (finding files, names that are not log
 byte pass that drops surplus NCCL COLL lines before polars sees them), :mod:`.reading` (the
 per-file pipeline, batching, times), :mod:`.thinning` (events kept in bounded memory),
 :mod:`.file_events` (a file's events made ready for its job: controls dropped, the file's own facts,
-torchrun's records folded) and :mod:`.workers` (worker processes). The names below are re-exported for
+torchrun's records folded), :mod:`.workers` (worker processes) and :mod:`.pieces` (a big file cut
+for several workers). The names below are re-exported for
 callers; the settings are read where they are defined (patch ``logscope.ingest.blocks.CHUNK_BYTES``,
 not this package's copy).
 """

@@ -67,19 +67,22 @@ def skip_leading_hole(stream: io.BufferedIOBase | InflateStream, path: Path, hea
 
 @overload
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: Literal[False] = False) -> Iterator[bytes]: ...
+           mapped: Literal[False] = False, end: int | None = None) -> Iterator[bytes]: ...
 @overload
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: Literal[True]) -> Iterator[bytes | memoryview]: ...
+           mapped: Literal[True], end: int | None = None) -> Iterator[bytes | memoryview]: ...
 def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list[str],
-           mapped: bool = False) -> Iterator[bytes | memoryview]:
+           mapped: bool = False, end: int | None = None) -> Iterator[bytes | memoryview]:
     """Blocks that end at a newline (the last one may not), each at most about CHUNK_BYTES, of the
     stream of the file at ``path``; what was cut or skipped is added to ``warnings``.
 
     ``mapped``: a plain file's block that needs no change (it ends at a newline and holds no hole
     at its ends: nearly all of them) is a read-only view of the file's pages (a memoryview), the
     same bytes at the same place, read with no copy (:func:`_mapped_block`). Only for readers that
-    take any buffer and keep no view past the next block."""
+    take any buffer and keep no view past the next block.
+
+    ``end``: a plain file is read up to that byte only (a piece of it, :mod:`.pieces`: it ends at
+    a newline), as if the file ended there."""
     pending: bytes = getattr(stream, "_logscope_head", b"")
     if pending and isinstance(stream, io.BufferedReader):
         # A plain file: the sniffed head (the bytes just before the position) is read again with
@@ -91,7 +94,11 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             pass
     squeezed = 0
     size = _plain_size(stream)
+    if end is not None and size is not None:
+        size = min(size, end)
     while True:
+        if end is not None and stream.tell() >= end:
+            break  # (a piece: no block of the next one, whatever the file's size)
         want = CHUNK_BYTES
         if size is not None and size - stream.tell() <= CHUNK_BYTES * 3 // 2:
             # The rest of a plain file, up to half a block more, in one block: every block costs
@@ -104,6 +111,8 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             if view is not None:
                 yield view
                 continue
+        if end is not None:
+            want = min(want, end - stream.tell())
         try:
             data = stream.read(want)
         except READ_ERRORS:  # damage: the lines before it, the last one cut short, still count
@@ -119,6 +128,8 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             if data == b"\0" and isinstance(stream, io.BufferedReader):  # in a hole: jump to the data
                 here = stream.tell()
                 there = _next_data(path, here)
+                if there is not None and end is not None:
+                    there = min(there, end)
                 if there is not None and there > here:
                     stream.seek(there)
                     squeezed += there - here

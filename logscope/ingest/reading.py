@@ -45,6 +45,7 @@ from logscope.ingest.matching import (
     cut_for_matching,
     cut_for_matching_each,
 )
+from logscope.ingest.pieces import Piece
 from logscope.ingest.progress_prefilter import reduce_progress
 from logscope.ingest.repeat_prefilter import (
     RepeatsFound,
@@ -206,10 +207,17 @@ class _Reading:
         # A block of it was a restart loop's: its next blocks are compared whole for the loop's
         # repeats, without the gate's samples (repeat_prefilter.reduce_repeats' gated).
         self.looping = False
+        self.end: int | None = None  # a piece of the file (logscope.ingest.pieces): where it ends
+        self.stopped = False  # a read error ended it
+        # The first and the last time of its lines (of a piece: for the pieces around it, merge_pieces)
+        self.first_time: datetime | None = None
+        self.last_time: datetime | None = None
 
     def add(self, chunk: ChunkResult) -> None:
         self.waiting -= 1
         self.result.lines_recognised += chunk.lines_recognised
+        self.first_time = self.first_time or chunk.first_time
+        self.last_time = chunk.last_time  # (carried from the chunks before: the latest so far)
         if chunk.first_time is not None:
             # The untimed events at the end of the chunks before it have no timed line after them
             # in their own chunk (time_latest null): the first line of this one with a time is the
@@ -267,10 +275,14 @@ def _split_whole(pooled: list[tuple[_Reading, _Framed | _Whole]]) -> list[tuple[
 
 
 def _say_cut(reading: _Reading) -> None:
-    """The warning of a file's lines cut for matching, once they are known (see _Batch._end)."""
-    if reading.cut:
-        reading.result.warnings.append(
-            f"{reading.cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on their first (and, "
+    """The warning of a file's lines cut for matching, once they are known (see _Batch._end); a
+    piece's are said by merge_pieces, once for the file."""
+    if reading.cut and reading.end is None:
+        reading.result.warnings.append(_cut_warning(reading.cut))
+
+
+def _cut_warning(cut: int) -> str:
+    return (f"{cut:,} line(s) longer than {MATCH_CHARS:,} characters were matched on their first (and, "
             f"after a carriage return, last) {MATCH_CHARS:,} characters")
 
 
@@ -500,7 +512,7 @@ class _Batch:
 
             def framed_blocks() -> Iterator[_Framed | _Whole]:
                 assert reading.stream is not None
-                source_blocks = blocks(reading.stream, result.source.path, result.warnings)
+                source_blocks = blocks(reading.stream, result.source.path, result.warnings, end=reading.end)
                 held = _HeldRepeats(reading)  # consecutive blocks with a loop's repeats set aside
                 try:
                     block = next(source_blocks, None)
@@ -563,7 +575,9 @@ class _Batch:
         carry_time: datetime | None = None
         held: _Framed | None = None  # prefiltered blocks not prepared yet
         plain: _Framed | None = None  # a block that was not, prepared when the next one comes
-        whole = True  # held or plain is all the file (nothing prepared before): it may join the pool
+        # held or plain is all the file (nothing prepared before): it may join the pool (not a
+        # piece's: the pool's prepare gives no times to carry across the pieces' cuts)
+        whole = reading.end is None
         try:
             for framed in framed_blocks:
                 if isinstance(framed, _Whole):  # the file's only block (see _frame)
@@ -596,6 +610,7 @@ class _Batch:
 
     @staticmethod
     def _stopped(reading: _Reading, why: str) -> None:
+        reading.stopped = True
         reading.result.warnings.append(f"stopped reading after line {reading.result.lines_read}: {why}; "
                                        "the lines before it were analysed")
 
@@ -689,6 +704,94 @@ class _Batch:
             done.append(self._results.popleft())
         _Reading.finish([result for result in done if isinstance(result, _Reading)])
         yield from (result.result if isinstance(result, _Reading) else result for result in done)
+
+
+@dataclass
+class PieceRead:
+    """What :func:`read_piece` read of a piece of a file, for :func:`merge_pieces`: its events
+    thinned by the rules of each process (thinning_parts), not yet completed, the lines of the file
+    up to its end, those recognised in it, what was said of it (but the lines cut for matching:
+    ``cut``), its first and last time, and whether a read error stopped it."""
+
+    events: pl.DataFrame
+    lines_read: int
+    lines_recognised: int
+    warnings: list[str]
+    cut: int
+    first_time: datetime | None
+    last_time: datetime | None
+    stopped: bool
+
+
+def read_piece(piece: Piece) -> PieceRead | FileRead | Skipped:
+    """One piece of a big file (:mod:`logscope.ingest.pieces`), read as its file's blocks are, its
+    lines numbered after ``piece.first_line``. The first piece is checked as a file is (what
+    :func:`read_file` gives for a file that cannot be read, binary or empty comes back instead);
+    the others are read from their start."""
+    assert piece.first_line is not None
+    opened = _start_reading(piece.source)
+    if not isinstance(opened, _Reading):
+        return opened
+    assert isinstance(opened.stream, io.BufferedReader)  # a plain file: pieces are of no other
+    opened.end = piece.end
+    if piece.index:
+        try:
+            opened.stream.seek(piece.start)
+        except OSError as error:
+            opened.stream.close()
+            return Skipped(piece.source.display, f"cannot read ({describe_error(error)})")
+        opened.stream._logscope_head = b""  # type: ignore[attr-defined]  # (the sniffed head is the first piece's)
+        opened.result.warnings.clear()  # (a hole at the file's start: the first piece says it)
+        opened.result.lines_read = piece.first_line
+    batch = _Batch()
+    batch.read(opened, None)
+    batch.finish_all()  # every block classified into opened.parts: the file's steps are merge_pieces'
+    events = thin_parts(opened.parts, PARTS_MAX_ROWS) if opened.parts else _no_events()
+    return PieceRead(events, opened.result.lines_read, opened.result.lines_recognised, opened.result.warnings,
+                     opened.cut, opened.first_time, opened.last_time, opened.stopped)
+
+
+def merge_pieces(source: SourceFile, reads: Sequence[PieceRead | FileRead | Skipped]) -> FileRead | Skipped:
+    """A file's result from its pieces' (:func:`read_piece`, in order), as reading it whole gives
+    it: a first piece that could not be read is the file's result; the pieces after one a read
+    error stopped are not taken (the lines before it were analysed, as a read of the whole file
+    stops there). Each piece's events are given the times a read of the whole would have carried
+    across its cut (:meth:`_Reading.add`, _candidates' carried time), then thinned and completed
+    together, as a file's are."""
+    first = reads[0]
+    if not isinstance(first, PieceRead):
+        return first
+    taken: list[PieceRead] = []
+    warnings: list[str] = []
+    for read in reads:
+        if not isinstance(read, PieceRead):  # (a later piece could not be opened: shrunk, removed)
+            why = read.reason if isinstance(read, Skipped) else "the file changed while it was read"
+            warnings.append(f"stopped reading after line {taken[-1].lines_read}: {why}; "
+                            "the lines before it were analysed")
+            break
+        taken.append(read)
+        if read.stopped:
+            break
+    frames: list[pl.DataFrame] = []
+    carried: datetime | None = None  # the last time of the pieces before: their untimed lines' time
+    for read in taken:
+        events = read.events
+        if carried is not None and events.height and events["time"].null_count():
+            events = events.with_columns(pl.col("time").fill_null(pl.lit(carried, dtype=pl.Datetime("us"))))
+        frames.append(events)
+        carried = read.last_time or carried
+    following: datetime | None = None  # the first time of the pieces after: the latest of their untimed lines
+    for n in reversed(range(len(taken))):
+        if following is not None and frames[n].height and frames[n]["time_latest"].null_count():
+            frames[n] = frames[n].with_columns(
+                pl.col("time_latest").fill_null(pl.lit(following, dtype=pl.Datetime("us"))))
+        following = taken[n].first_time or following
+    events = completed(thin_each([pl.concat(frames)]), [source])[0]
+    said = list(dict.fromkeys(warning for read in taken for warning in read.warnings))  # (each once)
+    cut = sum(read.cut for read in taken)
+    return FileRead(source, events, lines_read=taken[-1].lines_read,
+                    lines_recognised=sum(read.lines_recognised for read in taken),
+                    warnings=[*said, *([_cut_warning(cut)] if cut else []), *warnings])
 
 
 def _start_reading(source: SourceFile) -> _Reading | FileRead | Skipped:

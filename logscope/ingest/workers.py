@@ -35,15 +35,17 @@ from typing import TYPE_CHECKING
 from logscope.cores import usable_cores
 from logscope.errors import LogscopeError
 from logscope.ingest.discovery import Skipped, SourceFile, discover
+from logscope.ingest.pieces import LineCounts, Piece, plan_pieces, with_first_line
 from logscope.walk import walk
 
 if TYPE_CHECKING:
-    from logscope.ingest.reading import FileRead
+    from logscope.ingest.reading import FileRead, PieceRead
     from logscope.ingest.scanning import ScannedFile
 
     # What a worker returns for a file: its result, read there the usual way; what the byte pass
-    # kept of it, to be parsed here; or None, for a file this process is to read itself.
-    Outcome = FileRead | Skipped | ScannedFile | None
+    # kept of it, to be parsed here; or None, for a file this process is to read itself. For a
+    # piece of a file (logscope.ingest.pieces): what it read of it, or why the file cannot be read.
+    Outcome = FileRead | Skipped | ScannedFile | PieceRead | None
 
 # Jobs at least this big are read by several processes (read_files). A worker starts in ~0.1 s
 # and costs ~30 MB while its files need no polars (~0.3 s more and ~130 MB when they do); below
@@ -82,13 +84,15 @@ def read_files(sources: Sequence[SourceFile],
     from logscope.ingest.reading import read_in_order
 
     early = _take_early_read(sources)
-    cores = min(usable_cores(), len(sources), MAX_WORKERS)
+    cores = min(usable_cores(), MAX_WORKERS)
+    items = plan_pieces(sources, cores) if early is None and cores >= 2 else []
+    cores = min(cores, len(items))
     # A process that is itself a worker (ours, or one of scan's, which already fill the cores)
     # reads in-process.
     if early is None and (cores < 2 or _nested() or sum(s.size for s in sources) < PARALLEL_MIN_BYTES):
         _stop_early_workers()
         return list(read_in_order(sources, on_bytes))
-    workers = early or _Workers(sources, _units(sources, cores), cores)
+    workers = early or _Workers(items, _units(items, cores), cores)
     results: list[FileRead | Skipped | None] = [None] * len(sources)
     handed: deque[int] = deque()  # files given to read_in_order here, in order
     for outcome in read_in_order(_to_read_here(sources, workers, results, handed, on_bytes), on_bytes):
@@ -102,25 +106,51 @@ def _to_read_here(sources: Sequence[SourceFile], workers: _Workers, results: lis
     """As the workers return their files: the results they read into ``results``, and the files to
     be parsed or read here yielded (their indexes appended to ``handed``), as they come, so that
     this process parses while the workers read; then the files no worker returned."""
+    from logscope.ingest.reading import PieceRead, merge_pieces  # (loaded: read_files reads with it)
     from logscope.ingest.scanning import ScannedFile
 
     given: set[int] = set()
-    for i, got in workers.results():
-        if got is not None and not isinstance(got, ScannedFile):
-            results[i] = got
-        else:
+    # A file read in pieces: what each piece gave, until the last is in (merged then).
+    in_pieces: dict[int, list[Outcome]] = {}
+    owner = _owners(sources, workers.items)
+    for n, got in workers.results():
+        i, item = owner[n], workers.items[n]
+        if isinstance(item, Piece):
+            pieces = in_pieces.setdefault(i, [None] * item.count)
+            pieces[item.index] = got
+            if on_bytes is not None:
+                on_bytes(sources[i], item.size)
+            read = [piece for piece in pieces if piece is not None and not isinstance(piece, ScannedFile)]
+            if len(read) == item.count:  # (a worker gives a piece what read_piece gives)
+                results[i] = merge_pieces(sources[i], read)
+            continue
+        if got is None or isinstance(got, ScannedFile):
             handed.append(i)
             given.add(i)
             yield sources[i] if got is None else got
+        elif not isinstance(got, PieceRead):  # (never: a file's outcome)
+            results[i] = got
         if got is not None and on_bytes is not None:
             on_bytes(sources[i], sources[i].size)
     for i, source in enumerate(sources):
-        if results[i] is None and i not in given:
+        if results[i] is None and i not in given:  # (a piece not returned: the file is read whole here)
             handed.append(i)
             yield source
 
 
-def _units(sources: Sequence[SourceFile], count: int) -> list[list[int]]:
+def _owners(sources: Sequence[SourceFile], items: Sequence[SourceFile | Piece]) -> list[int]:
+    """For each of ``items`` (sources and pieces of sources, in order), the index of its source."""
+    out: list[int] = []
+    i = -1
+    for item in items:
+        if not (isinstance(item, Piece) and item.index):  # (a later piece: its file's)
+            i += 1
+        out.append(i)
+    assert i == len(sources) - 1
+    return out
+
+
+def _units(sources: Sequence[SourceFile | Piece], count: int) -> list[list[int]]:
     """The files as they are handed to ``count`` workers: each of UNIT_BYTES or more alone, the
     smaller ones together up to UNIT_BYTES (in file order), or less, so that each worker has two
     units at least; the biggest units first (of the longest, none is left to start last while the
@@ -140,15 +170,27 @@ def _units(sources: Sequence[SourceFile], count: int) -> list[list[int]]:
         small_bytes += source.size
     if small:
         units.append(small)
-    return sorted(units, key=lambda unit: -sum(sources[i].size for i in unit))  # stable: file order among equals
+    # Stable: file order among equals (a file's pieces count as equal, and go in order: the lines
+    # before each are counted as it is handed out, on the way to the next).
+    return sorted(units, key=lambda unit: -sum(_share(sources[i]) for i in unit))
+
+
+def _share(item: SourceFile | Piece) -> int:
+    return item.source.size // item.count if isinstance(item, Piece) else item.size
 
 
 class _Workers:
-    """``count`` worker processes reading ``units`` of files (see _units), each taking the next unit
-    when it has returned the last; (index, result) per file."""
+    """``count`` worker processes reading ``units`` of ``items`` (files and pieces of files, see
+    _units), each taking the next unit when it has returned the last; (index, result) per item. A
+    piece is given its first line (its file's LineCounts, here) as it is handed out."""
 
-    def __init__(self, sources: Sequence[SourceFile], units: list[list[int]], count: int) -> None:
-        self._sources = sources
+    def __init__(self, items: Sequence[SourceFile | Piece], units: list[list[int]], count: int) -> None:
+        self.items = items
+        pieces: dict[SourceFile, list[Piece]] = {}
+        for item in items:
+            if isinstance(item, Piece):
+                pieces.setdefault(item.source, []).append(item)
+        self._counts = {source: LineCounts(of_it) for source, of_it in pieces.items()}
         self._units = deque(units)
         count = max(1, min(count, len(units)))
         self._returned: queue.SimpleQueue[tuple[int, Outcome] | None] = queue.SimpleQueue()
@@ -179,6 +221,9 @@ class _Workers:
             else:
                 yield item
 
+    def _handed(self, item: SourceFile | Piece) -> SourceFile | Piece:
+        return with_first_line(item, self._counts[item.source]) if isinstance(item, Piece) else item
+
     def _next_unit(self) -> list[int] | None:
         with self._lock:
             return self._units.popleft() if self._units and not self._stopped else None
@@ -194,7 +239,7 @@ class _Workers:
                         running.kill()
                 assert running.stdin is not None and running.stdout is not None
                 while (unit := self._next_unit()) is not None:
-                    running.stdin.write(pickle.dumps([self._sources[i] for i in unit]))
+                    running.stdin.write(pickle.dumps([self._handed(self.items[i]) for i in unit]))
                     running.stdin.flush()
                     for _ in unit:  # one outcome per file, with its place in the unit, as soon as it is read
                         place, outcome = pickle.load(running.stdout)
@@ -256,9 +301,10 @@ def start_early(inputs: Sequence[Path], exclude: Callable[[Sequence[Path]], Sequ
     sources = _found_early(inputs, exclude)
     if sources is None:
         return  # the workers wait for read_files to give them their files
-    count = min(cores, len(sources))
+    items = plan_pieces(sources, cores)
+    count = min(cores, len(items))
     if count >= 2 and sum(source.size for source in sources) >= PARALLEL_MIN_BYTES:
-        _EARLY_READ.append((sources, _Workers(sources, _units(sources, count), count)))  # the workers not needed stop
+        _EARLY_READ.append((sources, _Workers(items, _units(items, count), count)))  # the workers not needed stop
     else:  # too small to share: read_files reads it here, as it decides the same
         _stop_early_workers()
 
@@ -351,7 +397,8 @@ def worker_main() -> None:
     Every file of a list goes through the byte pass first; those it cannot take are left to the
     main process while they add up (over the lists) to at most LEFT_HERE_MAX_BYTES, and read here
     the usual way beyond that, all together at the end of the list (polars is loaded then, and only
-    then)."""
+    then). A piece of a file is read here the usual way (reading.read_piece): its file's steps
+    are the main process's, once it has every piece."""
     from logscope.collector import collect_less_often
     from logscope.ingest import scanning  # noqa: F401  (imported while no source has come yet)
 
@@ -366,18 +413,23 @@ def worker_main() -> None:
     left_here = 0
     while True:
         try:
-            sources: list[SourceFile] = pickle.load(sys.stdin.buffer)
+            sources: list[SourceFile | Piece] = pickle.load(sys.stdin.buffer)
         except EOFError:
             return
         left_here = _read_unit(sources, send, left_here)
 
 
-def _read_unit(sources: list[SourceFile], send: Callable[[int, Outcome], None], left_here: int) -> int:
-    """worker_main's reading of one list of files; the bytes left to the main process so far."""
+def _read_unit(sources: list[SourceFile | Piece], send: Callable[[int, Outcome], None], left_here: int) -> int:
+    """worker_main's reading of one list of files and pieces; the bytes left to the main process so far."""
     from logscope.ingest.scanning import scan_file
 
     usual: list[int] = []
     for place, source in enumerate(sources):
+        if isinstance(source, Piece):
+            from logscope.ingest.reading import read_piece
+
+            send(place, read_piece(source))
+            continue
         scanned = scan_file(source)
         if scanned is not None:
             send(place, scanned)
@@ -389,6 +441,7 @@ def _read_unit(sources: list[SourceFile], send: Callable[[int, Outcome], None], 
     if usual:
         from logscope.ingest.reading import read_in_order
 
-        for place, result in zip(usual, read_in_order([sources[n] for n in usual]), strict=True):
+        files = [source for n in usual if isinstance(source := sources[n], SourceFile)]
+        for place, result in zip(usual, read_in_order(files), strict=True):
             send(place, result)
     return left_here
