@@ -128,16 +128,18 @@ def test_only_an_uncompressed_file_bigger_than_a_worker_s_share_is_cut_and_at_li
     saved = pieces.PIECE_MIN_BYTES
     pieces.PIECE_MIN_BYTES = 256 * 1024
     try:
-        items = plan_pieces([big, small], 2)  # share: 1 MB (4 MB over 2 x 2 workers)
-        assert items[-1] == small  # one share: not cut
+        items = plan_pieces([big, small], 3)  # share: 1.33 MB (4 MB over 3 workers)
+        assert items[-1] == small  # less than a share: not cut
         cut = [item for item in items if isinstance(item, Piece)]
         assert [piece.index for piece in cut] == [0, 1, 2] and {piece.count for piece in cut} == {3}
         assert cut[0].start == 0 and cut[-1].end == big.size
         assert all(a.end == b.start and b.start % len(line) == 0 for a, b in pairwise(cut))
         # Twice the share, give or take a few bytes, is two pieces (a third of a few bytes is none).
-        assert len(plan_pieces([big], 1)) == 2
+        assert len(plan_pieces([big], 2)) == 2 and len(plan_pieces([_sized(path, big.size - 7)], 2)) == 2
+        assert plan_pieces([big], 1) == [big]  # one worker: its share is the job
         assert plan_pieces([_sized(path, big.size, "gz")], 2) == [_sized(path, big.size, "gz")]
-        assert plan_pieces([big], 2)[0] != big
+        # Three files of a third each on two workers: none keeps a worker busy alone.
+        assert plan_pieces([big, big, big], 2) == [big, big, big]
     finally:
         pieces.PIECE_MIN_BYTES = saved
     assert plan_pieces([big], 2) == [big]  # 3 MB: below the pieces' least size

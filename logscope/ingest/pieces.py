@@ -61,9 +61,16 @@ class Piece:
 
 def plan_pieces(sources: Sequence[SourceFile], workers: int) -> list[SourceFile | Piece]:
     """``sources`` as the workers get them: each file, or the pieces of a file bigger than each
-    worker's share (the job's bytes over twice the workers, at least PIECE_MIN_BYTES), cut into
-    pieces of about that share (a compressed file cannot be cut: it is read from its start)."""
-    share = max(PIECE_MIN_BYTES, sum(source.size for source in sources) // (2 * max(1, workers)))
+    worker's share (the job's bytes over the workers, at least PIECE_MIN_BYTES), cut into pieces
+    of about that share (a compressed file cannot be cut: it is read from its start).
+
+    Only a file that would keep a worker busy after the others are done is cut: a piece costs more
+    than its share of the whole file (what a block learns from the blocks before it starts again
+    at each piece: a restart loop's repeats, set aside across blocks, are kept again, and parsed),
+    and its file's steps are the main process's. Three files of 358 MB on two workers, cut in
+    halves, took 4.96 s against 4.38 s whole (1.3 GB against 0.9 GB at most); one file of 1 GB in
+    four pieces 4.98 s against 11.5 s."""
+    share = max(PIECE_MIN_BYTES, sum(source.size for source in sources) // max(1, workers))
     items: list[SourceFile | Piece] = []
     for source in sources:
         # (rounded up, but for a few bytes over: a file of twice the share is two pieces, not three)
