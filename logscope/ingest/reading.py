@@ -207,7 +207,10 @@ class _Reading:
         # A block of it was a restart loop's: its next blocks are compared whole for the loop's
         # repeats, without the gate's samples (repeat_prefilter.reduce_repeats' gated).
         self.looping = False
-        self.end: int | None = None  # a piece of the file (logscope.ingest.pieces): where it ends
+        # A piece of the file (logscope.ingest.pieces), and where it ends (None: the last piece
+        # reads on to the file's end, as a whole read would, however much the file grew since)
+        self.piece = False
+        self.end: int | None = None
         self.stopped = False  # a read error ended it
         # The first and the last time of its lines (of a piece: for the pieces around it, merge_pieces)
         self.first_time: datetime | None = None
@@ -277,7 +280,7 @@ def _split_whole(pooled: list[tuple[_Reading, _Framed | _Whole]]) -> list[tuple[
 def _say_cut(reading: _Reading) -> None:
     """The warning of a file's lines cut for matching, once they are known (see _Batch._end); a
     piece's are said by merge_pieces, once for the file."""
-    if reading.cut and reading.end is None:
+    if reading.cut and not reading.piece:
         reading.result.warnings.append(_cut_warning(reading.cut))
 
 
@@ -577,7 +580,7 @@ class _Batch:
         plain: _Framed | None = None  # a block that was not, prepared when the next one comes
         # held or plain is all the file (nothing prepared before): it may join the pool (not a
         # piece's: the pool's prepare gives no times to carry across the pieces' cuts)
-        whole = reading.end is None
+        whole = not reading.piece
         try:
             for framed in framed_blocks:
                 if isinstance(framed, _Whole):  # the file's only block (see _frame)
@@ -733,7 +736,8 @@ def read_piece(piece: Piece) -> PieceRead | FileRead | Skipped:
     if not isinstance(opened, _Reading):
         return opened
     assert isinstance(opened.stream, io.BufferedReader)  # a plain file: pieces are of no other
-    opened.end = piece.end
+    opened.piece = True
+    opened.end = piece.end if piece.index < piece.count - 1 else None
     if piece.index:
         try:
             opened.stream.seek(piece.start)
