@@ -156,10 +156,12 @@ def test_the_lines_before_each_piece_are_its_newlines(tmp_path: Path) -> None:
     assert [piece.first_line for piece in got] == [data[:start].count(b"\n") for start in starts]
 
 
+@pytest.mark.parametrize("early", [False, True])
 def test_a_job_of_one_big_file_is_read_by_the_workers_in_pieces(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, early: bool) -> None:
     # One file, so one worker took it whole before: now each worker reads pieces of it, and the
-    # file comes back as one result, its lines all counted, the same failures found.
+    # file comes back as one result, its lines all counted, the same failures found; as read_files
+    # plans it, or as start_early does before the command imports (the CLI's way).
     path = _log(tmp_path / "train.out", 6000)
     gz = tmp_path / "other.out.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()[:200_000]))
@@ -176,8 +178,14 @@ def test_a_job_of_one_big_file_is_read_by_the_workers_in_pieces(
         return units(items, count)
 
     monkeypatch.setattr(workers, "_units", handing)
-    got = workers.read_files(sources)
+    if early:
+        workers.start_early([path, gz])
+        assert len(workers._EARLY_READ) == 1
+    seen: dict[str, int] = {}
+    got = workers.read_files(sources, lambda source, n: seen.update({source.display: seen.get(source.display, 0) + n}))
+    assert not workers._EARLY_READ and not workers._EARLY
     assert len(handed) >= 3  # the big file in pieces, the compressed one whole
+    assert seen[sources[0].display] == sources[0].size  # every piece's bytes said, once
     for expected, result in zip(alone, got, strict=True):
         assert isinstance(expected, FileRead) and isinstance(result, FileRead)
         assert (result.lines_read, result.lines_recognised, result.warnings) == (
