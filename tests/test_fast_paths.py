@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -324,6 +324,27 @@ def test_classifying_blocks_of_several_files_together_matches_one_at_a_time(
     monkeypatch.setattr(reading, "BATCH_ROWS", batch_rows)  # 1: each block alone; 10**9: one batch
     assert len(alone) == len(files)
     assert_same_reads(alone, list(ingest.read_in_order(files)))
+
+
+def test_a_pause_among_the_files_finishes_what_waits_and_changes_no_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # read_files pauses whenever the workers have returned nothing more: the files this process took
+    # are classified and yielded then, not after the workers' last file.
+    files, _ = discover([SAMPLES / "crash-cascade", SAMPLES / "rank0-misresolution", SAMPLES / "oom"])
+    monkeypatch.setattr(blocks, "CHUNK_BYTES", 16 * 1024)  # files of several blocks
+    alone = list(ingest.read_in_order(files))
+    yielded: list[int] = []
+
+    def with_pauses() -> Iterator[SourceFile | reading.Pause]:
+        for n, source in enumerate(files):
+            yield source
+            yielded.append(n)
+            yield reading.PAUSE
+
+    got: list[FileRead | Skipped] = []
+    for result in ingest.read_in_order(with_pauses()):
+        assert len(yielded) == len(got) + 1  # each file yielded at the pause after it, not at the end
+        got.append(result)
+    assert_same_reads(alone, got)
 
 
 def test_coll_lines_with_nccl_timestamps_set_aside_early_leave_the_events_unchanged(

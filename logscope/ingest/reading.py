@@ -89,7 +89,15 @@ def read_file(source: SourceFile, on_bytes: ProgressCallback | None = None) -> F
     return next(read_in_order([source], hook))
 
 
-def read_in_order(sources: Iterable[SourceFile | ScannedFile],
+class Pause:
+    """Among :func:`read_in_order`'s sources: nothing more comes for a while (the read workers are
+    reading on); what waits is finished now, while this process would idle, not after them."""
+
+
+PAUSE = Pause()
+
+
+def read_in_order(sources: Iterable[SourceFile | ScannedFile | Pause],
                   on_bytes: Callable[[SourceFile, int], None] | None = None) -> Iterator[FileRead | Skipped]:
     """:func:`read_file` for each of ``sources``, yielded in order; a file a read worker's byte pass
     took (:class:`~logscope.ingest.scanning.ScannedFile`) is parsed from what the pass kept (the
@@ -102,7 +110,8 @@ def read_in_order(sources: Iterable[SourceFile | ScannedFile],
     cut into many blocks, pays it a few times rather than once a block. A batch is finished when
     it holds BATCH_ROWS candidate lines or BATCH_BYTES of blocks framed (their lines stay in memory
     until then), and at the end; a file's result is yielded once its last block is classified.
-    ``on_bytes`` gets each block's size as it is read.
+    ``on_bytes`` gets each block's size as it is read; at a :data:`PAUSE` among ``sources``
+    everything waiting is finished (what the end does), and the files complete yielded.
     """
     batch = _Batch()
     scanned: list[ScannedFile] = []  # consecutive files of the byte pass, taken together
@@ -124,6 +133,11 @@ def read_in_order(sources: Iterable[SourceFile | ScannedFile],
             batch.done(opened)
 
     for source in sources:
+        if isinstance(source, Pause):
+            take_scanned()
+            batch.finish_all()
+            yield from batch.ready()
+            continue
         if isinstance(source, ScannedFile):
             scanned.append(source)
             held += sum(block.kept_bytes for block in source.blocks)
