@@ -71,28 +71,31 @@ def read_files(sources: Sequence[SourceFile],
                on_bytes: Callable[[SourceFile, int], None] | None = None) -> list[FileRead | Skipped]:
     """:func:`read_file` for each of ``sources``, results in the same order.
 
-    A big job is read by one worker process per core, a file at a time. Polars runs each string
-    kernel of a chunk on one core, and Python threads calling it contend rather than scale, so
-    files are the unit of parallelism. This process parses what the workers' byte pass kept of
+    A big job is read by one worker process per core, a file at a time (a file bigger than a
+    worker's share, in pieces: logscope.ingest.pieces). Polars runs each string kernel of a chunk
+    on one core, and Python threads calling it contend rather than scale, so files (and pieces of
+    them) are the unit of parallelism. This process parses what the workers' byte pass kept of
     COLL-heavy files (all of them in one batch, while the workers read on) and reads the small
     files they leave to it; the rest the workers read themselves (see worker_main). Workers are
     plain ``python -c`` subprocesses, not multiprocessing, which re-imports the caller's
     ``__main__``: a library user's unguarded script would run again. A file a worker did not
     return (it could not start, or died) is read here. ``on_bytes`` gets each block read here, and
-    a file's size when a worker returns it.
+    a file's (a piece's) size when a worker returns it.
     """
     from logscope.ingest.reading import read_in_order
 
-    early = _take_early_read(sources)
-    cores = min(usable_cores(), MAX_WORKERS)
-    items = plan_pieces(sources, cores) if early is None and cores >= 2 else []
-    cores = min(cores, len(items))
-    # A process that is itself a worker (ours, or one of scan's, which already fill the cores)
-    # reads in-process.
-    if early is None and (cores < 2 or _nested() or sum(s.size for s in sources) < PARALLEL_MIN_BYTES):
-        _stop_early_workers()
-        return list(read_in_order(sources, on_bytes))
-    workers = early or _Workers(items, _units(items, cores), cores)
+    workers = _take_early_read(sources)
+    if workers is None:
+        cores = min(usable_cores(), MAX_WORKERS)
+        # A process that is itself a worker (ours, or one of scan's, which already fill the cores)
+        # reads in-process.
+        items = [] if cores < 2 or _nested() or sum(s.size for s in sources) < PARALLEL_MIN_BYTES \
+            else plan_pieces(sources, cores)
+        if len(items) < 2:
+            _stop_early_workers()
+            return list(read_in_order(sources, on_bytes))
+        cores = min(cores, len(items))
+        workers = _Workers(items, _units(items, cores), cores)
     results: list[FileRead | Skipped | None] = [None] * len(sources)
     handed: deque[int] = deque()  # files given to read_in_order here, in order
     for outcome in read_in_order(_to_read_here(sources, workers, results, handed, on_bytes), on_bytes):
