@@ -120,7 +120,7 @@ def _to_read_here(sources: Sequence[SourceFile], workers: _Workers, results: lis
     from logscope.ingest.scanning import ScannedFile
 
     given: set[int] = set()
-    unfinished = False  # files yielded since the last PAUSE
+    unfinished = False  # files to read here yielded since the last PAUSE
     # A file read in pieces: what each piece gave, until the last is in (merged then).
     in_pieces: dict[int, list[Outcome]] = {}
     owner = _owners(sources, workers.items)
@@ -138,7 +138,9 @@ def _to_read_here(sources: Sequence[SourceFile], workers: _Workers, results: lis
         if got is None or isinstance(got, ScannedFile):
             handed.append(i)
             given.add(i)
-            unfinished = True
+            # (a file of the byte pass is a few kept lines: those of every such file are parsed
+            # together, at the end, in one batch; it is the files read here that cost)
+            unfinished = unfinished or got is None
             yield sources[i] if got is None else got
         elif not isinstance(got, PieceRead):  # (never: a file's outcome)
             results[i] = got
