@@ -1,11 +1,10 @@
 """A big file cut into pieces that several read workers read at once (:mod:`logscope.ingest.workers`).
 
-Files are the workers' unit: a job of one big file (``#SBATCH --output`` without ``%N`` puts every
-node's output in one) was read by one core while the others waited, and a job of three files of
-358 MB on two cores by one worker for two of them. An uncompressed file bigger than its share of
-the job (:func:`plan_pieces`) is cut at newlines into pieces of about that share; each piece is read
-as the blocks of a file are (:func:`logscope.ingest.reading.read_piece`), numbered as in the file,
-and the main process puts the pieces of a file together before the steps that read a file whole
+Files were the workers' unit: a job of one big file (``#SBATCH --output`` without ``%N`` puts every
+node's output in one) was read by one core while the others waited. An uncompressed file bigger
+than a worker's share of the job (:func:`plan_pieces`) is cut at newlines into pieces of about that
+share; each piece is read as the blocks of a file are (:func:`logscope.ingest.reading.read_piece`),
+numbered as in the file, and the main process puts the pieces of a file together before the steps that read a file whole
 (:func:`logscope.ingest.reading.merge_pieces`: thinning across processes, times across the cut,
 records folded).
 
@@ -13,7 +12,8 @@ A piece's lines are numbered from the lines before it (:class:`LineCounts`: its 
 once, in the main process, while the first piece is read), as the progress sample and every
 finding's ``file:line`` need. What is not the same as one read: what a block learns from the blocks
 before it (a restart loop's repeats, progress lines set aside across blocks) starts again at each
-piece, which keeps more rows, never fewer.
+piece, which keeps more rows, never fewer; and a line longer than MAX_LINE_BYTES before a cut, which
+a read splits into several, is one line in the count of the lines before the pieces after it.
 
 This module imports nothing heavy (the workers' start-up imports it).
 """
