@@ -726,7 +726,7 @@ class _Batch:
 @dataclass
 class PieceRead:
     """What :func:`read_piece` read of a piece of a file, for :func:`merge_pieces`: its events
-    thinned by the rules of each process (thinning_parts), not yet completed, the lines of the file
+    thinned by the rules of each process (thin_parts), not yet completed, the lines of the file
     up to its end, those recognised in it, what was said of it (but the lines cut for matching:
     ``cut``), its first and last time, and whether a read error stopped it."""
 
