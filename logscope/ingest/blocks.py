@@ -97,8 +97,6 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
     if end is not None and size is not None:
         size = min(size, end)
     while True:
-        if end is not None and stream.tell() >= end:
-            break  # (a piece: no block of the next one, whatever the file's size)
         want = CHUNK_BYTES
         if size is not None and size - stream.tell() <= CHUNK_BYTES * 3 // 2:
             # The rest of a plain file, up to half a block more, in one block: every block costs
@@ -111,7 +109,7 @@ def blocks(stream: io.BufferedIOBase | InflateStream, path: Path, warnings: list
             if view is not None:
                 yield view
                 continue
-        if end is not None:
+        if end is not None:  # (at the end: nothing is read, and the loop ends)
             want = min(want, end - stream.tell())
         try:
             data = stream.read(want)

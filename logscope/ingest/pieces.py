@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import BinaryIO
 
@@ -70,7 +70,7 @@ def plan_pieces(sources: Sequence[SourceFile], workers: int) -> list[SourceFile 
     at each piece: a restart loop's repeats, set aside across blocks, are kept again, and parsed),
     and its file's steps are the main process's. Three files of 358 MB on two workers, cut in
     halves, took 4.96 s against 4.38 s whole (1.3 GB against 0.9 GB at most); one file of 1 GB in
-    four pieces 4.98 s against 11.5 s."""
+    two pieces 4.84 s against 8.73 s."""
     share = max(PIECE_MIN_BYTES, sum(source.size for source in sources) // max(1, workers))
     items: list[SourceFile | Piece] = []
     for source in sources:
@@ -152,7 +152,7 @@ def with_first_line(piece: Piece, counts: LineCounts) -> Piece:
     """``piece`` with its first line known."""
     if piece.first_line is not None:
         return piece
-    return Piece(piece.source, piece.index, piece.count, piece.start, piece.end, counts.before(piece))
+    return replace(piece, first_line=counts.before(piece))
 
 
 __all__ = ["CUT_SEARCH_BYTES", "PIECE_MIN_BYTES", "LineCounts", "Piece", "plan_pieces", "with_first_line"]

@@ -236,13 +236,7 @@ class _Reading:
         self.first_time = self.first_time or chunk.first_time
         self.last_time = chunk.last_time  # (carried from the chunks before: the latest so far)
         if chunk.first_time is not None:
-            # The untimed events at the end of the chunks before it have no timed line after them
-            # in their own chunk (time_latest null): the first line of this one with a time is the
-            # nearest below them. (Left to file_events._timed, after the thinning, they would take
-            # the time of the next event kept, maybe far below the line that gives it.)
-            latest = pl.col("time_latest").fill_null(pl.lit(chunk.first_time, dtype=pl.Datetime("us")))
-            self.parts = [part.with_columns(latest) if part["time_latest"].null_count() else part
-                          for part in self.parts]
+            self.parts = _latest_below(self.parts, chunk.first_time)
         if chunk.events.height:
             self.parts.append(chunk.events)
             waiting = sum(part.height for part in self.parts)
@@ -263,6 +257,16 @@ class _Reading:
                                    strict=True):
             reading.result.events = events
             reading.parts = []
+
+
+def _latest_below(parts: list[pl.DataFrame], first_time: datetime) -> list[pl.DataFrame]:
+    """The events of a file's chunks (or pieces) before one whose first timed line is at
+    ``first_time``: the untimed events at their end have no timed line after them in their own
+    chunk (time_latest null), and that line is the nearest below them. (Left to
+    file_events._timed, after the thinning, they would take the time of the next event kept, maybe
+    far below the line that gives it.)"""
+    latest = pl.col("time_latest").fill_null(pl.lit(first_time, dtype=pl.Datetime("us")))
+    return [part.with_columns(latest) if part["time_latest"].null_count() else part for part in parts]
 
 
 def _split_whole(pooled: list[tuple[_Reading, _Framed | _Whole]]) -> list[tuple[_Reading, _Framed]]:
@@ -793,17 +797,13 @@ def merge_pieces(source: SourceFile, reads: Sequence[PieceRead | FileRead | Skip
     frames: list[pl.DataFrame] = []
     carried: datetime | None = None  # the last time of the pieces before: their untimed lines' time
     for read in taken:
+        if read.first_time is not None:  # as a chunk's gives the chunks before theirs (_Reading.add)
+            frames = _latest_below(frames, read.first_time)
         events = read.events
         if carried is not None and events.height and events["time"].null_count():
             events = events.with_columns(pl.col("time").fill_null(pl.lit(carried, dtype=pl.Datetime("us"))))
         frames.append(events)
         carried = read.last_time or carried
-    following: datetime | None = None  # the first time of the pieces after: the latest of their untimed lines
-    for n in reversed(range(len(taken))):
-        if following is not None and frames[n].height and frames[n]["time_latest"].null_count():
-            frames[n] = frames[n].with_columns(
-                pl.col("time_latest").fill_null(pl.lit(following, dtype=pl.Datetime("us"))))
-        following = taken[n].first_time or following
     events = completed(thin_each([pl.concat(frames)]), [source])[0]
     said = list(dict.fromkeys(warning for read in taken for warning in read.warnings))  # (each once)
     cut = sum(read.cut for read in taken)
